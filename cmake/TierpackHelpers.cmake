@@ -1,0 +1,54 @@
+# Helpers that give every tierpack target the same shape: C++20, warnings as errors for our code,
+# optional sanitizers, include root at the repository top (headers are "component/name.hpp").
+
+set(TIERPACK_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Werror)
+set(TIERPACK_SANITIZE_FLAGS "")
+if(TIERPACK_SANITIZE)
+  string(REPLACE ";" "," _san "${TIERPACK_SANITIZE}")
+  set(TIERPACK_SANITIZE_FLAGS -fsanitize=${_san} -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+endif()
+
+function(tierpack_target_defaults target)
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${TIERPACK_WARNINGS}>)
+  if(TIERPACK_SANITIZE_FLAGS)
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX,C>:${TIERPACK_SANITIZE_FLAGS}>)
+    target_link_options(${target} PUBLIC ${TIERPACK_SANITIZE_FLAGS})
+  endif()
+endfunction()
+
+# tierpack_add_library(<name> SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...] [HEADER_DIR dir])
+# Creates static library tierpack_<name>, alias tierpack::<name>, exported and installed with the
+# headers of HEADER_DIR (default: the calling folder) under include/tierpack/<relative path>.
+function(tierpack_add_library name)
+  cmake_parse_arguments(ARG "" "HEADER_DIR" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  set(target tierpack_${name})
+  add_library(${target} STATIC ${ARG_SOURCES})
+  add_library(tierpack::${name} ALIAS ${target})
+  tierpack_target_defaults(${target})
+  target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+                                              $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/generated>
+                                              $<INSTALL_INTERFACE:include/tierpack> $<INSTALL_INTERFACE:include>)
+  target_link_libraries(${target} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
+  install(TARGETS ${target} EXPORT tierpackTargets ARCHIVE DESTINATION lib LIBRARY DESTINATION lib)
+  if(NOT ARG_HEADER_DIR)
+    set(ARG_HEADER_DIR ${CMAKE_CURRENT_SOURCE_DIR})
+  endif()
+  file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${ARG_HEADER_DIR})
+  install(DIRECTORY ${ARG_HEADER_DIR}/ DESTINATION include/tierpack/${rel} FILES_MATCHING PATTERN "*.hpp"
+          PATTERN "detail" EXCLUDE)
+endfunction()
+
+# tierpack_add_test(<name> SOURCES ... DEPS ... [LABELS ...])
+# One GoogleTest binary; each test case becomes a ctest test (discovered when ctest runs).
+function(tierpack_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  tierpack_target_defaults(${name})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main Threads::Threads)
+  target_compile_definitions(${name} PRIVATE TIERPACK_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+                                             TIERPACK_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  set(labels unit ${ARG_LABELS})
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "${labels}" TIMEOUT 600)
+endfunction()

@@ -1,0 +1,45 @@
+// Run-time configuration from TIERPACK_CONF="key:value,key:value" (what `tierpack run/profile` set
+// for the child process, and what a LibTorch program can set itself). Strict: an unknown key or a bad
+// value is a logic_error naming the key and the accepted values. Keys and meanings: docs/config.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/units.hpp"
+
+namespace tierpack {
+
+enum class RunMode : std::uint8_t { off, profile, run };
+enum class PageTracerKind : std::uint8_t { automatic, mprotect, uffd, off };
+enum class LogLevel : std::uint8_t { quiet, info, debug };
+
+struct Config {
+  RunMode mode = RunMode::off;
+  Budget gpu_budget;                 ///< GPU fast-tier budget (run on CUDA)
+  Budget fast_budget;                ///< host fast-tier budget (CPU runs on NUMA tiers)
+  std::string tiers;                 ///< tier spec (core/tier_spec.hpp); tiers joined by '+' here
+  std::string profile_out;           ///< where to write the profile
+  std::string plan_in;               ///< use this plan instead of planning
+  std::string stats_out;             ///< where to write run counters (JSON)
+  int warmup_iterations = 1;         ///< iterations before the profiled one
+  int profile_iterations = 1;        ///< iterations observed to build the profile
+  int max_iterations = 0;            ///< stop recording after this many (0 = unlimited)
+  PageTracerKind page_tracer = PageTracerKind::automatic;
+  LogLevel log = LogLevel::info;
+
+  /// The accepted keys, for error messages and docs.
+  static const std::vector<std::string_view>& keys();
+};
+
+/// Parses "key:value,key:value". Empty text gives the defaults. Throws logic_error.
+Config parse_config(std::string_view text);
+/// Parses $TIERPACK_CONF (defaults when unset).
+Config config_from_env();
+/// Inverse of parse_config for the keys that differ from the defaults.
+std::string format_config(const Config& c);
+
+}  // namespace tierpack

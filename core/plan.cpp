@@ -1,0 +1,167 @@
+// Plan validation, JSON form and file I/O (see plan.hpp, docs/formats.md).
+#include "core/plan.hpp"
+
+#include <algorithm>
+
+#include "core/detail/json_util.hpp"
+#include "core/file_envelope.hpp"
+
+namespace tierpack {
+namespace {
+constexpr std::string_view kPlanFormat = "tierpack-plan";
+constexpr std::pair<std::string_view, MoveKind> kMoveKinds[] = {{"evict", MoveKind::evict},
+                                                                {"prefetch", MoveKind::prefetch}};
+}  // namespace
+
+std::string_view to_string(MoveKind k) { return detail::enum_name(k, kMoveKinds); }
+
+void Plan::validate() const {
+  const auto n_tiers = topology.tiers.size();
+  auto check_tier = [&](TierId t, const std::string& where) {
+    if (t >= n_tiers) throw format_error(where + ": tier " + std::to_string(t) + " not in the plan's topology");
+  };
+  if (!groups.empty() || !schedule.empty()) {
+    check_tier(fast_tier, "fast_tier");
+    check_tier(slow_tier, "slow_tier");
+  }
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const auto& g = groups[i];
+    const std::string where = "group " + std::to_string(i);
+    if (g.id != i) throw format_error(where + " has id " + std::to_string(g.id));
+    check_tier(g.home, where);
+    if (g.page_size == 0 || g.bytes % g.page_size != 0)
+      throw format_error(where + ": size " + std::to_string(g.bytes) + " is not a multiple of its page size");
+  }
+  for (const auto& p : placements) {
+    if (p.group >= groups.size())
+      throw format_error("placement of seq " + std::to_string(p.seq) + " refers to unknown group " + std::to_string(p.group));
+    if (p.offset_in_group + p.bytes > groups[p.group].bytes)
+      throw format_error("placement of seq " + std::to_string(p.seq) + " overflows group " + std::to_string(p.group));
+  }
+  for (std::size_t i = 0; i < schedule.size(); ++i) {
+    const auto& m = schedule[i];
+    const std::string where = "move " + std::to_string(i);
+    if (m.group >= groups.size()) throw format_error(where + " refers to unknown group " + std::to_string(m.group));
+    check_tier(m.from, where);
+    check_tier(m.to, where);
+    if (m.from == m.to) throw format_error(where + " moves a group to the tier it is on");
+  }
+}
+
+void to_json(nlohmann::json& j, const Plan& p) {
+  nlohmann::json placements = nlohmann::json::array();
+  for (const auto& t : p.placements)
+    placements.push_back({{"tensor", t.tensor},
+                          {"seq", t.seq},
+                          {"bytes", t.bytes},
+                          {"class", to_string(t.cls)},
+                          {"group", t.group},
+                          {"offset", t.offset_in_group}});
+  nlohmann::json schedule = nlohmann::json::array();
+  for (const auto& m : p.schedule)
+    schedule.push_back({{"group", m.group},
+                        {"kind", to_string(m.kind)},
+                        {"from", m.from},
+                        {"to", m.to},
+                        {"bytes", m.bytes},
+                        {"issue_after", m.issue_after},
+                        {"needed_by", m.needed_by},
+                        {"predicted_start_ns", m.predicted_start_ns},
+                        {"predicted_end_ns", m.predicted_end_ns}});
+  const auto& pr = p.prediction;
+  j = nlohmann::json{{"format", kPlanFormat},
+                     {"version", Plan::kFormatVersion},
+                     {"policy", p.policy},
+                     {"profile_command", p.profile_command},
+                     {"profile_signature", p.profile_signature},
+                     {"device", p.device},
+                     {"fast_tier", p.fast_tier},
+                     {"slow_tier", p.slow_tier},
+                     {"fast_budget_bytes", p.fast_budget_bytes},
+                     {"topology", p.topology},
+                     {"groups", p.groups},
+                     {"placements", placements},
+                     {"schedule", schedule},
+                     {"prediction",
+                      {{"fast_peak_bytes", pr.fast_peak_bytes},
+                       {"natural_peak_bytes", pr.natural_peak_bytes},
+                       {"bytes_to_fast", pr.bytes_to_fast},
+                       {"bytes_to_slow", pr.bytes_to_slow},
+                       {"stall_ns", pr.stall_ns},
+                       {"step_ns", pr.step_ns},
+                       {"baseline_step_ns", pr.baseline_step_ns}}},
+                     {"notes", p.notes}};
+}
+
+void from_json(const nlohmann::json& j, Plan& p) {
+  if (j.value("format", std::string()) != kPlanFormat) throw format_error("not a tierpack plan (missing \"format\": \"tierpack-plan\")");
+  const int version = j.at("version").get<int>();
+  if (version > Plan::kFormatVersion)
+    throw format_error("plan version " + std::to_string(version) + " is newer than this tierpack reads (up to " +
+                       std::to_string(Plan::kFormatVersion) + "); upgrade tierpack");
+  if (version < 1) throw format_error("invalid plan version " + std::to_string(version));
+  detail::get_or(j, "policy", p.policy);
+  detail::get_or(j, "profile_command", p.profile_command);
+  detail::get_or(j, "profile_signature", p.profile_signature);
+  detail::get_or(j, "device", p.device);
+  j.at("fast_tier").get_to(p.fast_tier);
+  j.at("slow_tier").get_to(p.slow_tier);
+  j.at("fast_budget_bytes").get_to(p.fast_budget_bytes);
+  j.at("topology").get_to(p.topology);
+  j.at("groups").get_to(p.groups);
+  p.placements.clear();
+  for (const auto& tj : j.at("placements")) {
+    TensorPlacement t;
+    tj.at("tensor").get_to(t.tensor);
+    tj.at("seq").get_to(t.seq);
+    tj.at("bytes").get_to(t.bytes);
+    t.cls = parse_tensor_class(tj.at("class").get<std::string>());
+    tj.at("group").get_to(t.group);
+    tj.at("offset").get_to(t.offset_in_group);
+    p.placements.push_back(t);
+  }
+  p.schedule.clear();
+  for (const auto& mj : j.at("schedule")) {
+    Move m;
+    mj.at("group").get_to(m.group);
+    m.kind = detail::enum_from_name("move kind", mj.at("kind").get<std::string>(), kMoveKinds);
+    mj.at("from").get_to(m.from);
+    mj.at("to").get_to(m.to);
+    mj.at("bytes").get_to(m.bytes);
+    mj.at("issue_after").get_to(m.issue_after);
+    mj.at("needed_by").get_to(m.needed_by);
+    detail::get_or(mj, "predicted_start_ns", m.predicted_start_ns);
+    detail::get_or(mj, "predicted_end_ns", m.predicted_end_ns);
+    p.schedule.push_back(m);
+  }
+  const auto& pj = j.at("prediction");
+  auto& pr = p.prediction;
+  detail::get_or(pj, "fast_peak_bytes", pr.fast_peak_bytes);
+  detail::get_or(pj, "natural_peak_bytes", pr.natural_peak_bytes);
+  detail::get_or(pj, "bytes_to_fast", pr.bytes_to_fast);
+  detail::get_or(pj, "bytes_to_slow", pr.bytes_to_slow);
+  detail::get_or(pj, "stall_ns", pr.stall_ns);
+  detail::get_or(pj, "step_ns", pr.step_ns);
+  detail::get_or(pj, "baseline_step_ns", pr.baseline_step_ns);
+  detail::get_or(j, "notes", p.notes);
+}
+
+void write_plan(const Plan& p, const std::string& path) {
+  write_file_atomic(path, nlohmann::json(p).dump(1) + "\n");
+}
+
+Plan read_plan(const std::string& path) {
+  const std::string text = read_file(path);
+  Plan p;
+  try {
+    from_json(nlohmann::json::parse(text), p);
+    p.validate();
+  } catch (const nlohmann::json::exception& e) {
+    throw format_error(path + ": invalid plan: " + e.what());
+  } catch (const format_error& e) {
+    throw format_error(path + ": invalid plan: " + e.what());
+  }
+  return p;
+}
+
+}  // namespace tierpack

@@ -1,0 +1,152 @@
+// Profile queries, validation, JSON form and file I/O (see profile.hpp, docs/formats.md).
+#include "core/profile.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "core/detail/json_util.hpp"
+#include "core/file_envelope.hpp"
+
+namespace tierpack {
+
+namespace {
+constexpr std::string_view kProfileFormat = "tierpack-profile";
+}
+
+std::uint64_t Profile::peak_bytes(int device) const {
+  // Sweep births (+) and deaths (-) over op indices; a tensor dies after death_op.
+  std::map<OpIndex, std::int64_t> delta;
+  for (const auto& t : tensors) {
+    if (t.device != device) continue;
+    delta[t.birth_op] += static_cast<std::int64_t>(t.bytes);
+    if (t.death_op != kAfterIteration) delta[t.death_op + 1] -= static_cast<std::int64_t>(t.bytes);
+  }
+  std::int64_t live = 0, peak = 0;
+  for (const auto& [op, d] : delta) {
+    live += d;
+    peak = std::max(peak, live);
+  }
+  return static_cast<std::uint64_t>(peak);
+}
+
+void Profile::validate() const {
+  const auto n_ops = static_cast<OpIndex>(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const auto& op = ops[i];
+    if (op.index != static_cast<OpIndex>(i))
+      throw format_error("op " + std::to_string(i) + " has index " + std::to_string(op.index));
+    if (op.end_ns < op.begin_ns) throw format_error("op " + std::to_string(i) + " ends before it begins");
+    if (op.parent >= static_cast<std::int32_t>(i)) throw format_error("op " + std::to_string(i) + " has a parent after it");
+    for (auto t : op.inputs)
+      if (t >= tensors.size()) throw format_error("op " + std::to_string(i) + " reads unknown tensor " + std::to_string(t));
+    for (auto t : op.outputs)
+      if (t >= tensors.size()) throw format_error("op " + std::to_string(i) + " writes unknown tensor " + std::to_string(t));
+  }
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const auto& t = tensors[i];
+    const std::string where = "tensor " + std::to_string(i);
+    if (t.id != i) throw format_error(where + " has id " + std::to_string(t.id));
+    if (t.birth_op != kBeforeIteration && (t.birth_op < 0 || t.birth_op > n_ops))
+      throw format_error(where + ": birth op " + std::to_string(t.birth_op) + " out of range");
+    if (t.death_op != kAfterIteration && (t.death_op < t.birth_op || t.death_op > n_ops))
+      throw format_error(where + ": death op " + std::to_string(t.death_op) + " out of range");
+    if (!std::is_sorted(t.uses.begin(), t.uses.end())) throw format_error(where + ": uses not sorted");
+    for (auto u : t.uses)
+      if (u < 0 || u >= n_ops) throw format_error(where + ": use of op " + std::to_string(u) + " out of range");
+    if (t.tier != kNoTier && t.tier >= topology.tiers.size())
+      throw format_error(where + ": tier " + std::to_string(t.tier) + " not in topology");
+  }
+  for (const auto& p : pages)
+    for (auto t : p.tensors)
+      if (t >= tensors.size()) throw format_error("page record refers to unknown tensor " + std::to_string(t));
+}
+
+void to_json(nlohmann::json& j, const Profile& p) {
+  const auto& m = p.meta;
+  nlohmann::json iters = nlohmann::json::array();
+  for (const auto& it : p.iterations)
+    iters.push_back({{"index", it.index},
+                     {"duration_ns", it.duration_ns},
+                     {"allocations", it.allocations},
+                     {"signature", it.signature},
+                     {"matches_profiled", it.matches_profiled}});
+  nlohmann::json divs = nlohmann::json::array();
+  for (const auto& d : p.divergences) divs.push_back({{"iteration", d.iteration}, {"seq", d.seq}, {"reason", d.reason}});
+  j = nlohmann::json{{"format", kProfileFormat},
+                     {"version", Profile::kFormatVersion},
+                     {"meta",
+                      {{"tool_version", m.tool_version},
+                       {"command", m.command},
+                       {"framework", m.framework},
+                       {"page_tracer", m.page_tracer},
+                       {"host_page_size", m.host_page_size},
+                       {"created_unix", m.created_unix},
+                       {"iterations_observed", m.iterations_observed},
+                       {"profiled_iteration", m.profiled_iteration},
+                       {"iteration_source", m.iteration_source}}},
+                     {"topology", p.topology},
+                     {"iteration_ns", p.iteration_ns},
+                     {"ops", p.ops},
+                     {"tensors", p.tensors},
+                     {"pages", p.pages},
+                     {"iterations", iters},
+                     {"divergences", divs}};
+}
+
+void from_json(const nlohmann::json& j, Profile& p) {
+  const auto& m = j.at("meta");
+  detail::get_or(m, "tool_version", p.meta.tool_version);
+  detail::get_or(m, "command", p.meta.command);
+  detail::get_or(m, "framework", p.meta.framework);
+  detail::get_or(m, "page_tracer", p.meta.page_tracer);
+  detail::get_or(m, "host_page_size", p.meta.host_page_size);
+  detail::get_or(m, "created_unix", p.meta.created_unix);
+  detail::get_or(m, "iterations_observed", p.meta.iterations_observed);
+  detail::get_or(m, "profiled_iteration", p.meta.profiled_iteration);
+  detail::get_or(m, "iteration_source", p.meta.iteration_source);
+  j.at("topology").get_to(p.topology);
+  detail::get_or(j, "iteration_ns", p.iteration_ns);
+  j.at("ops").get_to(p.ops);
+  j.at("tensors").get_to(p.tensors);
+  detail::get_or(j, "pages", p.pages);
+  p.iterations.clear();
+  if (auto it = j.find("iterations"); it != j.end())
+    for (const auto& ij : *it) {
+      IterationInfo info;
+      ij.at("index").get_to(info.index);
+      detail::get_or(ij, "duration_ns", info.duration_ns);
+      detail::get_or(ij, "allocations", info.allocations);
+      detail::get_or(ij, "signature", info.signature);
+      detail::get_or(ij, "matches_profiled", info.matches_profiled);
+      p.iterations.push_back(info);
+    }
+  p.divergences.clear();
+  if (auto it = j.find("divergences"); it != j.end())
+    for (const auto& dj : *it) {
+      Divergence d;
+      dj.at("iteration").get_to(d.iteration);
+      detail::get_or(dj, "seq", d.seq);
+      detail::get_or(dj, "reason", d.reason);
+      p.divergences.push_back(d);
+    }
+}
+
+void write_profile(const Profile& p, const std::string& path) {
+  write_envelope(path, kProfileFormat, Profile::kFormatVersion, nlohmann::json(p).dump());
+}
+
+Profile read_profile(const std::string& path) {
+  const std::string payload = read_envelope(path, kProfileFormat, Profile::kFormatVersion);
+  Profile p;
+  try {
+    from_json(nlohmann::json::parse(payload), p);
+    p.validate();
+  } catch (const nlohmann::json::exception& e) {
+    throw format_error(path + ": invalid profile: " + e.what());
+  } catch (const format_error& e) {
+    throw format_error(path + ": invalid profile: " + e.what());
+  }
+  return p;
+}
+
+}  // namespace tierpack

@@ -1,0 +1,131 @@
+// Parsing and formatting of sizes, bandwidths, latencies and budgets (see units.hpp).
+#include "core/units.hpp"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.hpp"
+
+namespace tierpack {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Splits "1.5GiB" into 1.5 and "gib". Throws when no number leads the text.
+std::pair<double, std::string> split_number(std::string_view text, const char* what) {
+  std::size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  if (i == 0) throw logic_error(std::string("invalid ") + what + " '" + std::string(text) + "': expected a number");
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + i, value);
+  if (ec != std::errc{} || ptr != text.data() + i || !std::isfinite(value))
+    throw logic_error(std::string("invalid ") + what + " '" + std::string(text) + "'");
+  return {value, lower(text.substr(i))};
+}
+
+}  // namespace
+
+std::uint64_t parse_bytes(std::string_view text) {
+  auto [value, unit] = split_number(text, "size");
+  double mult = 0;
+  if (unit.empty() || unit == "b") mult = 1;
+  else if (unit == "k" || unit == "kb" || unit == "kib") mult = 1024.0;
+  else if (unit == "m" || unit == "mb" || unit == "mib") mult = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gb" || unit == "gib") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tb" || unit == "tib") mult = 1024.0 * 1024 * 1024 * 1024;
+  else
+    throw logic_error("invalid size '" + std::string(text) + "': unknown unit '" + unit +
+                      "' (use B, K, M, G or T, e.g. 24G)");
+  const double bytes = value * mult;
+  if (bytes >= 1.8e19) throw logic_error("invalid size '" + std::string(text) + "': too large");
+  return static_cast<std::uint64_t>(std::llround(bytes));
+}
+
+double parse_bandwidth(std::string_view text) {
+  auto [value, unit] = split_number(text, "bandwidth");
+  double mult = 0;
+  if (unit == "b/s") mult = 1;
+  else if (unit == "kb/s" || unit == "k/s") mult = 1e3;
+  else if (unit == "mb/s" || unit == "m/s") mult = 1e6;
+  else if (unit == "gb/s" || unit == "g/s") mult = 1e9;
+  else if (unit == "tb/s" || unit == "t/s") mult = 1e12;
+  else
+    throw logic_error("invalid bandwidth '" + std::string(text) + "': expected a unit such as GB/s (e.g. 55GB/s)");
+  if (value <= 0) throw logic_error("invalid bandwidth '" + std::string(text) + "': must be positive");
+  return value * mult;
+}
+
+double parse_latency_ns(std::string_view text, bool* relative) {
+  bool rel = false;
+  if (!text.empty() && text.front() == '+') {
+    rel = true;
+    text.remove_prefix(1);
+  }
+  if (relative) *relative = rel;
+  auto [value, unit] = split_number(text, "latency");
+  if (unit == "ns") return value;
+  if (unit == "us") return value * 1e3;
+  if (unit == "ms") return value * 1e6;
+  throw logic_error("invalid latency '" + std::string(text) + "': expected ns, us or ms (e.g. 80ns)");
+}
+
+std::uint64_t Budget::resolve(std::uint64_t reference) const {
+  if (bytes) return *bytes;
+  if (fraction) return static_cast<std::uint64_t>(std::llround(*fraction * static_cast<double>(reference)));
+  return reference;
+}
+
+std::string Budget::to_string() const {
+  if (bytes) return format_bytes(*bytes);
+  if (fraction) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g%%", *fraction * 100.0);
+    return buf;
+  }
+  return "unlimited";
+}
+
+Budget parse_budget(std::string_view text) {
+  Budget b;
+  if (!text.empty() && text.back() == '%') {
+    auto [value, unit] = split_number(text.substr(0, text.size() - 1), "budget");
+    if (!unit.empty() || value <= 0 || value > 100)
+      throw logic_error("invalid budget '" + std::string(text) + "': a percentage must be in (0, 100]");
+    b.fraction = value / 100.0;
+  } else {
+    b.bytes = parse_bytes(text);
+    if (*b.bytes == 0) throw logic_error("invalid budget '" + std::string(text) + "': must be positive");
+  }
+  return b;
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[48];
+  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  else std::snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
+  return buf;
+}
+
+std::string format_duration_ns(double ns) {
+  char buf[48];
+  if (ns < 1e3) std::snprintf(buf, sizeof buf, "%.0f ns", ns);
+  else if (ns < 1e6) std::snprintf(buf, sizeof buf, "%.1f us", ns / 1e3);
+  else if (ns < 1e9) std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.2f s", ns / 1e9);
+  return buf;
+}
+
+}  // namespace tierpack

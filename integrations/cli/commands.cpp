@@ -1,0 +1,13 @@
+// The subcommand table (see commands.hpp). Add a line here when adding a <name>_command.cpp.
+#include "integrations/cli/commands.hpp"
+
+namespace tierpack::cli {
+
+std::span<const Command> commands() {
+  static const Command table[] = {
+      {"topo", "list the memory tiers of this machine (hwloc + CUDA)", kTopoUsage, run_topo},
+  };
+  return table;
+}
+
+}  // namespace tierpack::cli

@@ -1,0 +1,169 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/file_envelope.hpp"
+#include "core/profile.hpp"
+
+using namespace tierpack;
+namespace fs = std::filesystem;
+
+namespace {
+
+Profile small_profile() {
+  Profile p;
+  p.meta.tool_version = "test";
+  p.meta.command = "python train.py";
+  p.meta.framework = "synthetic";
+  Tier dram;
+  dram.kind = TierKind::host_dram;
+  dram.name = "dram0";
+  dram.numa_node = 0;
+  dram.capacity_bytes = 1ull << 34;
+  dram.bandwidth_bytes_per_s = 2e11;
+  p.topology.add(dram);
+  for (int i = 0; i < 3; ++i) {
+    OpRecord op;
+    op.index = i;
+    op.name = "aten::op" + std::to_string(i);
+    op.begin_ns = 100u * i;
+    op.end_ns = 100u * i + 50;
+    op.phase = Phase::forward;
+    p.ops.push_back(op);
+  }
+  TensorRecord a;
+  a.id = 0;
+  a.seq = -1;
+  a.bytes = 4096;
+  a.birth_op = kBeforeIteration;
+  a.death_op = kAfterIteration;
+  a.uses = {0, 2};
+  a.tier = 0;
+  a.flags = kTensorParameter;
+  TensorRecord b;
+  b.id = 1;
+  b.seq = 0;
+  b.bytes = 1000;
+  b.alloc_op = "aten::op0";
+  b.birth_op = 0;
+  b.death_op = 1;
+  b.uses = {0, 1};
+  p.tensors = {a, b};
+  p.ops[0].outputs = {1};
+  p.ops[1].inputs = {1};
+  PageRecord page;
+  page.address = 0x1000;
+  page.tensors = {0, 1};
+  page.false_shared = true;
+  p.pages.push_back(page);
+  p.iterations.push_back({1, 300, 1, 0xabc, true});
+  p.divergences.push_back({3, 7, "size 4096 != 8192 at seq 7"});
+  p.iteration_ns = 300;
+  return p;
+}
+
+std::string temp_path(const std::string& name) {
+  return (fs::temp_directory_path() / ("tierpack_test_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void spit(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << data;
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    read_profile(path);
+  } catch (const error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(ProfileIo, RoundTrips) {
+  const Profile p = small_profile();
+  const std::string path = temp_path("rt.tpk");
+  write_profile(p, path);
+  const Profile q = read_profile(path);
+  EXPECT_EQ(p, q);
+  fs::remove(path);
+}
+
+TEST(ProfileIo, PeakBytesSweepsLifetimes) {
+  const Profile p = small_profile();
+  EXPECT_EQ(p.peak_bytes(-1), 5096u);
+  EXPECT_EQ(p.peak_bytes(0), 0u);
+}
+
+TEST(ProfileIo, TruncatedFileIsClearError) {
+  const std::string path = temp_path("trunc.tpk");
+  write_profile(small_profile(), path);
+  std::string data = slurp(path);
+  spit(path, data.substr(0, data.size() / 2));
+  const std::string msg = error_of(path);
+  EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+  fs::remove(path);
+}
+
+TEST(ProfileIo, CorruptByteIsClearError) {
+  const std::string path = temp_path("corrupt.tpk");
+  write_profile(small_profile(), path);
+  std::string data = slurp(path);
+  data[data.size() - 10] ^= 0x5a;
+  spit(path, data);
+  const std::string msg = error_of(path);
+  EXPECT_NE(msg.find("checksum"), std::string::npos) << msg;
+  fs::remove(path);
+}
+
+TEST(ProfileIo, NewerVersionIsRejected) {
+  const std::string path = temp_path("newer.tpk");
+  spit(path, "tierpack-profile 99 2 00000000\n{}");
+  const std::string msg = error_of(path);
+  EXPECT_NE(msg.find("newer"), std::string::npos) << msg;
+  fs::remove(path);
+}
+
+TEST(ProfileIo, NotAProfileAndMissingFile) {
+  const std::string path = temp_path("garbage.tpk");
+  spit(path, "\x7f" "ELF garbage");
+  EXPECT_NE(error_of(path).find("not a tierpack-profile file"), std::string::npos);
+  fs::remove(path);
+  EXPECT_THROW(read_profile(temp_path("does-not-exist.tpk")), os_error);
+}
+
+TEST(ProfileIo, ValidPayloadWithBadReferencesIsRejected) {
+  Profile p = small_profile();
+  p.ops[1].inputs = {42};  // no tensor 42
+  const std::string path = temp_path("badref.tpk");
+  write_profile(p, path);
+  const std::string msg = error_of(path);
+  EXPECT_NE(msg.find("unknown tensor 42"), std::string::npos) << msg;
+  fs::remove(path);
+}
+
+TEST(ProfileIo, WellFormedEnvelopeWithBadJson) {
+  const std::string path = temp_path("badjson.tpk");
+  write_envelope(path, "tierpack-profile", 1, "{\"meta\": 3");
+  const std::string msg = error_of(path);
+  EXPECT_NE(msg.find("invalid profile"), std::string::npos) << msg;
+  fs::remove(path);
+}
+
+TEST(ProfileIo, UnwritableDestinationIsOsError) {
+  EXPECT_THROW(write_profile(small_profile(), "/nonexistent-dir/x.tpk"), os_error);
+}
