@@ -53,6 +53,7 @@ void to_json(nlohmann::json& j, const Plan& p) {
   for (const auto& t : p.placements)
     placements.push_back({{"tensor", t.tensor},
                           {"seq", t.seq},
+                          {"address", t.address},
                           {"bytes", t.bytes},
                           {"class", to_string(t.cls)},
                           {"group", t.group},
@@ -114,6 +115,7 @@ void from_json(const nlohmann::json& j, Plan& p) {
     TensorPlacement t;
     tj.at("tensor").get_to(t.tensor);
     tj.at("seq").get_to(t.seq);
+    detail::get_or(tj, "address", t.address);
     tj.at("bytes").get_to(t.bytes);
     t.cls = parse_tensor_class(tj.at("class").get<std::string>());
     tj.at("group").get_to(t.group);

@@ -15,10 +15,13 @@
 
 namespace tierpack {
 
-/// Where one tensor of the iteration is placed, keyed by its allocation sequence position.
+/// Where one tensor of the iteration is placed. Tensors allocated inside the iteration are found
+/// again by their allocation sequence position on their device (`seq`); tensors that outlive
+/// iterations (seq -1: parameters, optimizer state) keep their address, so they are found by it.
 struct TensorPlacement {
   TensorId tensor = 0;
   std::int64_t seq = -1;
+  std::uint64_t address = 0;  ///< profiled address (used for seq -1 tensors)
   std::uint64_t bytes = 0;
   TensorClass cls = TensorClass::temporary;
   GroupId group = 0;

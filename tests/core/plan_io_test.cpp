@@ -37,8 +37,8 @@ Plan small_plan() {
   g.first_use = 0;
   g.last_use = 9;
   p.groups.push_back(g);
-  p.placements.push_back({0, 0, 1 << 20, TensorClass::activation, 0, 0});
-  p.placements.push_back({1, 1, 1 << 20, TensorClass::activation, 0, 1 << 20});
+  p.placements.push_back({0, 0, 0x7f0000000000, 1 << 20, TensorClass::activation, 0, 0});
+  p.placements.push_back({1, 1, 0, 1 << 20, TensorClass::activation, 0, 1 << 20});
   p.schedule.push_back({0, MoveKind::evict, 0, 1, 4 << 20, 2, kAfterIteration, 10, 90});
   p.schedule.push_back({0, MoveKind::prefetch, 1, 0, 4 << 20, 5, 9, 100, 180});
   p.prediction.fast_peak_bytes = 8ull << 30;
