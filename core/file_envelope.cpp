@@ -64,11 +64,18 @@ void write_envelope(const std::string& path, std::string_view format, int versio
 }
 
 std::string read_envelope(const std::string& path, std::string_view format, int max_version, int* version) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw os_error("open " + path, errno ? errno : ENOENT);
-  std::string header;
-  if (!std::getline(in, header) || header.size() > 200)
+  const std::string content = read_file(path);
+  return std::string(parse_envelope(content, path, format, max_version, version));
+}
+
+std::string_view parse_envelope(std::string_view content, std::string_view name, std::string_view format, int max_version,
+                                int* version) {
+  const std::string path(name);
+  const std::size_t eol = content.find('\n');
+  const std::string header(content.substr(0, eol));
+  if (content.empty() || header.size() > 200)
     throw format_error(path + ": not a " + std::string(format) + " file (no header line)");
+  const std::string_view rest = eol == std::string_view::npos ? std::string_view() : content.substr(eol + 1);
   std::istringstream hs(header);
   std::string fmt;
   long long ver = -1, len = -1;
@@ -80,18 +87,18 @@ std::string read_envelope(const std::string& path, std::string_view format, int 
   if (ver > max_version)
     throw format_error(path + ": " + std::string(format) + " version " + std::to_string(ver) +
                        " is newer than this tierpack reads (up to " + std::to_string(max_version) + "); upgrade tierpack");
-  std::string payload(static_cast<std::size_t>(len), '\0');
-  in.read(payload.data(), len);
-  if (in.gcount() != len)
+  // Compare before taking anything: a corrupt header may promise more bytes than memory holds.
+  const auto want = static_cast<unsigned long long>(len);
+  if (rest.size() < want)
     throw format_error(path + ": truncated: header promises " + std::to_string(len) + " bytes, file has " +
-                       std::to_string(in.gcount()));
-  if (in.peek() != std::char_traits<char>::eof())
+                       std::to_string(rest.size()));
+  if (rest.size() > want)
     throw format_error(path + ": corrupt: extra bytes after the " + std::to_string(len) + "-byte payload");
-  char want[16];
-  std::snprintf(want, sizeof want, "%08x", crc32(payload));
-  if (crc_hex != want) throw format_error(path + ": corrupt: checksum " + crc_hex + " does not match contents (" + want + ")");
+  char crc[16];
+  std::snprintf(crc, sizeof crc, "%08x", crc32(rest));
+  if (crc_hex != crc) throw format_error(path + ": corrupt: checksum " + crc_hex + " does not match contents (" + crc + ")");
   if (version) *version = static_cast<int>(ver);
-  return payload;
+  return rest;
 }
 
 }  // namespace tierpack

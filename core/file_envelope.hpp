@@ -24,4 +24,9 @@ void write_envelope(const std::string& path, std::string_view format, int versio
 /// and stores the file's version. Throws os_error (cannot open) or format_error (anything else).
 std::string read_envelope(const std::string& path, std::string_view format, int max_version, int* version = nullptr);
 
+/// The checks of read_envelope on a file's bytes already in memory; `name` starts error messages.
+/// Throws format_error.
+std::string_view parse_envelope(std::string_view content, std::string_view name, std::string_view format, int max_version,
+                                int* version = nullptr);
+
 }  // namespace tierpack

@@ -152,8 +152,10 @@ void write_plan(const Plan& p, const std::string& path) {
   write_file_atomic(path, nlohmann::json(p).dump(1) + "\n");
 }
 
-Plan read_plan(const std::string& path) {
-  const std::string text = read_file(path);
+Plan read_plan(const std::string& path) { return parse_plan(read_file(path), path); }
+
+Plan parse_plan(std::string_view text, std::string_view name) {
+  const std::string path(name);
   Plan p;
   try {
     from_json(nlohmann::json::parse(text), p);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -91,5 +92,7 @@ void from_json(const nlohmann::json& j, Plan& p);
 void write_plan(const Plan& p, const std::string& path);
 /// Reads and validates a plan file; version mismatch or corruption is a format_error naming the file.
 Plan read_plan(const std::string& path);
+/// read_plan on a file's text already in memory; `name` starts error messages. Throws format_error.
+Plan parse_plan(std::string_view text, std::string_view name);
 
 }  // namespace tierpack

@@ -135,8 +135,11 @@ void write_profile(const Profile& p, const std::string& path) {
   write_envelope(path, kProfileFormat, Profile::kFormatVersion, nlohmann::json(p).dump());
 }
 
-Profile read_profile(const std::string& path) {
-  const std::string payload = read_envelope(path, kProfileFormat, Profile::kFormatVersion);
+Profile read_profile(const std::string& path) { return parse_profile(read_file(path), path); }
+
+Profile parse_profile(std::string_view bytes, std::string_view name) {
+  const std::string_view payload = parse_envelope(bytes, name, kProfileFormat, Profile::kFormatVersion);
+  const std::string path(name);
   Profile p;
   try {
     from_json(nlohmann::json::parse(payload), p);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -75,5 +76,7 @@ void write_profile(const Profile& p, const std::string& path);
 /// Reads and validates a profile file. Unknown/newer version, truncation and corruption are
 /// format_error with a one-line message naming the file.
 Profile read_profile(const std::string& path);
+/// read_profile on a file's bytes already in memory; `name` starts error messages. Throws format_error.
+Profile parse_profile(std::string_view bytes, std::string_view name);
 
 }  // namespace tierpack
