@@ -234,6 +234,11 @@ void HostArenaAllocator::set_budget(TierId tier, std::uint64_t bytes) {
   state(tier).budget.store(bytes, std::memory_order_relaxed);
 }
 
+void HostArenaAllocator::reset_peak(TierId tier) {
+  TierState& t = state(tier);
+  t.peak.store(t.resident.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
 TierUsage HostArenaAllocator::usage(TierId tier) const {
   const TierState& t = state(tier);
   TierUsage u;

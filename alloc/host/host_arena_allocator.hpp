@@ -112,6 +112,8 @@ class HostArenaAllocator {
   /// 0 removes the limit. Lowering it below what is resident only refuses new blocks.
   void set_budget(TierId tier, std::uint64_t bytes);
   TierUsage usage(TierId tier) const;
+  /// Starts a new peak window (the runtime does at each iteration start).
+  void reset_peak(TierId tier);
   /// Host tiers this allocator serves, in id order.
   const std::vector<TierId>& tiers() const noexcept { return tiers_; }
   bool serves(TierId tier) const noexcept;
@@ -119,6 +121,7 @@ class HostArenaAllocator {
   const Tier& tier_info(TierId tier) const;
   const HostArena& arena(TensorClass cls, TierId tier) const;
   HostOs& os() const noexcept { return *os_; }
+  BindMode bind_mode() const noexcept { return options_.bind; }
   std::uint64_t unknown_frees() const noexcept { return unknown_frees_.load(std::memory_order_relaxed); }
 
  private:
