@@ -69,6 +69,7 @@ int FaultInjectingOs::bind(void* addr, std::size_t bytes, int node, BindMode mod
 
 int FaultInjectingOs::move_pages(std::span<void* const> pages, std::span<const int> nodes,
                                  std::span<int> status) noexcept {
+  if (move_hook_) move_hook_();
   if (int err = take(OsCall::move_pages, !nodes.empty())) return err;
   if (nodes.empty()) return up_.move_pages(pages, nodes, status);
   // Pages with an injected status stay where they are; the rest go to the kernel in one call.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -28,6 +29,9 @@ class FaultInjectingOs final : public HostOs {
   void fail_page(const void* addr, int status, int times = 1);
   /// Removes every pending injection.
   void clear();
+  /// Runs `hook` at the start of every move_pages call (tests use it to hold a mover mid-move).
+  /// Set it before the calls start; it runs on the calling thread without the adaptor's lock.
+  void on_move_pages(std::function<void()> hook) { move_hook_ = std::move(hook); }
 
   /// How many calls of each kind reached this adaptor, and how many failures it injected.
   std::uint64_t calls(OsCall call) const;
@@ -62,6 +66,7 @@ class FaultInjectingOs final : public HostOs {
   std::array<std::uint64_t, kOsCallCount> calls_{};
   std::map<std::uintptr_t, PageFault> page_faults_;  // keyed by page address
   std::uint64_t injected_ = 0;
+  std::function<void()> move_hook_;
 };
 
 }  // namespace tierpack::host
