@@ -25,6 +25,7 @@ HostArena::HostArena(HostOs& os, ArenaSpec spec, ExtentObserver* observer)
 }
 
 HostArena::~HostArena() {
+  destroying_ = true;
   const std::string name = "arena." + std::to_string(index_) + ".destroy";
   mallctl(name.c_str(), nullptr, nullptr, nullptr, 0);
 }
@@ -150,9 +151,19 @@ void* HostArena::hook_alloc(extent_hooks_t* h, void* new_addr, std::size_t size,
   return p;
 }
 
+// Note [Extents are retained, not unmapped]
+// dalloc opts out (returns true), as jemalloc's own default hooks do on Linux with opt.retain: the
+// range stays mapped (already purged, so it holds no memory) and jemalloc reuses it; it is unmapped
+// by `destroy` when the arena is destroyed. Unmapping in dalloc and returning false is allowed by
+// the API, but jemalloc 5.3 (Debian's) then corrupts its extent heaps under concurrent allocation
+// (a null-pointer write in its pairing heap within seconds of the stress test); kept out on purpose.
+// Only while the arena is being destroyed (one thread, no allocations) does dalloc unmap: that is
+// how jemalloc gives back the arena's metadata blocks, which never reach `destroy`.
 bool HostArena::hook_dalloc(extent_hooks_t* h, void* addr, std::size_t size, bool, unsigned) {
-  from(h).unmap_extent(addr, size);
-  return false;  // false: done, jemalloc forgets the extent
+  HostArena& self = from(h);
+  if (!self.destroying_) return true;
+  self.unmap_extent(addr, size);
+  return false;
 }
 
 void HostArena::hook_destroy(extent_hooks_t* h, void* addr, std::size_t size, bool, unsigned) {

@@ -41,7 +41,8 @@ struct ExtentEvent {
 };
 
 /// Told about every extent an arena maps and unmaps. Called from inside jemalloc's extent hooks:
-/// it must not allocate from tierpack's arenas (plain malloc is fine) and must not throw. An
+/// it must not allocate from tierpack's arenas (plain malloc is fine) and must not throw. Ranges
+/// are unmapped when the arena is destroyed (jemalloc keeps and reuses them until then); an
 /// unmapped range can be part of a mapped one or span several (jemalloc splits and merges extents).
 class ExtentObserver {
  public:
@@ -66,7 +67,8 @@ class HostArena {
   /// jemalloc refuses. `observer` may be null and must outlive the arena.
   HostArena(HostOs& os, ArenaSpec spec, ExtentObserver* observer);
   /// Destroys the arena ("arena.<i>.destroy"): every block still allocated from it is discarded
-  /// and its extents are unmapped.
+  /// and its extents are unmapped. Until then extents given back by jemalloc stay mapped (purged):
+  /// see Note [Extents are retained, not unmapped] in host_arena.cpp.
   ~HostArena();
   HostArena(const HostArena&) = delete;
   HostArena& operator=(const HostArena&) = delete;
@@ -122,6 +124,7 @@ class HostArena {
   int flags_ = 0;
   std::atomic<std::size_t> mapped_{0};
   std::atomic<int> last_error_{0};
+  bool destroying_ = false;  // see Note [Extents are retained, not unmapped]
   std::atomic<std::uint64_t> hook_failures_{0};
   mutable std::mutex extents_mu_;
   std::map<std::uintptr_t, std::size_t> extents_;  // start -> bytes

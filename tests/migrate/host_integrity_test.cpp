@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <random>
@@ -75,7 +76,8 @@ TEST(HostMigrationIntegrity, RandomMigrationsWithConcurrentWritersKeepEveryByte)
       }
       g.state.store(0);
       writes.fetch_add(1, std::memory_order_relaxed);
-      std::this_thread::yield();  // leave the (few) cores to the mover now and then
+      // Leave the (few, maybe emulated) cores to the mover now and then.
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   };
   std::thread w1(writer, seed + 1), w2(writer, seed + 2);
