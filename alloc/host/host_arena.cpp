@@ -95,7 +95,9 @@ void* HostArena::map_extent(std::size_t size, std::size_t alignment) noexcept {
     os_.unmap(addr, size);
     return nullptr;
   }
-  if (spec_.huge_pages) os_.advise_huge(addr, size, true);  // advisory: failure changes nothing
+  // Either THP on purpose (2 MiB-aligned large blocks) or none at all, whatever the system default
+  // says: a THP that spans blocks of several groups would move with any one of them.
+  os_.advise_huge(addr, size, spec_.huge_pages);  // advisory: failure changes nothing
   try {
     std::lock_guard lock(extents_mu_);
     extents_[start] = size;

@@ -254,6 +254,8 @@ MoveResult HostMover::execute(const Job& job) {
           ++out.counters.pages_moved;
         } else if (status[i] == -ENOENT) {
           ++out.counters.pages_absent;
+        } else if (status[i] == -EFAULT) {
+          ++out.counters.pages_zero;
         } else {
           base_pages.push_back(all[i]);
         }
@@ -298,6 +300,8 @@ void HostMover::move_page_list(const std::vector<void*>& pages, int node, MoveRe
         ++out.counters.pages_moved;
       } else if (s == -ENOENT) {
         ++out.counters.pages_absent;
+      } else if (s == -EFAULT) {
+        ++out.counters.pages_zero;
       } else if (s == -EBUSY || s == -EAGAIN) {
         out.busy_pages.push_back(span[i]);
       } else {

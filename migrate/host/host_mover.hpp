@@ -8,9 +8,13 @@
 //  - the target node: moved (or already there);
 //  - -ENOENT: never touched; it will fault in on the target, because after moving a range the mover
 //    re-mbinds it to the target (Note [Purged pages refault] in alloc/host/host_arena.hpp);
-//  - -EBUSY / -EAGAIN (pinned, under I/O, locked): retried later, up to max_retries, by requeueing
+//  - -EFAULT: the shared zero page (read but never written; Linux 6.12 reports it so, newer kernels
+//    report the node) or an unmapped page: there is no data to move; a later write faults a page in
+//    on the target (the range is re-bound). Counted as pages_zero, not as a failure;
+//  - -EBUSY / -EAGAIN (pinned, under I/O, locked, or not yet on an LRU list because it was just
+//    faulted or migrated on another CPU): retried later, up to max_retries, by requeueing
 //    the leftover pages behind the other queued moves; a newer move of the same group supersedes it;
-//  - any other -errno (-EACCES shared with another process, -EFAULT not mapped, -ENOMEM target full):
+//  - any other -errno (-EACCES shared with another process, -ENOMEM target full, ...):
 //    left where it is and counted by errno.
 // A move whose pages all reached the target (or were absent) is complete and the group's blocks are
 // re-charged to the target tier; otherwise it is partial and the charge stays on the source tier.

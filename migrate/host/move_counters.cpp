@@ -20,6 +20,7 @@ void MoveCounters::add(const MoveCounters& o) {
   moves_empty += o.moves_empty;
   pages_moved += o.pages_moved;
   pages_absent += o.pages_absent;
+  pages_zero += o.pages_zero;
   pages_retried += o.pages_retried;
   pages_failed += o.pages_failed;
   for (const auto& [err, n] : o.failures_by_errno) failures_by_errno[err] += n;
@@ -54,6 +55,7 @@ std::string MoveCounters::summary() const {
     s += ")";
   }
   if (moves_dropped > 0) s += "; " + std::to_string(moves_dropped) + " dropped";
+  if (pages_zero > 0) s += "; " + std::to_string(pages_zero) + " zero/unmapped pages skipped";
   return s;
 }
 
@@ -65,6 +67,7 @@ void to_json(nlohmann::json& j, const MoveCounters& c) {
                      {"moves_partial", c.moves_partial},   {"moves_late", c.moves_late},
                      {"moves_dropped", c.moves_dropped},   {"moves_empty", c.moves_empty},
                      {"pages_moved", c.pages_moved},       {"pages_absent", c.pages_absent},
+                     {"pages_zero", c.pages_zero},
                      {"pages_retried", c.pages_retried},   {"pages_failed", c.pages_failed},
                      {"failures_by_errno", errs}};
 }

@@ -22,6 +22,7 @@ struct MoveCounters {
   std::uint64_t moves_empty = 0;     ///< the group had no live blocks
   std::uint64_t pages_moved = 0;     ///< base pages on the target after their move
   std::uint64_t pages_absent = 0;    ///< -ENOENT: never touched; they fault in on the target later
+  std::uint64_t pages_zero = 0;      ///< -EFAULT: the shared zero page (read, never written) or unmapped
   std::uint64_t pages_retried = 0;   ///< -EBUSY / EAGAIN answers retried later
   std::uint64_t pages_failed = 0;    ///< left behind for good (counted by errno below)
   std::map<int, std::uint64_t> failures_by_errno;  ///< positive errno -> pages (or calls, for mbind)

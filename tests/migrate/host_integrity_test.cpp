@@ -94,7 +94,7 @@ TEST(HostMigrationIntegrity, RandomMigrationsWithConcurrentWritersKeepEveryByte)
     for (std::size_t b = 0; b < g.blocks.size(); ++b) bad += checksum(g.blocks[b].first, g.blocks[b].second) != g.sums[b];
     // Now and then a page of the group refuses to move.
     if (rng() % 8 == 0) {
-      static constexpr int kErrs[] = {-EBUSY, -EACCES, -ENOMEM, -EFAULT};
+      static constexpr int kErrs[] = {-EBUSY, -EACCES, -ENOMEM, -EIO};
       auto [p, n] = g.blocks[rng() % g.blocks.size()];
       os.fail_page(p + rng() % n, kErrs[rng() % 4], 1 + static_cast<int>(rng() % 3));
     }

@@ -70,13 +70,26 @@ TEST(HostMover, CompleteMoveRechargesTheGroupAndCountsBytes) {
   EXPECT_EQ(f.alloc->lookup(blocks[2])->tier, 0);
 }
 
-TEST(HostMover, UntouchedPagesAreAbsentNotFailures) {
+TEST(HostMover, UntouchedAndZeroPagesAreSkippedNotFailures) {
   Fixture f;
-  f.group(2, 1, 32, /*touched=*/8);
+  auto blocks = f.group(2, 1, 32, /*touched=*/8);
+  volatile char sink = blocks[0][20 * f.page];  // a read maps the zero page (-EFAULT on 6.12)
+  (void)sink;
+  // Where THP backs the block, the first touch populated all of it; count what the kernel says.
+  // The group's range can be a page longer than the block (jemalloc offsets large blocks by a
+  // random cache line).
+  std::size_t untouched = 0, range_pages = 0;
+  for (const PageRange& pr : f.alloc->group_ranges(2)) {
+    for (int s : testing::page_nodes(reinterpret_cast<void*>(pr.begin), pr.bytes())) {
+      untouched += s == -ENOENT;
+      ++range_pages;
+    }
+  }
   HostMover mover(*f.alloc, {.worker = false});
   MoveResult r = mover.move_now(2, 1, MoveKind::evict);
-  EXPECT_TRUE(r.complete);
-  EXPECT_GE(r.counters.pages_absent, 20u);
+  EXPECT_TRUE(r.complete) << r.counters.summary();
+  EXPECT_EQ(r.counters.pages_absent, untouched);
+  EXPECT_EQ(r.counters.pages_absent + r.counters.pages_zero + r.counters.pages_moved, range_pages);
   EXPECT_EQ(r.counters.pages_failed, 0u);
 }
 
@@ -84,21 +97,22 @@ TEST(HostMover, BusyPagesAreRetriedThenReported) {
   Fixture f;
   auto blocks = f.group(3, 2, 8);
   f.os.fail_page(blocks[0] + 3 * f.page, -EBUSY, 2);  // busy twice, then fine
-  HostMover mover(*f.alloc, {.max_retries = 3, .worker = false});
+  HostMover mover(*f.alloc, {.max_retries = 5, .worker = false});
   MoveResult r = mover.move_now(3, 1, MoveKind::evict);
   EXPECT_TRUE(r.complete) << r.counters.summary();
-  EXPECT_EQ(r.counters.pages_retried, 2u);
+  // A real kernel may add an EBUSY of its own (a just-migrated page not yet on an LRU list).
+  EXPECT_GE(r.counters.pages_retried, 2u);
   EXPECT_EQ(f.alloc->lookup(blocks[0])->tier, 1);
 
   f.os.fail_page(blocks[1], -EBUSY, 100);  // busy for good
   r = mover.move_now(3, 0, MoveKind::prefetch);
   EXPECT_FALSE(r.complete);
   EXPECT_EQ(r.counters.moves_partial, 1u);
-  EXPECT_EQ(r.counters.pages_retried, 3u);
-  EXPECT_EQ(r.counters.failures_by_errno.at(EBUSY), 1u);
+  EXPECT_GE(r.counters.pages_retried, 5u);
+  EXPECT_GE(r.counters.failures_by_errno.at(EBUSY), 1u);
   EXPECT_EQ(f.alloc->lookup(blocks[1])->tier, 1) << "a partial move leaves the charge where it was";
   EXPECT_EQ(mover.counters().moves_partial, 1u);
-  EXPECT_NE(mover.counters().summary().find("EBUSY x1"), std::string::npos) << mover.counters().summary();
+  EXPECT_NE(mover.counters().summary().find("EBUSY x"), std::string::npos) << mover.counters().summary();
 }
 
 TEST(HostMover, AccessFaultAndCallFailuresAreCountedByErrnoAndDataStays) {
@@ -113,9 +127,10 @@ TEST(HostMover, AccessFaultAndCallFailuresAreCountedByErrnoAndDataStays) {
   MoveResult r = mover.move_now(4, 1, MoveKind::evict);
   EXPECT_FALSE(r.complete);
   EXPECT_EQ(r.counters.failures_by_errno.at(EACCES), 1u);
-  EXPECT_EQ(r.counters.failures_by_errno.at(EFAULT), 1u);
+  EXPECT_EQ(r.counters.failures_by_errno.count(EFAULT), 0u) << "no data there: skipped, not failed";
+  EXPECT_EQ(r.counters.pages_zero, 1u);
   EXPECT_EQ(r.counters.failures_by_errno.at(ENOMEM), 1u);
-  EXPECT_EQ(r.counters.pages_failed, 3u);
+  EXPECT_EQ(r.counters.pages_failed, 2u);
 
   f.os.fail_next(OsCall::move_pages, ENOMEM, 1, /*moving_only=*/true);  // the whole call fails
   r = mover.move_now(4, 1, MoveKind::evict);
