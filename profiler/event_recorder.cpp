@@ -436,6 +436,8 @@ void EventRecorder::end_iteration() {
   info.matches_profiled = !m.iter_diverged;
   if (m.infos.size() < 100000) m.infos.push_back(info);
   ++m.iteration;
+  iterations_.store(m.iteration, std::memory_order_relaxed);
+  if (m.source) last_source_.store(static_cast<std::uint8_t>(*m.source), std::memory_order_relaxed);
   m.iter_start = now;
   m.seqs.clear();
   m.iter_allocs = 0;
@@ -501,6 +503,8 @@ void EventRecorder::adopt_period() {
   }
   // The current iteration: from the last start to now.
   m.iteration = static_cast<std::int32_t>(starts.size() - 1);
+  iterations_.store(m.iteration, std::memory_order_relaxed);
+  last_source_.store(static_cast<std::uint8_t>(IterationSource::periodicity), std::memory_order_relaxed);
   m.seqs.clear();
   for (std::uint64_t i = starts.back(); i < pos; ++i) {
     auto& s = m.seqs[m.history[i].device];
@@ -711,6 +715,7 @@ Profile EventRecorder::snapshot() {
     stop_recording(true);
     m.infos.push_back(info);
     ++m.iteration;
+    iterations_.store(m.iteration, std::memory_order_relaxed);
     m.seqs.clear();
     m.iter_allocs = 0;
   }

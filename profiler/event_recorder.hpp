@@ -96,7 +96,10 @@ class EventRecorder {
   /// Starts observing; iteration 0 begins now. With warmup_iterations == 0 it also starts recording.
   void start();
   /// Cheap check for callers that must do work to build an event (collect input pointers).
-  bool active() const noexcept { return state_.load(std::memory_order_relaxed) != kIdle; }
+  bool active() const noexcept {
+    const auto s = state_.load(std::memory_order_relaxed);
+    return s == kObserving || s == kRecording;
+  }
   bool recording() const noexcept { return state_.load(std::memory_order_relaxed) == kRecording; }
 
   /// An allocation of `bytes` at `ptr` on `device` (-1 host). `page_trackable`: the memory comes
@@ -128,6 +131,15 @@ class EventRecorder {
   Profile snapshot();
   /// Stops observing and returns snapshot().
   Profile finish();
+  /// Stops observing without taking any lock (a forked child: the parent's threads may have held
+  /// it at fork time). Nothing is recorded or written afterwards.
+  void abandon() noexcept { state_.store(kDone); }
+
+  /// Iterations completed so far, and the source of the last boundary (cheap, for status lines).
+  std::int32_t iterations() const noexcept { return iterations_.load(std::memory_order_relaxed); }
+  IterationSource last_source() const noexcept {
+    return static_cast<IterationSource>(last_source_.load(std::memory_order_relaxed));
+  }
 
   RecorderStats stats() const;
   const RecorderOptions& options() const { return options_; }
@@ -145,6 +157,8 @@ class EventRecorder {
 
   std::atomic<std::uint8_t> state_{kIdle};
   std::atomic<bool> ready_{false};
+  std::atomic<std::int32_t> iterations_{0};
+  std::atomic<std::uint8_t> last_source_{0};
   RecorderOptions options_;
   std::unique_ptr<Impl> impl_;
 };
