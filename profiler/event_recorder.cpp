@@ -312,9 +312,22 @@ void EventRecorder::start_recording() {
   m.window_allocs.clear();
   m.last_op = -1;
   m.thread_count = 0;
+  // Ops open at the boundary belong to the new iteration too (a periodic boundary falls inside the op
+  // that makes its first allocation; an explicit mark may sit inside a user scope): record them as
+  // beginning at the iteration's start, without the inputs they were given before it.
   for (auto& [id, th] : m.threads) {
-    th.number = -1;
-    for (auto& f : th.stack) f.op = -1;
+    th.number = th.stack.empty() ? -1 : m.thread_count++;
+    std::int32_t parent = -1;
+    for (auto& f : th.stack) {
+      Impl::OpBuild op;
+      op.name = m.intern(f.name);
+      op.thread = static_cast<std::uint32_t>(th.number);
+      op.parent = parent;
+      op.phase = f.phase;
+      f.op = parent = static_cast<std::int32_t>(m.ops.size());
+      m.last_op = f.op;
+      m.ops.push_back(std::move(op));
+    }
   }
   try {
     m.join = std::make_unique<PageJoin>(*m.tracer, m.page_size, options_.page_nodes);

@@ -366,3 +366,21 @@ TEST(EventRecorder, MaxIterationsStopsObserving) {
   const Profile p = r.finish();
   EXPECT_EQ(p.meta.iterations_observed, 3);
 }
+
+TEST(EventRecorder, OpsOpenAtTheBoundaryBelongToTheRecordedIteration) {
+  EventRecorder r(test_options(1));
+  r.start();
+  Driver d{r};
+  auto scope = d.begin("user.train_step");
+  d.make("x", 0x10000, 64);
+  r.mark_iteration(IterationSource::explicit_mark);  // tierpack.step() inside the user's scope
+  d.make("y", 0x20000, 64);
+  d.end(scope);
+  r.mark_iteration(IterationSource::explicit_mark);
+  const Profile p = r.finish();
+  p.validate();
+  ASSERT_FALSE(p.ops.empty());
+  EXPECT_EQ(p.ops[0].name, "user.train_step");
+  EXPECT_EQ(p.ops[0].begin_ns, 0u);
+  EXPECT_EQ(p.ops[static_cast<std::size_t>(op_named(p, "y"))].parent, 0);
+}
