@@ -1,0 +1,41 @@
+// The PageTracer implementations behind make_page_tracer(), and the run-time probes that decide
+// which ones this kernel supports. Private to profiler/ (and its tests and benchmarks, which name a
+// backend directly instead of going through the automatic choice).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "profiler/page_tracer.hpp"
+
+namespace tierpack::detail {
+
+/// Whether a backend can run here; `why` says what is missing (one line) when it cannot.
+struct TracerSupport {
+  bool available = false;
+  std::string why;
+};
+
+/// userfaultfd with UFFD_FEATURE_WP_ASYNC (+ WP_UNPOPULATED) and the PAGEMAP_SCAN ioctl.
+TracerSupport probe_uffd_wp();
+/// Soft-dirty bits: /proc/self/clear_refs "4" clears them, pagemap bit 55 reports them. Probed by
+/// behaviour (a written page must show the bit), since the files exist even without the feature.
+TracerSupport probe_soft_dirty();
+
+/// Throw os_error / logic_error when the backend is not available (call the probe first).
+std::unique_ptr<PageTracer> make_uffd_wp_tracer();
+std::unique_ptr<PageTracer> make_soft_dirty_tracer();
+
+/// Default capacity of the mprotect tracer's fault buffer (entries; 8 bytes each).
+inline constexpr std::size_t kDefaultFaultBufferEntries = std::size_t{1} << 18;
+/// At most one mprotect tracer lives in a process at a time (it owns the SIGSEGV handler's state);
+/// creating a second while one lives is a logic_error.
+std::unique_ptr<PageTracer> make_mprotect_tracer(std::size_t fault_buffer_entries = kDefaultFaultBufferEntries);
+
+std::unique_ptr<PageTracer> make_none_tracer();
+
+/// The host page size (sysconf), cached.
+std::size_t host_page_size() noexcept;
+
+}  // namespace tierpack::detail

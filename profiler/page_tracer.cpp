@@ -1,0 +1,99 @@
+// Choosing a page tracer at run time, the `none` tracer, and per-page NUMA residency through
+// move_pages(2) (see page_tracer.hpp).
+#include "profiler/page_tracer.hpp"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "core/error.hpp"
+#include "profiler/detail/page_tracer_backends.hpp"
+
+namespace tierpack {
+namespace detail {
+namespace {
+
+/// Records nothing: tracing is off, or no backend could run.
+class NoneTracer final : public PageTracer {
+ public:
+  std::string_view name() const override { return "none"; }
+  bool sees_reads() const override { return false; }
+  void track(void*, std::size_t) override {}
+  void untrack(void*, std::size_t) noexcept override {}
+  void end_window(std::vector<PageTouch>&) override { ++windows_; }
+  PageTracerStats stats() const override {
+    PageTracerStats s;
+    s.windows = windows_;
+    return s;
+  }
+
+ private:
+  std::uint64_t windows_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<PageTracer> make_none_tracer() { return std::make_unique<NoneTracer>(); }
+
+std::size_t host_page_size() noexcept {
+  static const std::size_t size = [] {
+    const long s = ::sysconf(_SC_PAGESIZE);
+    return s > 0 ? static_cast<std::size_t>(s) : std::size_t{4096};
+  }();
+  return size;
+}
+
+}  // namespace detail
+
+std::unique_ptr<PageTracer> make_page_tracer(PageTracerKind kind, std::string* why) {
+  auto say = [&](std::string text) {
+    if (why) *why = std::move(text);
+  };
+  say({});
+  switch (kind) {
+    case PageTracerKind::off:
+      return detail::make_none_tracer();
+    case PageTracerKind::mprotect:
+      return detail::make_mprotect_tracer();
+    case PageTracerKind::automatic: {
+      // uffd-wp costs nothing per write and needs no signal handler, but sees only writes;
+      // mprotect sees reads too at a few microseconds per first touch.
+      const auto uffd = detail::probe_uffd_wp();
+      if (uffd.available) return detail::make_uffd_wp_tracer();
+      say("uffd-wp unavailable (" + uffd.why + "); using mprotect");
+      return detail::make_mprotect_tracer();
+    }
+    case PageTracerKind::uffd: {
+      // Asked for write tracking: prefer the other write tracker before changing what is seen.
+      const auto uffd = detail::probe_uffd_wp();
+      if (uffd.available) return detail::make_uffd_wp_tracer();
+      const auto sd = detail::probe_soft_dirty();
+      if (sd.available) {
+        say("uffd-wp unavailable (" + uffd.why + "); using soft-dirty bits");
+        return detail::make_soft_dirty_tracer();
+      }
+      say("uffd-wp unavailable (" + uffd.why + "); soft-dirty unavailable (" + sd.why + "); using mprotect");
+      return detail::make_mprotect_tracer();
+    }
+  }
+  throw logic_error("make_page_tracer: unknown tracer kind");
+}
+
+std::vector<int> query_page_nodes(const std::vector<void*>& pages) {
+  // move_pages(pid 0, n, pages, nodes = NULL, status, 0) only reports; the kernel copies the whole
+  // array in, so large queries go in batches to bound its temporary allocations.
+  constexpr std::size_t kBatch = 16384;
+  std::vector<int> status(pages.size(), 0);
+  for (std::size_t first = 0; first < pages.size(); first += kBatch) {
+    const std::size_t n = std::min(kBatch, pages.size() - first);
+    long rc;
+    do rc = ::syscall(SYS_move_pages, 0, static_cast<unsigned long>(n), pages.data() + first, nullptr, status.data() + first, 0);
+    while (rc < 0 && errno == EINTR);
+    if (rc < 0) throw os_error("move_pages (query " + std::to_string(n) + " pages)", errno);
+  }
+  return status;
+}
+
+}  // namespace tierpack
