@@ -146,6 +146,7 @@ struct EventRecorder::Impl {
     std::int32_t parent = -1;
     Phase phase = Phase::unknown;
     std::vector<std::uint32_t> in, out;
+    std::vector<std::uint32_t> made;  ///< tensors allocated while it ran (top-level ops only; windows)
   };
   std::vector<OpBuild> ops;
   std::vector<TensorRecord> tensors;
@@ -211,6 +212,7 @@ struct EventRecorder::Impl {
         const OpBuild& op = ops[static_cast<std::size_t>(f.op)];
         used.insert(used.end(), op.in.begin(), op.in.end());
         used.insert(used.end(), op.out.begin(), op.out.end());
+        used.insert(used.end(), op.made.begin(), op.made.end());
       }
     used.insert(used.end(), window_allocs.begin(), window_allocs.end());
     window_allocs.clear();
@@ -592,6 +594,10 @@ void EventRecorder::alloc(const void* ptr, std::size_t bytes, int device, std::u
       m.tensors.push_back(std::move(t));
       m.tensor_names.push_back(name);
       m.window_allocs.push_back(static_cast<std::uint32_t>(l.tensor));
+      // An op writes what it allocates, often long after the allocation (after nested view ops, before
+      // its outputs are known): the outermost running op on this thread vouches for it until it ends.
+      if (!th.stack.empty() && th.stack.front().op >= 0)
+        m.ops[static_cast<std::size_t>(th.stack.front().op)].made.push_back(static_cast<std::uint32_t>(l.tensor));
       if (m.join && page_trackable && device < 0) m.join->add(static_cast<std::uint32_t>(l.tensor), addr, bytes);
     }
     m.live.emplace(addr, l);

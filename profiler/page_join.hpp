@@ -9,7 +9,8 @@
 // tracer reports for a window are attributed to every tensor living on them in that window: the OS
 // cannot tell which bytes of a page were touched, which is exactly the page false sharing that
 // placement must avoid. A touched page none of whose tensors is used by an op running in the window
-// (inputs, outputs, or tensors allocated in it) is a hidden access: something the framework did not
+// (its inputs, its outputs, tensors allocated while it runs, or allocated in the window) is a hidden
+// access: something the framework did not
 // report touched it (a custom kernel, numpy or ctypes writing into a tensor, a stray pointer).
 // Freed tensors stay attributed until the window that saw the free closes, so the writes of the op
 // that freed them still count.

@@ -99,7 +99,10 @@ void* ProfilingArena::hook_alloc(std::size_t size, std::size_t alignment) noexce
 }
 
 void* ProfilingArena::allocate(std::size_t bytes) noexcept {
-  return mallocx(bytes == 0 ? 1 : bytes, MALLOCX_ARENA(arena_) | MALLOCX_TCACHE_NONE | MALLOCX_ALIGN(64));
+  // Tensors of a page or more start on a page boundary: jemalloc otherwise shifts large allocations
+  // by a random number of cache lines (opt.cache_oblivious), so each would straddle one more page.
+  const int align = bytes >= 4096 ? MALLOCX_ALIGN(4096) : MALLOCX_ALIGN(64);
+  return mallocx(bytes == 0 ? 1 : bytes, MALLOCX_ARENA(arena_) | MALLOCX_TCACHE_NONE | align);
 }
 
 void ProfilingArena::deallocate(void* p) noexcept {

@@ -10,7 +10,7 @@
 // of giving address space back; purges are madvise(MADV_DONTNEED). Small tensors share slabs, which
 // is the layout the profile should see: pages holding tensors of several lifetimes are what page
 // false sharing is about. Allocations use MALLOCX_TCACHE_NONE: jemalloc's thread caches could hand a
-// region of another arena back (BRIEF.md, known traps).
+// region of another arena back (BRIEF.md, known traps). Tensors of a page or more are page-aligned.
 // Loading: libjemalloc uses initial-exec TLS, so a process that dlopen()s it (Python) needs static
 // TLS surplus: GLIBC_TUNABLES=glibc.rtld.optional_static_tls=... (`tierpack profile` sets it).
 #pragma once
