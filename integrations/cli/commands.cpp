@@ -6,6 +6,7 @@ namespace tierpack::cli {
 std::span<const Command> commands() {
   static const Command table[] = {
       {"topo", "list the memory tiers of this machine (hwloc + CUDA)", kTopoUsage, run_topo},
+      {"profile", "record a profile of a training command, or summarise one", kProfileUsage, run_profile},
   };
   return table;
 }
