@@ -47,7 +47,7 @@ struct GpuAllocatorOptions {
   std::size_t page_bytes = std::size_t{2} << 20;    ///< small blocks never cross a page
   std::size_t small_threshold = std::size_t{1} << 20;
   std::uint64_t device_budget = 0;                  ///< 0: the device's total memory
-  std::uint64_t host_limit = std::uint64_t{256} << 30;  ///< most host memory to back chunks with
+  std::uint64_t host_limit = std::uint64_t{64} << 30;  ///< most host memory to back chunks with
   bool spill_to_host = true;                        ///< over budget, back new chunks with host memory
   std::string tier_name = "gpu0";
 };

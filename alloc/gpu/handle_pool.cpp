@@ -13,8 +13,6 @@ HandlePool::HandlePool(VmmBackend& backend, Residence where, std::size_t handle_
   TIERPACK_EXPECTS(handle_bytes > 0 && handle_bytes % backend.info().granularity == 0,
                    "handle size must be a multiple of the mapping granularity");
   shadow_base_ = backend_.reserve(capacity_ * bytes_);
-  free_slots_.reserve(capacity_);
-  for (std::size_t i = capacity_; i-- > 0;) free_slots_.push_back(static_cast<std::uint32_t>(i));
   limit_ = std::min(limit, capacity_);
 }
 
@@ -42,13 +40,17 @@ PooledHandle HandlePool::try_acquire() {
       idle_.pop_back();
       return h;
     }
-    if (owned_ >= limit_ || free_slots_.empty()) {
+    if (owned_ >= limit_ || (free_slots_.empty() && next_slot_ >= capacity_)) {
       last_failure_ = "limit of " + std::to_string(limit_) + " handles reached";
       return {};
     }
     ++owned_;
-    slot = free_slots_.back();
-    free_slots_.pop_back();
+    if (free_slots_.empty()) {
+      slot = static_cast<std::uint32_t>(next_slot_++);
+    } else {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
+    }
   }
   // Create and map outside the lock: host handles take milliseconds to create.
   PooledHandle h;

@@ -66,7 +66,8 @@ class HandlePool {
   std::size_t limit_ = 0;
   std::size_t owned_ = 0;  // including handles being created right now
   std::vector<PooledHandle> idle_;
-  std::vector<std::uint32_t> free_slots_;
+  std::vector<std::uint32_t> free_slots_;  // shadow slots given back
+  std::size_t next_slot_ = 0;              // slots never used start here
   std::string last_failure_;
 };
 

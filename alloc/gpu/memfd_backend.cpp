@@ -119,11 +119,17 @@ void MemfdBackend::check_in_reservation(std::uintptr_t va, std::size_t bytes) co
 
 std::uintptr_t MemfdBackend::reserve(std::size_t bytes) {
   TIERPACK_EXPECTS(bytes > 0 && bytes % options_.granularity == 0, "reservation must be a multiple of the granularity");
-  void* p = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  // Over-reserve by one granule and trim, so the range is aligned like cuMemAddressReserve's.
+  const std::size_t g = options_.granularity;
+  void* p = ::mmap(nullptr, bytes + g, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) throw os_error("mmap(PROT_NONE reservation)", errno);
+  const auto raw = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t va = (raw + g - 1) / g * g;
+  if (va > raw) ::munmap(p, va - raw);
+  if (raw + g > va) ::munmap(reinterpret_cast<void*>(va + bytes), raw + g - va);
   std::lock_guard lk(mutex_);
-  reservations_[reinterpret_cast<std::uintptr_t>(p)] = bytes;
-  return reinterpret_cast<std::uintptr_t>(p);
+  reservations_[va] = bytes;
+  return va;
 }
 
 void MemfdBackend::unreserve(std::uintptr_t va, std::size_t bytes) noexcept {

@@ -74,6 +74,7 @@ void GroupMover::evict(ArenaId arena, StreamHandle after) {
   {
     std::lock_guard lk(mutex_);
     ++outstanding_[arena];
+    ++eviction_jobs_;
     queue_.push_back(std::move(job));
   }
   cv_.notify_all();
@@ -104,12 +105,17 @@ bool GroupMover::idle(ArenaId arena) const {
 }
 
 std::uint64_t GroupMover::evictions_pending_locked() const {
-  std::uint64_t n = 0;
+  // Every eviction job not parked for host memory: queued, being issued, running or completing.
+  std::uint64_t parked = 0;
   for (const Job& j : queue_)
-    if (j.to == Residence::host && !j.parked && !j.cancelled) ++n;
-  for (const Job& j : running_)
-    if (j.to == Residence::host) ++n;
-  return n;
+    if (j.to == Residence::host && (j.parked || j.cancelled)) ++parked;
+  return eviction_jobs_ - parked;
+}
+
+bool GroupMover::any_outstanding_locked() const {
+  for (const auto& [arena, n] : outstanding_)
+    if (n > 0) return true;
+  return false;
 }
 
 // Acquires destination handles and issues the copies. Called with the lock held; drops it around
@@ -158,6 +164,7 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
     rest.parked = true;
     rest.evictions_seen = evictions_done_;
     ++outstanding_[job.arena];
+    if (rest.to == Residence::host) ++eviction_jobs_;
     queue_.push_front(std::move(rest));
   }
   running_.push_back(std::move(job));
@@ -198,13 +205,15 @@ void GroupMover::complete(std::unique_lock<std::mutex>& lk, Job& job) {
     lk.lock();
   }
   const std::uint64_t bytes = done.copy_bytes();
+  const bool moved = !done.moves.empty();
   if (job.to == Residence::host) {
     counters_.bytes_to_host += bytes;
-    ++counters_.evictions;
+    counters_.evictions += moved ? 1 : 0;
     ++evictions_done_;
+    --eviction_jobs_;
   } else {
     counters_.bytes_to_device += bytes;
-    ++counters_.prefetches;
+    counters_.prefetches += moved ? 1 : 0;
   }
   counters_.chunks_remapped += done.moves.size();
   counters_.failures += failed.moves.empty() ? 0 : 1;
@@ -273,9 +282,10 @@ bool GroupMover::ensure_resident(ArenaId arena) {
     std::unique_lock lk(mutex_);
     while (busy_locked(arena)) {
       if (evictions_pending_locked() == 0) {
-        // A prefetch parked for memory that no eviction will free: give it up (a miss, not a fault).
+        // A prefetch parked for memory that no eviction will free (it has retried since the last
+        // eviction finished): give it up, a miss, not a fault.
         for (Job& j : queue_)
-          if (j.arena == arena && j.parked) j.cancelled = true;
+          if (j.arena == arena && j.parked && j.evictions_seen == evictions_done_) j.cancelled = true;
         cv_.notify_all();
       }
       waited = true;
@@ -297,10 +307,10 @@ bool GroupMover::ensure_resident(ArenaId arena) {
 
 void GroupMover::drain() {
   std::unique_lock lk(mutex_);
-  while (!queue_.empty() || !running_.empty()) {
+  while (any_outstanding_locked()) {
     if (evictions_pending_locked() == 0)
       for (Job& j : queue_)
-        if (j.parked) j.cancelled = true;
+        if (j.parked && j.evictions_seen == evictions_done_) j.cancelled = true;
     cv_.notify_all();
     cv_.wait_for(lk, options_.poll * 10);
   }

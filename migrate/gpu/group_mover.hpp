@@ -95,6 +95,7 @@ class GroupMover {
   void give_event(EventHandle e);
   bool busy_locked(ArenaId arena) const;
   std::uint64_t evictions_pending_locked() const;
+  bool any_outstanding_locked() const;
 
   GpuAllocator& alloc_;
   VmmBackend& backend_;
@@ -107,6 +108,7 @@ class GroupMover {
   std::vector<EventHandle> events_;
   std::unordered_map<ArenaId, int> outstanding_;  // queued + running jobs per arena
   std::uint64_t evictions_done_ = 0;
+  std::uint64_t eviction_jobs_ = 0;  // eviction jobs not yet completed (parked ones included)
   MoverCounters counters_;
   bool stop_ = false;
   std::thread worker_;
