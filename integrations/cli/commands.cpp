@@ -6,6 +6,7 @@ namespace tierpack::cli {
 std::span<const Command> commands() {
   static const Command table[] = {
       {"topo", "list the memory tiers of this machine (hwloc + CUDA)", kTopoUsage, run_topo},
+      {"report", "offline report of a profile: HTML, Perfetto trace, memory_viz snapshot", kReportUsage, run_report},
   };
   return table;
 }

@@ -22,5 +22,7 @@ std::span<const Command> commands();
 // One function per subcommand, each in <name>_command.cpp.
 int run_topo(const std::vector<std::string>& args);
 extern const char* const kTopoUsage;
+int run_report(const std::vector<std::string>& args);
+extern const char* const kReportUsage;
 
 }  // namespace tierpack::cli
