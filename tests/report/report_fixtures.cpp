@@ -95,6 +95,7 @@ void assign_addresses(Profile& p, int device, std::uint64_t base, std::uint64_t 
   });
   std::map<std::uint64_t, std::uint64_t> free_ranges;  // offset -> size
   std::uint64_t top = 0;
+  int holes = 0;
   for (const auto& e : ev) {
     auto& t = p.tensors[e.t];
     const std::uint64_t size = round_up(std::max<std::uint64_t>(t.bytes, 1), align);
@@ -123,7 +124,7 @@ void assign_addresses(Profile& p, int device, std::uint64_t base, std::uint64_t 
     }
     if (!found) {
       top += size;
-      if (hole && t.birth_op == kBeforeIteration) free_ranges[top] = hole, top += hole;
+      if (hole && t.birth_op == kBeforeIteration && holes++ < 64) free_ranges[top] = hole, top += hole;
     }
     t.address = base + off;
   }
