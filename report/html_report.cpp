@@ -137,10 +137,12 @@ std::string section_memory(const ReportModel& m) {
   if (m.budget_bytes) o << "Dashed line: the fast tier's budget (" << html_escape(m.budget_source) << ").";
   else o << "No budget given (pass a plan, run statistics or --budget to draw one).";
   o << "</p>\n<div id=\"memory-charts\"></div><div class=\"legend\" id=\"memory-legend\"></div>\n";
-  Table t("memory-table", {{"chart", false}, {"peak (all tiers)", true}, {"fast tier peak", true}, {"budget", true}});
+  Table t("memory-table", {{"chart", false}, {"peak (all tiers)", true}, {"fast tier peak", true}, {"budget", true},
+                           {"fast peak the plan predicts", true}});
   for (const auto& c : m.memory) {
     t.row().text(c.title).bytes(c.peak_total).bytes(c.fast_peak);
     if (m.budget_bytes) t.bytes(m.budget_bytes); else t.text("-");
+    if (c.source == "plan") t.bytes(m.plan->prediction.fast_peak_bytes); else t.text("-");
     t.end_row();
   }
   o << t.done() << "</section>\n";

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/version.hpp"
+#include "report/detail/file_sink.hpp"
 #include "report/detail/structured_writer.hpp"
 
 namespace tierpack::report {
@@ -338,6 +339,19 @@ std::string snapshot_pickle(const ReportModel& m, const MemorySnapshot& snap) {
   detail::PickleWriter w;
   write_snapshot(w, m, snap);
   return w.data();
+}
+
+std::uint64_t write_snapshot_file(const ReportModel& m, const MemorySnapshot& snap, const std::string& path, bool pickle) {
+  detail::AtomicFileWriter file(path);
+  detail::JsonTextWriter json;
+  detail::PickleWriter pick;
+  detail::StructuredWriter& w = pickle ? static_cast<detail::StructuredWriter&>(pick) : json;
+  w.stream_to(&file);
+  write_snapshot(w, m, snap);
+  w.finish();
+  if (!pickle) file.write("\n");
+  file.commit();
+  return file.bytes();
 }
 
 }  // namespace tierpack::report

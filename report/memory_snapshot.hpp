@@ -54,5 +54,7 @@ MemorySnapshot build_snapshot(const ReportModel& model);
 std::string snapshot_json(const ReportModel& model, const MemorySnapshot& snap);
 /// The same dictionary as a pickle (memory_snapshot.pickle), which memory_viz loads.
 std::string snapshot_pickle(const ReportModel& model, const MemorySnapshot& snap);
+/// Streams the JSON (or, with `pickle`, the pickle) into `path` atomically; returns its size.
+std::uint64_t write_snapshot_file(const ReportModel& model, const MemorySnapshot& snap, const std::string& path, bool pickle);
 
 }  // namespace tierpack::report

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/version.hpp"
+#include "report/detail/file_sink.hpp"
 #include "report/detail/structured_writer.hpp"
 #include "report/detail/text.hpp"
 
@@ -18,7 +19,8 @@ double us(double ns) { return ns / 1000.0; }
 
 class TraceOut {
  public:
-  TraceOut() {
+  explicit TraceOut(detail::AtomicFileWriter* sink) {
+    w_.stream_to(sink);
     w_.begin_object();
     w_.key("traceEvents");
     w_.begin_array();
@@ -66,6 +68,7 @@ class TraceOut {
     w_.key("time_origin"), w_.str("start of the profiled iteration");
     w_.end_object();
     w_.end_object();
+    w_.finish();
     return w_.data();
   }
 
@@ -258,15 +261,24 @@ void write_migrations(TraceOut& out, const ReportModel& m) {
   }
 }
 
-}  // namespace
-
-std::string render_trace(const ReportModel& m) {
-  TraceOut out;
+std::string write_all(const ReportModel& m, detail::AtomicFileWriter* sink) {
+  TraceOut out(sink);
   write_ops(out, m);
   write_tensors(out, m);
   write_counters(out, m);
   write_migrations(out, m);
   return out.finish(m);
+}
+
+}  // namespace
+
+std::string render_trace(const ReportModel& m) { return write_all(m, nullptr); }
+
+std::uint64_t write_trace(const ReportModel& m, const std::string& path) {
+  detail::AtomicFileWriter file(path);
+  write_all(m, &file);
+  file.commit();
+  return file.bytes();
 }
 
 }  // namespace tierpack::report

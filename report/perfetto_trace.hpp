@@ -4,6 +4,7 @@
 // migrations slices on tracks of their own. Times are microseconds from the iteration's start.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "report/summary.hpp"
@@ -16,6 +17,9 @@ inline constexpr int kTracePidMemory = 2;
 inline constexpr int kTracePidMigrations = 3;
 inline constexpr int kTracePidTensorsBase = 10;  ///< + device + 1 (host is device -1)
 
+/// The trace as a string (tests, small profiles).
 std::string render_trace(const ReportModel& model);
+/// Streams the trace into `path` (atomically); returns its size. Throws os_error.
+std::uint64_t write_trace(const ReportModel& model, const std::string& path);
 
 }  // namespace tierpack::report

@@ -37,7 +37,7 @@ struct ReportOptions {
   std::size_t lifetime_rows = 60;
   std::size_t max_use_ticks = 120;
   std::size_t page_map_cells = 16384;
-  std::size_t max_migration_items = 4000;
+  std::size_t max_migration_items = 1500;  ///< per row of the migrations chart
   std::size_t table_rows = 20;
 };
 

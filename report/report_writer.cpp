@@ -34,22 +34,26 @@ ReportResult write_report(const ReportInputs& inputs, const ReportOptions& optio
   result.summary = model.summary;
   result.warnings = model.warnings;
 
-  auto emit = [&](const std::string& name, const std::function<std::string()>& render) {
+  auto path_of = [&](const char* name) { return (std::filesystem::path(out_dir) / name).string(); };
+  auto timed = [&](const char* name, const std::function<std::uint64_t(const std::string&)>& write) {
     const auto start = std::chrono::steady_clock::now();
-    const std::string text = render();
-    const std::string path = (std::filesystem::path(out_dir) / name).string();
-    write_file_atomic(path, text);
-    result.files.push_back({path, text.size(), seconds_since(start)});
+    const std::string path = path_of(name);
+    const auto bytes = write(path);
+    result.files.push_back({path, bytes, seconds_since(start)});
   };
-  emit("index.html", [&] { return render_html(model); });
-  emit("trace.json", [&] { return render_trace(model); });
+  timed("index.html", [&](const std::string& path) {
+    const std::string html = render_html(model);
+    write_file_atomic(path, html);
+    return static_cast<std::uint64_t>(html.size());
+  });
+  timed("trace.json", [&](const std::string& path) { return write_trace(model, path); });
   // One layout for both encodings of the snapshot; its time is charged to the JSON file.
   MemorySnapshot snap;
-  emit("memory_snapshot.json", [&] {
+  timed("memory_snapshot.json", [&](const std::string& path) {
     snap = build_snapshot(model);
-    return snapshot_json(model, snap);
+    return write_snapshot_file(model, snap, path, false);
   });
-  emit("memory_snapshot.pickle", [&] { return snapshot_pickle(model, snap); });
+  timed("memory_snapshot.pickle", [&](const std::string& path) { return write_snapshot_file(model, snap, path, true); });
   return result;
 }
 

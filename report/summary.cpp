@@ -532,9 +532,10 @@ void fill_sentences(ReportModel& m) {
   if (p.meta.page_tracer == "none" || (p.meta.page_tracer.empty() && ps.notable_pages == 0)) {
     out.push_back("No page data: the profile was taken without a page tracer, so false sharing and hidden accesses are unknown.");
   } else {
-    out.push_back(with_commas(ps.false_shared_pages) + " pages hold tensors of different lifetime classes (" +
+    out.push_back(with_commas(ps.false_shared_pages) + (ps.false_shared_pages == 1 ? " page holds" : " pages hold") +
+                  " tensors of different lifetime classes (" +
                   with_commas(ps.false_shared_tensors) + " tensors, " + bytes_short(ps.false_shared_tensor_bytes) +
-                  " flagged false-shared); " + with_commas(ps.hidden_pages) + " pages were touched in " +
+                  " flagged false-shared); " + with_commas(ps.hidden_pages) + (ps.hidden_pages == 1 ? " page was" : " pages were") + " touched in " +
                   with_commas(ps.hidden_windows) + " op windows in which no reported op used them (" +
                   with_commas(ps.hidden_tensors) + " tensors, " + bytes_short(ps.hidden_tensor_bytes) + ").");
   }

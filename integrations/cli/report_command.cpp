@@ -1,6 +1,7 @@
 // `tierpack report`: a profile (plus, optionally, a plan and a run's statistics) -> an offline report:
 // index.html, trace.json (Perfetto), memory_snapshot.json/.pickle (PyTorch memory_viz).
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -46,6 +47,7 @@ int run_report(const std::vector<std::string>& argv) {
   }
   const std::string out_dir = args.get_or("-o", "report");
 
+  const auto started = std::chrono::steady_clock::now();
   report::ReportInputs inputs;
   inputs.profile_path = args.positional.front();
   const Profile profile = read_profile(inputs.profile_path);
@@ -72,6 +74,7 @@ int run_report(const std::vector<std::string>& argv) {
     options.budget_bytes = budget->resolve(peak);
   }
 
+  const double read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const auto result = report::write_report(inputs, options, out_dir);
   const bool quiet = args.has("--quiet");
   if (!quiet) {
@@ -79,7 +82,8 @@ int run_report(const std::vector<std::string>& argv) {
     for (const auto& w : result.warnings) std::printf("  warning: %s\n", w.c_str());
     std::printf("\n");
   }
-  double total = result.model_seconds;
+  double total = read_seconds + result.model_seconds;
+  if (!quiet) std::printf("  read the inputs in %.2f s, computed the statistics in %.2f s\n", read_seconds, result.model_seconds);
   for (const auto& f : result.files) {
     total += f.seconds;
     if (!quiet) std::printf("  wrote %-40s %10s  (%.2f s)\n", f.path.c_str(), format_bytes(f.bytes).c_str(), f.seconds);

@@ -8,10 +8,12 @@ foreach(text js_text css_text)
     message(FATAL_ERROR "embed_assets: the raw-string delimiter occurs in an asset")
   endif()
 endforeach()
-string(FIND "${js_text}" "</script" found)
-if(NOT found EQUAL -1)
-  message(FATAL_ERROR "embed_assets: report.js must not contain '</script' (it is inlined into index.html)")
-endif()
+foreach(banned "</script" "<script" "<!--")
+  string(FIND "${js_text}" "${banned}" found)
+  if(NOT found EQUAL -1)
+    message(FATAL_ERROR "embed_assets: report.js must not contain '${banned}' (it is inlined into index.html)")
+  endif()
+endforeach()
 file(WRITE ${OUT}.tmp "// Generated from report/assets by embed_assets.cmake; do not edit.\n"
   "#include \"report/assets.hpp\"\n\nnamespace tierpack::report {\n\n"
   "const std::string_view kReportJs = R\"tpkasset(${js_text})tpkasset\";\n\n"

@@ -1,5 +1,5 @@
 // tierpack report: draws the charts of index.html from the JSON embedded in the page
-// (<script id="report-data">). No network, no libraries: plain canvas 2D. Embedded into the
+// (the script element with id "report-data"). No network, no libraries: plain canvas 2D. Embedded into the
 // tierpack binary at build time (report/CMakeLists.txt); html_report.cpp writes the data.
 'use strict';
 
@@ -433,7 +433,8 @@
     for (const l of layout) height += l.lanes * laneH + gap;
     const g = setupCanvas(canvas, height);
     const ctx = g.ctx;
-    const L = 170, R = g.width - 12;
+    const labels = layout.map(l => l.row.name + ' (' + l.row.count.toLocaleString('en-US') + ')');
+    const L = Math.ceil(Math.max.apply(null, labels.map(t => ctx.measureText(t).width))) + 16, R = g.width - 12;
     const endNs = Math.max(D.iteration_ns, 1);
     const X = t => L + (R - L) * t / endNs;
     let y = 10;
@@ -444,7 +445,7 @@
       ctx.fillRect(L, y, R - L, h);
       ctx.fillStyle = '#333';
       ctx.textAlign = 'right';
-      ctx.fillText(l.row.name + ' (' + l.row.count.toLocaleString('en-US') + ')', L - 6, y + h / 2);
+      ctx.fillText(labels[layout.indexOf(l)], L - 6, y + h / 2);
       ctx.fillStyle = KIND_COLORS[l.row.kind] || '#666';
       ctx.globalAlpha = l.row.source === 'plan' ? 0.55 : 0.95;
       for (const p of l.placed) {
@@ -490,7 +491,9 @@
     body.setAttribute('data-plots', JSON.stringify(plots));
   }
 
+  const started = performance.now();
   drawAll();
+  body.setAttribute('data-render-ms', String(Math.round(performance.now() - started)));
   let resizeTimer = null;
   window.addEventListener('resize', function () {
     clearTimeout(resizeTimer);

@@ -2,16 +2,28 @@
 #include "report/detail/structured_writer.hpp"
 
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
+#include "report/detail/file_sink.hpp"
 #include "report/detail/text.hpp"
 
 namespace tierpack::report::detail {
 
+void StructuredWriter::flush() {
+  sink_->write(out_);
+  out_.clear();
+}
+
+void StructuredWriter::finish() {
+  if (sink_) flush();
+}
+
 // ---- JSON ----------------------------------------------------------------------------------------
 void JsonTextWriter::before_value() {
+  maybe_flush();
   if (after_key_) {
     after_key_ = false;
     return;
@@ -77,11 +89,13 @@ void JsonTextWriter::str(std::string_view s) {
 }
 void JsonTextWriter::i64(std::int64_t v) {
   before_value();
-  out_ += std::to_string(v);
+  char buf[24];
+  out_.append(buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf));
 }
 void JsonTextWriter::u64(std::uint64_t v) {
   before_value();
-  out_ += std::to_string(v);
+  char buf[24];
+  out_.append(buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf));
 }
 void JsonTextWriter::f64(double v) {
   before_value();
@@ -114,6 +128,7 @@ PickleWriter::PickleWriter() {
 }
 
 void PickleWriter::item_done() {
+  maybe_flush();
   if (stack_.empty()) return;
   auto& top = stack_.back();
   ++top.batch;
@@ -134,6 +149,7 @@ void PickleWriter::begin(char empty_opcode, bool dict) {
 void PickleWriter::end() {
   out_ += stack_.back().dict ? kSetItems : kAppends;
   stack_.pop_back();
+  if (stack_.empty()) out_ += kStop;  // the document (one top-level container) is complete
   item_done();
 }
 
@@ -210,12 +226,5 @@ void PickleWriter::null() {
   item_done();
 }
 
-const std::string& PickleWriter::data() {
-  if (!stopped_ && stack_.empty()) {
-    out_ += kStop;
-    stopped_ = true;
-  }
-  return out_;
-}
 
 }  // namespace tierpack::report::detail

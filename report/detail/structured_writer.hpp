@@ -10,9 +10,16 @@
 
 namespace tierpack::report::detail {
 
+class AtomicFileWriter;
+
 class StructuredWriter {
  public:
   virtual ~StructuredWriter() = default;
+  /// Streams the encoding to `sink` in chunks (instead of keeping it all in memory); call finish()
+  /// once the document is complete.
+  void stream_to(AtomicFileWriter* sink) { sink_ = sink; }
+  /// Hands what is buffered to the sink (no-op without one).
+  void finish();
   virtual void begin_object() = 0;
   virtual void end_object() = 0;
   virtual void begin_array() = 0;
@@ -25,8 +32,18 @@ class StructuredWriter {
   virtual void f64(double v) = 0;
   virtual void boolean(bool v) = 0;
   virtual void null() = 0;
-  /// The encoded document so far (complete once every container is closed).
+  /// The encoded document so far (complete once every container is closed; empty when streamed).
   virtual const std::string& data() = 0;
+
+ protected:
+  /// Called between values: passes the buffer on once it is large.
+  void maybe_flush() {
+    if (sink_ && out_.size() >= kChunk) flush();
+  }
+  void flush();
+  static constexpr std::size_t kChunk = 1 << 20;
+  std::string out_;
+  AtomicFileWriter* sink_ = nullptr;
 };
 
 /// Compact JSON text; a newline after each element of the top two levels of arrays so files stay
@@ -54,7 +71,6 @@ class JsonTextWriter final : public StructuredWriter {
   };
   void before_value();
   void quoted(std::string_view s);
-  std::string out_;
   std::vector<Level> stack_;
   bool after_key_ = false;
   int decimals_;
@@ -62,7 +78,8 @@ class JsonTextWriter final : public StructuredWriter {
 
 /// Python pickle, protocol 4 without framing, using only opcodes both CPython's unpickler and
 /// memory_viz's JavaScript unpickler understand; containers are filled in batches of 1000 items
-/// (as CPython's pickler does) so a reader never spreads a huge argument list.
+/// (as CPython's pickler does) so a reader never spreads a huge argument list. The document must be
+/// one container; STOP follows when it closes.
 class PickleWriter final : public StructuredWriter {
  public:
   PickleWriter();
@@ -77,20 +94,17 @@ class PickleWriter final : public StructuredWriter {
   void f64(double v) override;
   void boolean(bool v) override;
   void null() override;
-  /// Appends STOP once the document is complete.
-  const std::string& data() override;
+  const std::string& data() override { return out_; }
 
  private:
   void item_done();
   void begin(char empty_opcode, bool dict);
   void end();
-  std::string out_;
   struct Level {
     bool dict;
     std::uint32_t batch;  ///< values (dict: keys + values) since the last MARK
   };
   std::vector<Level> stack_;
-  bool stopped_ = false;
 };
 
 }  // namespace tierpack::report::detail

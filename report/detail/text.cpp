@@ -1,16 +1,17 @@
 // Text helpers for the report (see text.hpp).
 #include "report/detail/text.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
 namespace tierpack::report::detail {
 
 std::string with_commas(std::uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  const std::size_t lead = digits.size() % 3;
+  const std::string digits = std::to_string(n);
+  std::string out;
   for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i != 0 && (i - lead) % 3 == 0) out += ',';
+    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
     out += digits[i];
   }
   return out;
@@ -63,15 +64,15 @@ std::string html_escape(std::string_view s) {
 
 std::string json_number(double v, int decimals) {
   if (!std::isfinite(v)) return "0";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  std::string s = buf;
-  if (s.find('.') != std::string::npos) {
-    while (s.back() == '0') s.pop_back();
-    if (s.back() == '.') s.pop_back();
+  char buf[400];
+  const auto res = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
+  std::string_view s(buf, static_cast<std::size_t>(res.ptr - buf));
+  if (s.find('.') != std::string_view::npos) {
+    while (s.back() == '0') s.remove_suffix(1);
+    if (s.back() == '.') s.remove_suffix(1);
   }
-  if (s == "-0") s = "0";
-  return s;
+  if (s == "-0") return "0";
+  return std::string(s);
 }
 
 }  // namespace tierpack::report::detail
