@@ -415,13 +415,19 @@ RunStats make_run_stats(const Profile& profile, const Plan& plan) {
     s.moves.push_back({mv.group, mv.kind, mv.from, mv.to, mv.bytes, static_cast<std::uint64_t>(mv.predicted_start_ns * 1.02),
                        static_cast<std::uint64_t>(mv.predicted_end_ns * 1.02)});
   }
+  // One sweep over op steps for the live bytes, one walk over the moves for the evicted bytes.
+  std::vector<std::int64_t> delta(profile.ops.size() + 2, 0);
+  for (const auto& t : profile.tensors) {
+    if (t.device != plan.device) continue;
+    delta[static_cast<std::size_t>(std::max<OpIndex>(t.birth_op, 0))] += static_cast<std::int64_t>(t.bytes);
+    if (t.death_op != kAfterIteration) delta[static_cast<std::size_t>(t.death_op) + 1] -= static_cast<std::int64_t>(t.bytes);
+  }
+  std::sort(slow_delta.begin(), slow_delta.end());
+  std::int64_t live = 0, slow = 0;
+  std::size_t next = 0;
   for (const auto& op : profile.ops) {
-    std::int64_t live = 0, slow = 0;
-    for (const auto& t : profile.tensors)
-      if (t.device == plan.device && t.birth_op <= op.index && (t.death_op == kAfterIteration || t.death_op >= op.index))
-        live += static_cast<std::int64_t>(t.bytes);
-    for (const auto& [t, d] : slow_delta)
-      if (t <= static_cast<double>(op.begin_ns)) slow += d;
+    live += delta[static_cast<std::size_t>(op.index)];
+    for (; next < slow_delta.size() && slow_delta[next].first <= static_cast<double>(op.begin_ns); ++next) slow += slow_delta[next].second;
     s.occupancy.push_back({op.begin_ns, plan.fast_tier, static_cast<std::uint64_t>(std::max<std::int64_t>(live - slow, 0))});
     s.occupancy.push_back({op.begin_ns, plan.slow_tier, static_cast<std::uint64_t>(std::max<std::int64_t>(slow, 0))});
   }
