@@ -24,5 +24,7 @@ int run_topo(const std::vector<std::string>& args);
 extern const char* const kTopoUsage;
 int run_profile(const std::vector<std::string>& args);
 extern const char* const kProfileUsage;
+int run_report(const std::vector<std::string>& args);
+extern const char* const kReportUsage;
 
 }  // namespace tierpack::cli
