@@ -19,10 +19,10 @@ void to_json(nlohmann::json& j, const PageGroup& g) {
 }
 
 void from_json(const nlohmann::json& j, PageGroup& g) {
-  j.at("id").get_to(g.id);
+  detail::read(j.at("id"), g.id);
   g.cls = parse_tensor_class(j.at("class").get<std::string>());
-  j.at("home").get_to(g.home);
-  j.at("bytes").get_to(g.bytes);
+  detail::read(j.at("home"), g.home);
+  detail::read(j.at("bytes"), g.bytes);
   detail::get_or(j, "offset", g.offset);
   detail::get_or(j, "page_size", g.page_size);
   detail::get_or(j, "tensors", g.tensors);

@@ -96,7 +96,8 @@ void to_json(nlohmann::json& j, const Plan& p) {
 
 void from_json(const nlohmann::json& j, Plan& p) {
   if (j.value("format", std::string()) != kPlanFormat) throw format_error("not a tierpack plan (missing \"format\": \"tierpack-plan\")");
-  const int version = j.at("version").get<int>();
+  int version = 0;
+  detail::read(j.at("version"), version);
   if (version > Plan::kFormatVersion)
     throw format_error("plan version " + std::to_string(version) + " is newer than this tierpack reads (up to " +
                        std::to_string(Plan::kFormatVersion) + "); upgrade tierpack");
@@ -105,33 +106,33 @@ void from_json(const nlohmann::json& j, Plan& p) {
   detail::get_or(j, "profile_command", p.profile_command);
   detail::get_or(j, "profile_signature", p.profile_signature);
   detail::get_or(j, "device", p.device);
-  j.at("fast_tier").get_to(p.fast_tier);
-  j.at("slow_tier").get_to(p.slow_tier);
-  j.at("fast_budget_bytes").get_to(p.fast_budget_bytes);
-  j.at("topology").get_to(p.topology);
-  j.at("groups").get_to(p.groups);
+  detail::read(j.at("fast_tier"), p.fast_tier);
+  detail::read(j.at("slow_tier"), p.slow_tier);
+  detail::read(j.at("fast_budget_bytes"), p.fast_budget_bytes);
+  detail::read(j.at("topology"), p.topology);
+  detail::read(j.at("groups"), p.groups);
   p.placements.clear();
   for (const auto& tj : j.at("placements")) {
     TensorPlacement t;
-    tj.at("tensor").get_to(t.tensor);
-    tj.at("seq").get_to(t.seq);
+    detail::read(tj.at("tensor"), t.tensor);
+    detail::read(tj.at("seq"), t.seq);
     detail::get_or(tj, "address", t.address);
-    tj.at("bytes").get_to(t.bytes);
+    detail::read(tj.at("bytes"), t.bytes);
     t.cls = parse_tensor_class(tj.at("class").get<std::string>());
-    tj.at("group").get_to(t.group);
-    tj.at("offset").get_to(t.offset_in_group);
+    detail::read(tj.at("group"), t.group);
+    detail::read(tj.at("offset"), t.offset_in_group);
     p.placements.push_back(t);
   }
   p.schedule.clear();
   for (const auto& mj : j.at("schedule")) {
     Move m;
-    mj.at("group").get_to(m.group);
+    detail::read(mj.at("group"), m.group);
     m.kind = detail::enum_from_name("move kind", mj.at("kind").get<std::string>(), kMoveKinds);
-    mj.at("from").get_to(m.from);
-    mj.at("to").get_to(m.to);
-    mj.at("bytes").get_to(m.bytes);
-    mj.at("issue_after").get_to(m.issue_after);
-    mj.at("needed_by").get_to(m.needed_by);
+    detail::read(mj.at("from"), m.from);
+    detail::read(mj.at("to"), m.to);
+    detail::read(mj.at("bytes"), m.bytes);
+    detail::read(mj.at("issue_after"), m.issue_after);
+    detail::read(mj.at("needed_by"), m.needed_by);
     detail::get_or(mj, "predicted_start_ns", m.predicted_start_ns);
     detail::get_or(mj, "predicted_end_ns", m.predicted_end_ns);
     p.schedule.push_back(m);

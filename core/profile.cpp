@@ -104,16 +104,16 @@ void from_json(const nlohmann::json& j, Profile& p) {
   detail::get_or(m, "iterations_observed", p.meta.iterations_observed);
   detail::get_or(m, "profiled_iteration", p.meta.profiled_iteration);
   detail::get_or(m, "iteration_source", p.meta.iteration_source);
-  j.at("topology").get_to(p.topology);
+  detail::read(j.at("topology"), p.topology);
   detail::get_or(j, "iteration_ns", p.iteration_ns);
-  j.at("ops").get_to(p.ops);
-  j.at("tensors").get_to(p.tensors);
+  detail::read(j.at("ops"), p.ops);
+  detail::read(j.at("tensors"), p.tensors);
   detail::get_or(j, "pages", p.pages);
   p.iterations.clear();
   if (auto it = j.find("iterations"); it != j.end())
     for (const auto& ij : *it) {
       IterationInfo info;
-      ij.at("index").get_to(info.index);
+      detail::read(ij.at("index"), info.index);
       detail::get_or(ij, "duration_ns", info.duration_ns);
       detail::get_or(ij, "allocations", info.allocations);
       detail::get_or(ij, "signature", info.signature);
@@ -124,7 +124,7 @@ void from_json(const nlohmann::json& j, Profile& p) {
   if (auto it = j.find("divergences"); it != j.end())
     for (const auto& dj : *it) {
       Divergence d;
-      dj.at("iteration").get_to(d.iteration);
+      detail::read(dj.at("iteration"), d.iteration);
       detail::get_or(dj, "seq", d.seq);
       detail::get_or(dj, "reason", d.reason);
       p.divergences.push_back(d);

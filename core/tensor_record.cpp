@@ -30,10 +30,10 @@ void to_json(nlohmann::json& j, const OpRecord& r) {
 }
 
 void from_json(const nlohmann::json& j, OpRecord& r) {
-  j.at("index").get_to(r.index);
-  j.at("name").get_to(r.name);
-  j.at("begin_ns").get_to(r.begin_ns);
-  j.at("end_ns").get_to(r.end_ns);
+  detail::read(j.at("index"), r.index);
+  detail::read(j.at("name"), r.name);
+  detail::read(j.at("begin_ns"), r.begin_ns);
+  detail::read(j.at("end_ns"), r.end_ns);
   detail::get_or(j, "thread", r.thread);
   detail::get_or(j, "parent", r.parent);
   r.phase = j.contains("phase") ? parse_phase(j.at("phase").get<std::string>()) : Phase::unknown;
@@ -63,11 +63,11 @@ void to_json(nlohmann::json& j, const TensorRecord& r) {
 }
 
 void from_json(const nlohmann::json& j, TensorRecord& r) {
-  j.at("id").get_to(r.id);
-  j.at("seq").get_to(r.seq);
-  j.at("bytes").get_to(r.bytes);
-  j.at("birth_op").get_to(r.birth_op);
-  j.at("death_op").get_to(r.death_op);
+  detail::read(j.at("id"), r.id);
+  detail::read(j.at("seq"), r.seq);
+  detail::read(j.at("bytes"), r.bytes);
+  detail::read(j.at("birth_op"), r.birth_op);
+  detail::read(j.at("death_op"), r.death_op);
   detail::get_or(j, "device", r.device);
   detail::get_or(j, "stream", r.stream);
   detail::get_or(j, "address", r.address);
@@ -91,8 +91,8 @@ void to_json(nlohmann::json& j, const PageRecord& r) {
 }
 
 void from_json(const nlohmann::json& j, PageRecord& r) {
-  j.at("address").get_to(r.address);
-  j.at("tensors").get_to(r.tensors);
+  detail::read(j.at("address"), r.address);
+  detail::read(j.at("tensors"), r.tensors);
   detail::get_or(j, "numa_node", r.numa_node);
   detail::get_or(j, "touch_windows", r.touch_windows);
   detail::get_or(j, "hidden_windows", r.hidden_windows);

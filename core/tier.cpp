@@ -35,10 +35,10 @@ void to_json(nlohmann::json& j, const Tier& t) {
 }
 
 void from_json(const nlohmann::json& j, Tier& t) {
-  j.at("id").get_to(t.id);
+  detail::read(j.at("id"), t.id);
   t.kind = detail::enum_from_name("tier kind", j.at("kind").get<std::string>(), kKinds);
-  j.at("name").get_to(t.name);
-  j.at("capacity_bytes").get_to(t.capacity_bytes);
+  detail::read(j.at("name"), t.name);
+  detail::read(j.at("capacity_bytes"), t.capacity_bytes);
   detail::get_or(j, "numa_node", t.numa_node);
   detail::get_or(j, "device", t.device);
   detail::get_or(j, "page_size", t.page_size);

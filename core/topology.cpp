@@ -64,7 +64,7 @@ void to_json(nlohmann::json& j, const Topology& t) {
 
 void from_json(const nlohmann::json& j, Topology& t) {
   detail::get_or(j, "hostname", t.hostname);
-  j.at("tiers").get_to(t.tiers);
+  detail::read(j.at("tiers"), t.tiers);
   for (std::size_t i = 0; i < t.tiers.size(); ++i)
     if (t.tiers[i].id != i) throw format_error("tier ids must be 0..n-1 in order; tier " + std::to_string(i) +
                                                " has id " + std::to_string(t.tiers[i].id));
@@ -72,9 +72,9 @@ void from_json(const nlohmann::json& j, Topology& t) {
   if (auto it = j.find("links"); it != j.end()) {
     for (const auto& lj : *it) {
       Link l;
-      lj.at("from").get_to(l.from);
-      lj.at("to").get_to(l.to);
-      lj.at("bandwidth_bytes_per_s").get_to(l.bandwidth_bytes_per_s);
+      detail::read(lj.at("from"), l.from);
+      detail::read(lj.at("to"), l.to);
+      detail::read(lj.at("bandwidth_bytes_per_s"), l.bandwidth_bytes_per_s);
       detail::get_or(lj, "full_duplex", l.full_duplex);
       detail::get_or(lj, "both_ways_bytes_per_s", l.both_ways_bytes_per_s);
       detail::get_or(lj, "source", l.source);

@@ -38,8 +38,10 @@ for t in "${targets[@]}"; do
   bin=build-fuzz/tests/fuzz/$t
   [ -x "$bin" ] || { echo "run-fuzzers.sh: no fuzz target '$t' (built: $(ls build-fuzz/tests/fuzz | grep '^fuzz_' | tr '\n' ' '))" >&2; exit 2; }
   mkdir -p "build-fuzz/corpus/$name"
+  dict=()
+  [ -f "tests/fuzz/$name.dict" ] && dict=(-dict="tests/fuzz/$name.dict")
   echo "== $t: ${seconds}s"
-  if "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  if "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "${dict[@]}" \
        -artifact_prefix="build-fuzz/$t-" "build-fuzz/corpus/$name" "tests/fuzz/corpus/$name" 2>"build-fuzz/$t.log"; then
     grep -E '^(stat::number_of_executed_units|stat::new_units_added)|^Done' "build-fuzz/$t.log" || true
   else

@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
 #include "core/plan.hpp"
 
@@ -94,4 +96,27 @@ TEST(PlanIo, RejectsInconsistentPlans) {
   p = small_plan();
   p.schedule[1].to = 1;
   EXPECT_THROW(p.validate(), format_error);
+}
+
+TEST(PlanIo, RejectsNumbersThatDoNotFitTheirField) {
+  // Found by tests/fuzz: nlohmann converts numbers with static_cast (wrapping integers, undefined
+  // behaviour for floating values out of range); core reads them checked (detail::read).
+  const std::string good = nlohmann::json(small_plan()).dump();
+  auto with = [&](const char* key, const nlohmann::json& value) {
+    auto j = nlohmann::json::parse(good);
+    j[key] = value;
+    try {
+      parse_plan(j.dump(), "plan.json");
+    } catch (const format_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(with("fast_tier", 3.3e47).find("out of range"), std::string::npos);
+  EXPECT_NE(with("fast_tier", 70000).find("out of range"), std::string::npos);
+  EXPECT_NE(with("fast_tier", -1).find("out of range"), std::string::npos);
+  EXPECT_NE(with("fast_tier", 0.5).find("out of range"), std::string::npos);
+  EXPECT_NE(with("fast_budget_bytes", 5.6e19).find("out of range"), std::string::npos);
+  EXPECT_EQ(with("fast_budget_bytes", 1024.0), "");  // a whole number written as a float is fine
+  EXPECT_EQ(parse_plan(good, "plan.json"), small_plan());
 }
