@@ -104,12 +104,16 @@ int HostArena::cache_flag_slow() noexcept {
 
 int HostArena::size_flags(std::size_t bytes) const noexcept {
   // THP arenas: a block that spans huge pages starts on one, so its huge pages hold only it.
-  return spec_.huge_pages && bytes >= kHugePage ? MALLOCX_ALIGN(kHugePage) : 0;
+  if (spec_.huge_pages && bytes >= kHugePage) return MALLOCX_ALIGN(kHugePage);
+  // jemalloc aligns small blocks only to their size class (a 48-byte block to 16 bytes).
+  return spec_.alignment > 16 ? static_cast<int>(MALLOCX_ALIGN(spec_.alignment)) : 0;
 }
 
 HostArena::HostArena(HostOs& os, ArenaSpec spec, ExtentObserver* observer)
     : os_(os), spec_(spec), observer_(observer) {
   TIERPACK_EXPECTS(spec.node >= 0 && spec.node < os.node_count(), "arena node out of range");
+  TIERPACK_EXPECTS(spec.alignment > 0 && (spec.alignment & (spec.alignment - 1)) == 0 && spec.alignment <= 4096,
+                   "arena alignment must be a power of two up to 4096");
   block_.hooks = extent_hooks_t{&hook_alloc,     &hook_dalloc,      &hook_destroy,
                                 &hook_commit,    &hook_decommit,    &hook_purge_lazy,
                                 &hook_purge_forced, &hook_split,    &hook_merge};

@@ -63,6 +63,7 @@ struct ArenaSpec {
   BindMode bind = BindMode::preferred;
   bool huge_pages = false;  ///< madvise(MADV_HUGEPAGE) on extents; large blocks 2 MiB aligned
   bool thread_caches = true;  ///< per-thread explicit tcaches (Note [Per-thread arena caches])
+  std::size_t alignment = 64;  ///< of every block (PyTorch's CPU tensors want 64); a power of two
 };
 
 class HostArena {
