@@ -155,7 +155,7 @@ timeout "$timeout_s" qemu-system-x86_64 \
 qrc=$?
 set -e
 # Print what the program printed (between the markers); everything when the guest went wrong.
-tr -d '\r' <"$log" | sed -n '/TIERPACK_GUEST_BEGIN/,$p' | grep -v '^TIERPACK_GUEST_EXIT=' | grep -v 'reboot: Power down' || true
+tr -d '\r' <"$log" | sed 's/\x1b\[[0-9;]*m//g' | sed -n '/TIERPACK_GUEST_BEGIN/,$p' | grep -v '^TIERPACK_GUEST_EXIT=' | grep -v 'reboot: Power down' || true
 rc=$(tr -d '\r' <"$log" | sed -n 's/^TIERPACK_GUEST_EXIT=\([0-9]*\).*/\1/p' | tail -1)
 if [ -z "$rc" ]; then
   say "the guest did not report an exit code (qemu exit $qrc; timeout ${timeout_s}s). Console:"

@@ -9,9 +9,111 @@
 
 namespace tierpack::host {
 
+// Note [Per-thread arena caches]
+// jemalloc's automatic thread cache may hand out memory of whatever arena filled it, so our arenas
+// cannot use it; without any cache (MALLOCX_TCACHE_NONE) every small allocation takes the arena's
+// bin lock and costs ~10x a cached one. So each thread gets one explicit tcache per arena
+// ("tcache.create"), found in a small thread_local table and used with MALLOCX_TCACHE(id): an
+// explicit tcache only ever caches what was allocated or freed through it, i.e. this arena's memory.
+// Lifetime: a thread's caches are destroyed (flushed back to their arenas) when the thread exits;
+// an arena destroys every cache made for it before the arena itself goes (its registry tells which),
+// and threads that outlive it find the registry gone and skip it. The table is per-thread state that
+// jemalloc's API forces on us; it holds caches only, no policy. jemalloc allows 4095 explicit
+// tcaches per process: past that, allocation falls back to MALLOCX_TCACHE_NONE.
+struct detail::ArenaCacheRegistry {
+  std::mutex mu;
+  bool alive = true;
+  std::vector<unsigned> ids;
+};
+
+namespace {
+
+constexpr unsigned kNoCache = ~0u;
+std::atomic<std::uint64_t> next_instance{1};
+
+void destroy_tcache(unsigned id) noexcept { mallctl("tcache.destroy", nullptr, nullptr, &id, sizeof(id)); }
+
+struct ThreadCaches {
+  struct Entry {
+    std::uint64_t arena;
+    unsigned id;
+    std::weak_ptr<detail::ArenaCacheRegistry> registry;
+  };
+  std::vector<Entry> entries;
+  ~ThreadCaches();
+};
+
+thread_local ThreadCaches tls_caches;
+
+// The hot path: a direct-mapped copy of the table in plain thread_locals (constant-initialised, so
+// no TLS guard call; initial-exec, so no __tls_get_addr call in PIC code: 128 bytes of the static
+// TLS surplus glibc keeps for libraries loaded later). Instances are never reused, so a slot of a
+// destroyed arena never matches.
+constexpr std::size_t kFastSlots = 8;
+struct FastSlot {
+  std::uint64_t arena;
+  int flag;
+};
+__attribute__((tls_model("initial-exec"))) thread_local FastSlot tls_fast[kFastSlots] = {};
+
+ThreadCaches::~ThreadCaches() {
+  for (Entry& e : entries) {
+    auto reg = e.registry.lock();
+    if (!reg || e.id == kNoCache) continue;
+    std::lock_guard lock(reg->mu);
+    if (!reg->alive) continue;  // the arena destroyed it already
+    destroy_tcache(e.id);
+    std::erase(reg->ids, e.id);
+  }
+}
+
+}  // namespace
+
+inline int HostArena::cache_flag() noexcept {
+  if (!caches_) return MALLOCX_TCACHE_NONE;
+  const FastSlot& slot = tls_fast[instance_ % kFastSlots];
+  if (slot.arena == instance_) [[likely]] return slot.flag;
+  return cache_flag_slow();
+}
+
+int HostArena::cache_flag_slow() noexcept {
+  FastSlot& slot = tls_fast[instance_ % kFastSlots];
+  for (const auto& e : tls_caches.entries) {
+    if (e.arena == instance_) {
+      slot = {instance_, e.id == kNoCache ? MALLOCX_TCACHE_NONE : static_cast<int>(MALLOCX_TCACHE(e.id))};
+      return slot.flag;
+    }
+  }
+  unsigned id = kNoCache;
+  try {
+    std::erase_if(tls_caches.entries, [](const ThreadCaches::Entry& e) { return e.registry.expired(); });
+    std::size_t sz = sizeof(id);
+    if (mallctl("tcache.create", &id, &sz, nullptr, 0) != 0) id = kNoCache;
+    if (id != kNoCache) {
+      std::lock_guard lock(caches_->mu);
+      caches_->ids.push_back(id);
+    }
+    tls_caches.entries.push_back({instance_, id, caches_});
+  } catch (...) {
+    if (id != kNoCache) destroy_tcache(id);  // not recorded anywhere: give it back
+    return MALLOCX_TCACHE_NONE;
+  }
+  slot = {instance_, id == kNoCache ? MALLOCX_TCACHE_NONE : static_cast<int>(MALLOCX_TCACHE(id))};
+  return slot.flag;
+}
+
+int HostArena::size_flags(std::size_t bytes) const noexcept {
+  // THP arenas: a block that spans huge pages starts on one, so its huge pages hold only it.
+  if (spec_.huge_pages && bytes >= kHugePage) return MALLOCX_ALIGN(kHugePage);
+  // jemalloc aligns small blocks only to their size class (a 48-byte block to 16 bytes).
+  return spec_.alignment > 16 ? static_cast<int>(MALLOCX_ALIGN(spec_.alignment)) : 0;
+}
+
 HostArena::HostArena(HostOs& os, ArenaSpec spec, ExtentObserver* observer)
     : os_(os), spec_(spec), observer_(observer) {
   TIERPACK_EXPECTS(spec.node >= 0 && spec.node < os.node_count(), "arena node out of range");
+  TIERPACK_EXPECTS(spec.alignment > 0 && (spec.alignment & (spec.alignment - 1)) == 0 && spec.alignment <= 4096,
+                   "arena alignment must be a power of two up to 4096");
   block_.hooks = extent_hooks_t{&hook_alloc,     &hook_dalloc,      &hook_destroy,
                                 &hook_commit,    &hook_decommit,    &hook_purge_lazy,
                                 &hook_purge_forced, &hook_split,    &hook_merge};
@@ -21,33 +123,33 @@ HostArena::HostArena(HostOs& os, ArenaSpec spec, ExtentObserver* observer)
   if (int err = mallctl("arenas.create", &index_, &sz, &hooks, sizeof(hooks))) {
     throw os_error("mallctl(arenas.create)", err);
   }
-  flags_ = MALLOCX_ARENA(index_) | MALLOCX_TCACHE_NONE;
+  instance_ = next_instance.fetch_add(1, std::memory_order_relaxed);
+  if (spec_.thread_caches) caches_ = std::make_shared<detail::ArenaCacheRegistry>();
 }
 
 HostArena::~HostArena() {
+  if (caches_) {
+    std::lock_guard lock(caches_->mu);
+    caches_->alive = false;
+    for (unsigned id : caches_->ids) destroy_tcache(id);  // flushes their blocks into this arena
+    caches_->ids.clear();
+  }
   destroying_ = true;
   const std::string name = "arena." + std::to_string(index_) + ".destroy";
   mallctl(name.c_str(), nullptr, nullptr, nullptr, 0);
 }
 
 void* HostArena::allocate(std::size_t bytes) noexcept {
-  int flags = flags_;
-  // THP arenas: a block that spans huge pages starts on one, so its huge pages hold only it.
-  if (spec_.huge_pages && bytes >= kHugePage) flags |= MALLOCX_ALIGN(kHugePage);
-  return mallocx(bytes == 0 ? 1 : bytes, flags);
+  return mallocx(bytes == 0 ? 1 : bytes, static_cast<int>(MALLOCX_ARENA(index_)) | cache_flag() | size_flags(bytes));
 }
 
 void HostArena::deallocate(void* p, std::size_t bytes) noexcept {
   if (p == nullptr) return;
-  int flags = flags_;
-  if (spec_.huge_pages && bytes >= kHugePage) flags |= MALLOCX_ALIGN(kHugePage);
-  sdallocx(p, bytes == 0 ? 1 : bytes, flags);
+  sdallocx(p, bytes == 0 ? 1 : bytes, cache_flag() | size_flags(bytes));
 }
 
 std::size_t HostArena::usable_size(std::size_t bytes) const noexcept {
-  int flags = flags_;
-  if (spec_.huge_pages && bytes >= kHugePage) flags |= MALLOCX_ALIGN(kHugePage);
-  return nallocx(bytes == 0 ? 1 : bytes, flags);
+  return nallocx(bytes == 0 ? 1 : bytes, static_cast<int>(MALLOCX_ARENA(index_)) | size_flags(bytes));
 }
 
 std::vector<std::pair<void*, std::size_t>> HostArena::extents() const {

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -30,6 +31,10 @@
 #include "core/tier.hpp"
 
 namespace tierpack::host {
+
+namespace detail {
+struct ArenaCacheRegistry;  // host_arena.cpp: Note [Per-thread arena caches]
+}
 
 /// An extent mapped or unmapped by an arena (for the profiler's page tracer).
 struct ExtentEvent {
@@ -57,6 +62,8 @@ struct ArenaSpec {
   int node = 0;
   BindMode bind = BindMode::preferred;
   bool huge_pages = false;  ///< madvise(MADV_HUGEPAGE) on extents; large blocks 2 MiB aligned
+  bool thread_caches = true;  ///< per-thread explicit tcaches (Note [Per-thread arena caches])
+  std::size_t alignment = 64;  ///< of every block (PyTorch's CPU tensors want 64); a power of two
 };
 
 class HostArena {
@@ -73,9 +80,10 @@ class HostArena {
   HostArena(const HostArena&) = delete;
   HostArena& operator=(const HostArena&) = delete;
 
-  /// mallocx(MALLOCX_ARENA | MALLOCX_TCACHE_NONE); nullptr when the hooks could not get memory.
+  /// mallocx(MALLOCX_ARENA | this thread's cache of this arena, or MALLOCX_TCACHE_NONE);
+  /// nullptr when the hooks could not get memory.
   void* allocate(std::size_t bytes) noexcept;
-  /// sdallocx with the size given to allocate.
+  /// sdallocx with the size given to allocate (any thread: it goes to the freeing thread's cache).
   void deallocate(void* p, std::size_t bytes) noexcept;
   /// The size jemalloc will really reserve for `bytes` (its size class).
   std::size_t usable_size(std::size_t bytes) const noexcept;
@@ -111,6 +119,11 @@ class HostArena {
   static bool hook_split(extent_hooks_t*, void*, std::size_t, std::size_t, std::size_t, bool, unsigned);
   static bool hook_merge(extent_hooks_t*, void*, std::size_t, void*, std::size_t, bool, unsigned);
 
+  /// MALLOCX_TCACHE(id) of the calling thread's cache for this arena (made on first use), or
+  /// MALLOCX_TCACHE_NONE.
+  int cache_flag() noexcept;
+  [[gnu::noinline]] int cache_flag_slow() noexcept;
+  int size_flags(std::size_t bytes) const noexcept;
   void* map_extent(std::size_t size, std::size_t alignment) noexcept;
   void unmap_extent(void* addr, std::size_t size) noexcept;
   void note_error(int err) noexcept;
@@ -121,7 +134,8 @@ class HostArena {
   ExtentObserver* observer_;
   HookBlock block_;
   unsigned index_ = 0;
-  int flags_ = 0;
+  std::uint64_t instance_ = 0;               // unique per HostArena ever made (indices are recycled)
+  std::shared_ptr<detail::ArenaCacheRegistry> caches_;    // explicit tcaches made for this arena, by any thread
   std::atomic<std::size_t> mapped_{0};
   std::atomic<int> last_error_{0};
   bool destroying_ = false;  // see Note [Extents are retained, not unmapped]

@@ -36,7 +36,8 @@ HostArenaAllocator::HostArenaAllocator(const Topology& topo, HostAllocatorOption
     auto st = std::make_unique<TierState>();
     st->info = t;
     for (int c = 0; c < kTensorClassCount; ++c) {
-      ArenaSpec spec{static_cast<TensorClass>(c), t.id, t.numa_node, options_.bind, options_.huge_pages};
+      ArenaSpec spec{static_cast<TensorClass>(c), t.id,           t.numa_node, options_.bind, options_.huge_pages,
+                     options_.thread_caches,      options_.alignment};
       st->arenas[c] = std::make_unique<HostArena>(*os_, spec, options_.observer);
     }
     states_[t.id] = std::move(st);

@@ -74,6 +74,8 @@ struct HostAllocatorOptions {
   BindMode bind = BindMode::preferred;  ///< how extents are tied to their node
   bool huge_pages = false;              ///< THP for every arena (see HostArena)
   ExtentObserver* observer = nullptr;   ///< told about every extent; must outlive the allocator
+  std::size_t alignment = 64;           ///< of every block (c10's CPU alignment)
+  bool thread_caches = true;            ///< per-thread caches per arena (see HostArena)
 };
 
 class HostArenaAllocator {

@@ -105,6 +105,24 @@ TEST(HostArenaAllocator, RoutesEachClassAndTierToItsOwnArena) {
   EXPECT_EQ(indices.size(), 2u * kTensorClassCount);
 }
 
+TEST(HostArenaAllocator, BlocksAreAlignedForTensors) {
+  HostArenaAllocator alloc(two_tiers_on_node0());
+  std::vector<void*> blocks;
+  for (std::size_t n = 0; n < 300; n += 7) {
+    void* p = alloc.allocate(n, TensorClass::temporary, 0);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u) << n << " bytes";
+    blocks.push_back(p);
+  }
+  for (void* p : blocks) alloc.deallocate(p);
+  HostAllocatorOptions o;
+  o.thread_caches = false;
+  o.alignment = 256;
+  HostArenaAllocator uncached(two_tiers_on_node0(), o);
+  void* p = uncached.allocate(40, TensorClass::temporary, 1);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 256, 0u);
+  uncached.deallocate(p);
+}
+
 TEST(HostArenaAllocator, LookupMapsInteriorAddressesToTheirBlockAndGroup) {
   HostArenaAllocator alloc(two_tiers_on_node0());
   char* a = static_cast<char*>(alloc.allocate(10000, TensorClass::activation, 0, {5, 42}));
