@@ -45,6 +45,7 @@ Classification classify(const Profile& profile, int device, const ClassifyOption
   out.device = device;
   const auto n = static_cast<OpIndex>(profile.ops.size());
   const Timeline timeline(profile);
+  out.tensors.reserve(profile.tensors.size());
   for (const auto& t : profile.tensors) {
     if (t.device != device) continue;
     TensorInfo info;
@@ -54,9 +55,12 @@ Classification classify(const Profile& profile, int device, const ClassifyOption
     info.birth = t.birth_op == kBeforeIteration ? kBeforeIteration : std::min(t.birth_op, last_op);
     info.death = t.death_op == kAfterIteration ? kAfterIteration : std::min(t.death_op, last_op);
     if (info.birth != kBeforeIteration && info.death != kAfterIteration && info.death < info.birth) info.death = info.birth;
-    info.uses = t.uses;
-    if (info.birth != kBeforeIteration && n > 0) info.uses.push_back(info.birth);
-    std::sort(info.uses.begin(), info.uses.end());
+    info.uses.reserve(t.uses.size() + 1);
+    info.uses.assign(t.uses.begin(), t.uses.end());
+    if (!std::is_sorted(info.uses.begin(), info.uses.end())) std::sort(info.uses.begin(), info.uses.end());
+    if (info.birth != kBeforeIteration && n > 0 && !std::binary_search(info.uses.begin(), info.uses.end(), info.birth)) {
+      info.uses.insert(std::lower_bound(info.uses.begin(), info.uses.end(), info.birth), info.birth);
+    }
     info.uses.erase(std::unique(info.uses.begin(), info.uses.end()), info.uses.end());
     info.accesses = static_cast<std::uint32_t>(t.uses.size());
     for (auto u : t.uses) info.phases |= phase_bit(profile.ops[static_cast<std::size_t>(u)].phase);

@@ -106,7 +106,7 @@ Plan make_plan(const Profile& profile, const TierModel& model, const PlanOptions
   ReplayResult sim;
   for (int round = 0;; ++round) {
     plan.schedule = moves;
-    sim = replay_plan(profile, plan, model, quiet);
+    sim = replay_plan(profile, plan, model, quiet, packing.lives);
     if (round >= opts.refine_rounds || moves.empty()) break;
     std::vector<double> late(moves.size());
     for (std::size_t i = 0; i < moves.size(); ++i) late[i] = sim.moves[i].late_ns;

@@ -23,14 +23,15 @@ TierId tier_in_model(const TierModel& model, const Plan& plan, TierId plan_tier,
 
 class PlanReplay {
  public:
-  PlanReplay(const Profile& profile, const Plan& plan, const TierModel& model, const ReplayOptions& opts)
-      : profile_(profile), plan_(plan), opts_(opts), timeline_(profile) {
+  PlanReplay(const Profile& profile, const Plan& plan, const TierModel& model, const ReplayOptions& opts,
+             std::vector<GroupLife> lives)
+      : profile_(profile), plan_(plan), opts_(opts), timeline_(profile), lives_(std::move(lives)) {
     TierChoice tiers;
     tiers.fast = tier_in_model(model, plan, plan.fast_tier, "fast");
     tiers.slow = tier_in_model(model, plan, plan.slow_tier, "slow");
     if (tiers.fast == kNoTier) throw logic_error("the plan has no fast tier");
     cost_ = make_cost_model(model, tiers, plan.device);
-    lives_ = group_lives(profile, plan);
+    TIERPACK_EXPECTS(lives_.size() == plan.groups.size(), "one life per group");
     group_of_.assign(profile.tensors.size(), kNoGroup);
     for (const auto& p : plan.placements)
       if (p.tensor < group_of_.size()) group_of_[p.tensor] = p.group;
@@ -273,7 +274,12 @@ ReplayResult PlanReplay::run() {
 }  // namespace
 
 ReplayResult replay_plan(const Profile& profile, const Plan& plan, const TierModel& model, const ReplayOptions& opts) {
-  return PlanReplay(profile, plan, model, opts).run();
+  return PlanReplay(profile, plan, model, opts, group_lives(profile, plan)).run();
+}
+
+ReplayResult replay_plan(const Profile& profile, const Plan& plan, const TierModel& model, const ReplayOptions& opts,
+                         std::vector<GroupLife> lives) {
+  return PlanReplay(profile, plan, model, opts, std::move(lives)).run();
 }
 
 }  // namespace tierpack::placer

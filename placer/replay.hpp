@@ -12,6 +12,7 @@
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "core/tier_spec.hpp"
+#include "placer/pack.hpp"
 
 namespace tierpack::placer {
 
@@ -56,5 +57,9 @@ struct ReplayOptions {
 /// model, so a plan can be replayed on a model with other figures). The plan's budget is a hard limit:
 /// a prefetch or an allocation waits until evictions have freed the memory.
 ReplayResult replay_plan(const Profile& profile, const Plan& plan, const TierModel& model, const ReplayOptions& opts = {});
+
+/// The same, with the groups' lives already known (the planner has them; saves reclassifying).
+ReplayResult replay_plan(const Profile& profile, const Plan& plan, const TierModel& model, const ReplayOptions& opts,
+                         std::vector<GroupLife> lives);
 
 }  // namespace tierpack::placer
