@@ -25,7 +25,9 @@ namespace tierpack::placer {
 // never revisits earlier ops, and every decision only lowers occupancy, so the result fits the budget
 // at every op. When no candidate covers an over-budget op (gaps too short for the copies, or the op's
 // own tensors exceed the budget), the group alive there with the fewest uses per byte is spilled: it
-// lives on the slow tier all its life and its uses read it in place. O((ops + candidates) log).
+// lives on the slow tier and its uses read it in place — all its life, or, for a group born in the
+// iteration, until the first gap after that op long enough to bring it in (it is born on the slow tier
+// and prefetched for its later uses). O((ops + candidates) log).
 
 namespace {
 
@@ -35,6 +37,7 @@ struct Candidate {
   std::uint64_t b1 = 0, b2 = 0;              // bytes saved over each (the group's size then)
   bool wrap = false;
   bool selected = false;
+  bool consumed = false;  // taken by a partial spill (its prefetch) or made moot by one
 };
 
 class Sweep {
@@ -70,6 +73,7 @@ class Sweep {
     diff_[static_cast<std::size_t>(b) + 1] += bytes;
   }
   void spill(GroupId g, OpIndex now);
+  bool spill_until_next_gap(GroupId g, OpIndex now);
   // Lowers occupancy by the group's (growing) size over [a, b], from `now` on.
   void lower_group(GroupId g, OpIndex a, OpIndex b, std::int64_t sign, OpIndex now) {
     a = std::max(a, now);
@@ -95,6 +99,10 @@ class Sweep {
   std::vector<Candidate> cands_;
   std::vector<std::vector<std::size_t>> group_cands_;
   std::vector<bool> wrap_taken_, spilled_;
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> partial_;   // per group: the gap whose prefetch ends a partial spill
+  std::vector<OpIndex> partial_from_;  // per group: the op the partial spill was decided at
+  std::vector<std::vector<GroupId>> back_on_fast_;  // per op: partially spilled groups that arrive
   std::vector<std::int64_t> diff_;
   std::int64_t running_ = 0;
 };
@@ -171,9 +179,53 @@ void Sweep::make_candidates(GroupId g) {
   }
 }
 
+// A group born in the iteration may stay on the slow tier only until the first gap after `now` that is
+// long enough to bring it in: it is allocated there, its uses until then read it in place, and a
+// prefetch brings it to the fast tier for the uses after the gap (an activation written in place in
+// forward and read from the fast tier in backward). False when there is no such gap.
+bool Sweep::spill_until_next_gap(GroupId g, OpIndex now) {
+  const auto& life = packing_.lives[g];
+  if (life.exists_at_start() || packing_.groups[g].pinned) return false;
+  std::size_t best = kNone;
+  for (auto ci : group_cands_[g]) {
+    const auto& c = cands_[ci];
+    if (c.consumed || c.wrap || !c.ex.evicts || !c.ex.prefetches || c.ex.evict_after < now) continue;
+    if (c.ex.prefetch_after < c.ex.evict_after) continue;  // would move while the use before the gap runs
+    if (best == kNone || c.ex.evict_after < cands_[best].ex.evict_after) best = ci;
+  }
+  if (best == kNone) return false;
+  // Worth it only when the uses after the gap would read more in place than the one copy that brings
+  // the group in (both cross the same link).
+  const OpIndex v = cands_[best].ex.needed_by;
+  std::uint64_t later = 0;
+  for (std::size_t k = 0; k < life.uses.size() && k < life.use_bytes.size(); ++k)
+    if (life.uses[k] >= v) later += life.use_bytes[k];
+  if (later <= cands_[best].ex.prefetch_bytes) return false;
+  const OpIndex until = cands_[best].ex.prefetch_after;
+  for (auto ci : group_cands_[g]) {
+    auto& c = cands_[ci];
+    if (c.s1 > until && ci != best) continue;  // after the prefetch: still available
+    if (c.selected) {
+      lower(c.s1, c.e1, -static_cast<std::int64_t>(c.b1), now);
+      lower(c.s2, c.e2, -static_cast<std::int64_t>(c.b2), now);
+      c.selected = false;
+    }
+    c.consumed = true;
+  }
+  lower_group(g, now, until, 1, now);
+  partial_[g] = best;
+  partial_from_[g] = now;
+  if (until + 1 < n_) back_on_fast_[static_cast<std::size_t>(until) + 1].push_back(g);
+  return true;
+}
+
 void Sweep::spill(GroupId g, OpIndex now) {
   spilled_[g] = true;
   const auto& life = packing_.lives[g];
+  if (partial_[g] != kNone) {  // the partial spill is superseded: put its saving back first
+    lower_group(g, partial_from_[g], cands_[partial_[g]].ex.prefetch_after, -1, now);
+    partial_[g] = kNone;
+  }
   for (auto ci : group_cands_[g]) {
     auto& c = cands_[ci];
     if (!c.selected) continue;
@@ -197,6 +249,9 @@ Assignment Sweep::run() {
   group_cands_.resize(n_groups);
   wrap_taken_.assign(n_groups, false);
   spilled_.assign(n_groups, false);
+  partial_.assign(n_groups, kNone);
+  partial_from_.assign(n_groups, 0);
+  back_on_fast_.assign(static_cast<std::size_t>(n_), {});
   diff_.assign(static_cast<std::size_t>(n_) + 1, 0);
   // Groups alive at the start that nothing uses cost nothing on the slow tier.
   for (GroupId g = 0; g < n_groups; ++g) {
@@ -237,6 +292,8 @@ Assignment Sweep::run() {
     running_ += diff_[static_cast<std::size_t>(i)];
     for (auto g : born[static_cast<std::size_t>(i)])
       if (!spilled_[g]) alive.insert(cold_key(g));
+    for (auto g : back_on_fast_[static_cast<std::size_t>(i)])
+      if (!spilled_[g] && i <= packing_.lives[g].last_op(n_)) alive.insert(cold_key(g));
     for (auto [ci, seg] : starting[static_cast<std::size_t>(i)]) {
       const auto& c = cands_[ci];
       const OpIndex e = seg == 1 ? c.e1 : c.e2;
@@ -248,7 +305,7 @@ Assignment Sweep::run() {
       open.pop();
       auto& c = cands_[static_cast<std::size_t>(-neg_ci)];
       const GroupId g = c.ex.group;
-      if (e < i || c.selected || spilled_[g] || (c.wrap && wrap_taken_[g])) continue;
+      if (e < i || c.selected || c.consumed || spilled_[g] || (c.wrap && wrap_taken_[g])) continue;
       c.selected = true;
       if (c.wrap) wrap_taken_[g] = true;
       lower(c.s1, c.e1, static_cast<std::int64_t>(c.b1), i);
@@ -257,7 +314,7 @@ Assignment Sweep::run() {
     while (occupancy() > budget && !alive.empty()) {
       const GroupId g = std::get<2>(*alive.begin());
       alive.erase(alive.begin());
-      spill(g, i);
+      if (!spill_until_next_gap(g, i)) spill(g, i);
     }
     peak = std::max(peak, occupancy());
     for (auto g : gone[static_cast<std::size_t>(i)])
@@ -271,6 +328,15 @@ Assignment Sweep::run() {
       ++out.spilled_groups;
       out.spilled_bytes += packing_.groups[g].bytes;
       continue;
+    }
+    if (partial_[g] != kNone) {  // born on the slow tier, brought in after the gap
+      Excursion ex = cands_[partial_[g]].ex;
+      ex.evicts = false;
+      ex.evict_after = ex.evicted_by = kBeforeIteration;
+      ex.evict_bytes = 0;
+      out.home_fast[g] = false;
+      out.excursions.push_back(ex);
+      ++out.partly_spilled_groups;
     }
     for (auto ci : group_cands_[g]) {
       const auto& c = cands_[ci];

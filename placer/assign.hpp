@@ -2,7 +2,8 @@
 // holds more than its budget during any op of the iteration (Note [Fast-tier accounting] in
 // plan_check.hpp). A group leaves the fast tier in *excursions*: evicted after a use, prefetched back
 // before its next use, with the gap long enough for both copies at the link's speed. Where no excursion
-// frees enough, the coldest group alive is *spilled*: it lives on the slow tier and is read in place.
+// frees enough, the coldest group alive is *spilled*: it lives on the slow tier (all its life, or until
+// a gap lets it come in) and is read in place.
 // Algorithm: Note [Excursion selection] in assign.cpp.
 #pragma once
 
@@ -40,7 +41,8 @@ struct Assignment {
   std::vector<Excursion> excursions;  ///< sorted by group, then by time
   std::uint64_t natural_peak = 0;     ///< fast-tier peak with every group resident all its life
   std::uint64_t peak = 0;             ///< fast-tier peak under the assignment (accounting of plan_check.hpp)
-  std::uint32_t spilled_groups = 0;
+  std::uint32_t spilled_groups = 0;        ///< on the slow tier all their life
+  std::uint32_t partly_spilled_groups = 0;  ///< born on the slow tier, prefetched for later uses
   std::uint64_t spilled_bytes = 0;
 };
 

@@ -352,8 +352,10 @@ Packing Packer::finish(OpIndex n_ops) {
     std::fill(class_bytes.begin(), class_bytes.end(), 0);
     OpIndex birth = kAfterIteration, death = kBeforeIteration;
     bool at_start = false, at_end = false;
+    std::vector<std::pair<OpIndex, std::uint64_t>> touches;
     for (auto i : members_[gi]) {
       const auto& t = classes_.tensors[i];
+      for (auto u : t.uses) touches.emplace_back(u, profile_.tensors[t.id].bytes);
       g.tensors.push_back(t.id);
       g.pinned = g.pinned || t.pinned;
       class_bytes[static_cast<std::size_t>(t.cls)] += profile_.tensors[t.id].bytes;
@@ -361,14 +363,20 @@ Packing Packer::finish(OpIndex n_ops) {
       else birth = std::min(birth, t.birth);
       if (t.death == kAfterIteration) at_end = true;
       else death = std::max(death, t.death);
-      life.uses.insert(life.uses.end(), t.uses.begin(), t.uses.end());
+    }
+    std::sort(touches.begin(), touches.end());
+    for (const auto& [op, bytes] : touches) {
+      if (!life.uses.empty() && life.uses.back() == op) {
+        life.use_bytes.back() += bytes;
+      } else {
+        life.uses.push_back(op);
+        life.use_bytes.push_back(bytes);
+      }
     }
     g.cls = static_cast<TensorClass>(std::max_element(class_bytes.begin(), class_bytes.end()) - class_bytes.begin());
     life.sizes = std::move(growth_[gi].sizes);
     life.birth = at_start ? kBeforeIteration : birth;
     life.death = at_end ? kAfterIteration : death;
-    std::sort(life.uses.begin(), life.uses.end());
-    life.uses.erase(std::unique(life.uses.begin(), life.uses.end()), life.uses.end());
     g.first_use = life.uses.empty() ? kAfterIteration : life.uses.front();
     g.last_use = life.uses.empty() ? kBeforeIteration : life.uses.back();
   }

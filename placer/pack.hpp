@@ -34,6 +34,7 @@ struct GroupLife {
   OpIndex birth = kBeforeIteration;   ///< first member born (kBeforeIteration: exists at the start)
   OpIndex death = kAfterIteration;    ///< last member dies (kAfterIteration: exists at the end)
   std::vector<OpIndex> uses;          ///< ops that use a member (or allocate one), ascending, unique
+  std::vector<std::uint64_t> use_bytes;  ///< per use: bytes of the members that op touches (packer only)
   /// Bytes the group holds from each op on, (op, bytes) with ops ascending from first_op(): pages are
   /// populated as tensors are allocated into it, so a group grows (only at uses: births are uses) up to
   /// PageGroup::bytes.

@@ -157,14 +157,14 @@ PlanCheck check_plan(const Profile& profile, const Plan& plan, std::size_t max_p
     std::size_t next_use = 0;
     const auto& uses = life.uses;
     // Uses up to (excluding) op `until` happen in the current state.
-    // A group that moves at all is planned to be on the fast tier at each use: only groups that never
-    // move (spilled, pinned) are read in place. A use on the slow tier between moves is a late or
-    // missing prefetch.
-    const bool moves = !by_group[g].empty();
+    // Once a group has been on the fast tier, it is planned to be there at each use: only groups that
+    // never move, and groups born on the slow tier before their first prefetch, are read in place. A
+    // use on the slow tier after that is a late or missing prefetch.
+    bool been_fast = on_fast;
     auto uses_until = [&](OpIndex until) {
       for (; next_use < uses.size() && uses[next_use] < until; ++next_use) {
         if (!on_fast) ++out.in_place_uses;
-        if (!on_fast && moves)
+        if (!on_fast && been_fast)
           problem(name + " is used at op " + std::to_string(uses[next_use]) + " on the slow tier although it moves (a prefetch is late or missing)");
         if (on_fast ? !fast_readable : !slow_readable)
           problem(name + ": used at op " + std::to_string(uses[next_use]) + " on a tier device " +
@@ -189,6 +189,7 @@ PlanCheck check_plan(const Profile& profile, const Plan& plan, std::size_t max_p
         problem(name + " is used at op " + std::to_string(uses[next_use]) + " while it moves (" + std::string(to_string(m.kind)) +
                 " after " + op_name(m.issue_after) + ", needed by " + op_name(m.needed_by) + ")");
       on_fast = to_fast;
+      been_fast = been_fast || to_fast;
       last_needed = m.needed_by;
     }
     uses_until(kAfterIteration);

@@ -140,6 +140,9 @@ Plan make_plan(const Profile& profile, const TierModel& model, const PlanOptions
   if (pinned)
     plan.notes.push_back(std::to_string(pinned) + " pinned group(s) (" + format_bytes(pinned_bytes) +
                          ") hold tensors with hidden accesses and never move");
+  if (assignment.partly_spilled_groups)
+    plan.notes.push_back(std::to_string(assignment.partly_spilled_groups) + " group(s) are born on " +
+                         model.at(plan.slow_tier).name + " and read in place until a gap lets them come in");
   if (assignment.spilled_groups)
     plan.notes.push_back(std::to_string(assignment.spilled_groups) + " group(s) (" + format_bytes(assignment.spilled_bytes) +
                          ") stay on " + model.at(plan.slow_tier).name + " and are read in place: no gap between their uses "

@@ -90,7 +90,12 @@ std::size_t advance_late_prefetches(std::vector<Move>& moves, const std::vector<
       std::sort(v.begin(), v.end(), [&](std::size_t x, std::size_t y) { return moves[x].issue_after < moves[y].issue_after; });
       for (std::size_t k = 0; k < v.size(); ++k) {
         const GroupLife& life = lives[moves[v[k]].group];
-        floor[v[k]] = k > 0 ? moves[v[k - 1]].needed_by : (life.exists_at_start() ? kBeforeIteration : life.birth);
+        OpIndex f = k > 0 ? moves[v[k - 1]].needed_by : (life.exists_at_start() ? kBeforeIteration : life.birth);
+        // Never before a use of the group that comes before the move's target (it would move under it).
+        const OpIndex target = moves[v[k]].needed_by;
+        const auto it = std::lower_bound(life.uses.begin(), life.uses.end(), target);
+        if (it != life.uses.begin()) f = std::max(f, *std::prev(it));
+        floor[v[k]] = f;
       }
     }
   }

@@ -5,6 +5,7 @@
 // raises the number of cases (default 2000).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -178,17 +179,30 @@ TEST(PlannerProperties, CheckPlanCatchesBrokenPlans) {
     over.fast_budget_bytes = plan.prediction.fast_peak_bytes - 1;
     EXPECT_FALSE(check_plan(c.profile, over).ok());
 
-    Plan late = plan;  // a prefetch that arrives after its use
-    for (auto& m : late.schedule)
-      if (m.kind == MoveKind::prefetch && m.needed_by != kAfterIteration) {
-        m.issue_after = m.needed_by;
-        m.needed_by = m.needed_by + 1;
-        break;
-      }
+    Plan late = plan;  // a prefetch after an eviction that arrives after its use
+    bool made_late = false;
+    for (auto& m : late.schedule) {
+      if (m.kind != MoveKind::prefetch || m.needed_by == kAfterIteration) continue;
+      const bool after_eviction = std::any_of(late.schedule.begin(), late.schedule.end(), [&](const Move& e) {
+        return e.group == m.group && e.kind == MoveKind::evict && e.issue_after < m.issue_after;
+      });
+      if (!after_eviction) continue;
+      m.issue_after = m.needed_by;
+      m.needed_by = m.needed_by + 1;
+      made_late = true;
+      break;
+    }
+    if (!made_late) continue;
     EXPECT_FALSE(check_plan(c.profile, late).ok());
 
-    Plan dropped = plan;  // an eviction without its prefetch
-    dropped.schedule.erase(dropped.schedule.begin());
+    Plan dropped = plan;  // a prefetch without the eviction before it
+    const auto evict = std::find_if(dropped.schedule.begin(), dropped.schedule.end(), [&](const Move& e) {
+      return e.kind == MoveKind::evict && std::any_of(dropped.schedule.begin(), dropped.schedule.end(), [&](const Move& m) {
+               return m.group == e.group && m.kind == MoveKind::prefetch && m.issue_after > e.issue_after;
+             });
+    });
+    ASSERT_NE(evict, dropped.schedule.end());
+    dropped.schedule.erase(evict);
     EXPECT_FALSE(check_plan(c.profile, dropped).ok());
     break;
   }
