@@ -126,6 +126,11 @@ Plan make_plan(const Profile& profile, const TierModel& model, const PlanOptions
   pr.step_ns = sim.step_ns;
   pr.baseline_step_ns = timeline.iteration_ns();
 
+  const std::uint64_t tensor_peak = profile.peak_bytes(opts.device);
+  if (budget >= tensor_peak && assignment.natural_peak > budget)
+    plan.notes.push_back("the tensors' peak (" + format_bytes(tensor_peak) + ") fits the budget, but their page groups need " +
+                         format_bytes(assignment.natural_peak) + " (page rounding, partly filled groups): with a budget of at least " +
+                         format_bytes(assignment.natural_peak) + " nothing moves");
   if (plan.schedule.empty() && assignment.spilled_groups == 0) {
     plan.notes.push_back("fits: " + format_bytes(assignment.natural_peak) + " of page groups within the " + format_bytes(budget) +
                          " budget; nothing moves");

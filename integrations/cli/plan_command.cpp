@@ -83,8 +83,10 @@ void print_summary(const Profile& profile, const Plan& plan) {
     }
   }
   const double slow = pr.baseline_step_ns > 0 ? pr.step_ns / pr.baseline_step_ns : 1.0;
-  std::printf("  predicted step %s (profiled %s, %.3fx), stalls %s\n", format_duration_ns(pr.step_ns).c_str(),
-              format_duration_ns(pr.baseline_step_ns).c_str(), slow, format_duration_ns(pr.stall_ns).c_str());
+  const double other = std::max(0.0, pr.step_ns - pr.baseline_step_ns - pr.stall_ns);
+  std::printf("  predicted step %s (profiled %s, %.3fx): stalls %s, reading in place and draining copies %s\n",
+              format_duration_ns(pr.step_ns).c_str(), format_duration_ns(pr.baseline_step_ns).c_str(), slow,
+              format_duration_ns(pr.stall_ns).c_str(), format_duration_ns(other).c_str());
   for (const auto& n : plan.notes) std::printf("  note: %s\n", n.c_str());
 }
 

@@ -1,11 +1,13 @@
 // `tierpack replay`: simulates a profile under tierpack's plan and under baseline policies on a tier
 // model (placer/compare.hpp) and prints the comparison, or writes it as JSON.
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "core/file_envelope.hpp"
+#include "core/units.hpp"
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "integrations/cli/args.hpp"
@@ -30,6 +32,8 @@ const char* const kReplayUsage =
     "  --gpu-budget, --fast-budget   fast-tier budget: size or percentage of the peak (default: the plan's,\n"
     "                      else the fast tier's capacity)\n"
     "  --device D          GPU ordinal or 'host' (default: the plan's, else the device with most bytes)\n"
+    "  --budgets B,B,...   one comparison per fast-tier budget (100%,50%,30%,20% or sizes), printed as a\n"
+    "                      budget-vs-slowdown table (with --json: one comparison per budget)\n"
     "  --json              machine-readable output, with fast-tier occupancy over time per policy\n"
     "  -o FILE             write the output to FILE\n";
 
@@ -76,8 +80,42 @@ nlohmann::json to_json(const placer::Comparison& c) {
 
 }  // namespace
 
+// One row per budget: the slowdown of each policy, and what page-aware packing changes.
+std::string format_budget_table(const std::vector<std::pair<std::string, placer::Comparison>>& runs) {
+  std::string out;
+  char line[512];
+  const auto& first = runs.front().second;
+  std::snprintf(line, sizeof line, "slowdown against all-fast; fast tier %s, slow tier %s; peak %s\n", first.fast_tier.c_str(),
+                first.slow_tier.c_str(), format_bytes(first.peak_bytes).c_str());
+  out += line;
+  std::snprintf(line, sizeof line, "%-18s", "budget");
+  out += line;
+  for (const auto& r : first.rows) {
+    std::snprintf(line, sizeof line, " %13.13s", r.policy == "tierpack (page-aware)" ? "page-aware" : r.policy.c_str());
+    out += line;
+  }
+  out += "   copied agnostic/aware     mixed pages agnostic/aware\n";
+  for (const auto& [label, c] : runs) {
+    std::snprintf(line, sizeof line, "%-18s", (label + " (" + format_bytes(c.budget_bytes) + ")").c_str());
+    out += line;
+    for (const auto& r : c.rows) {
+      if (!r.fits) std::snprintf(line, sizeof line, " %13s", "does not fit");
+      else std::snprintf(line, sizeof line, " %12.3fx", c.reference_step_ns > 0 ? r.step_ns / c.reference_step_ns : 0.0);
+      out += line;
+    }
+    const auto& agnostic = c.rows[c.rows.size() - 2];
+    const auto& aware = c.rows.back();
+    std::snprintf(line, sizeof line, "   %10s / %-10s  %8llu / %llu\n", format_bytes(agnostic.bytes_to_fast + agnostic.bytes_to_slow).c_str(),
+                  format_bytes(aware.bytes_to_fast + aware.bytes_to_slow).c_str(),
+                  static_cast<unsigned long long>(agnostic.mixed_class_pages), static_cast<unsigned long long>(aware.mixed_class_pages));
+    out += line;
+  }
+  for (const auto& n : first.notes) out += "note: " + n + "\n";
+  return out;
+}
+
 int run_replay(const std::vector<std::string>& argv) {
-  const Args args = parse_args(argv, {.valued = {"--plan", "--tiers", "--gpu-budget", "--fast-budget", "--device", "-o"},
+  const Args args = parse_args(argv, {.valued = {"--plan", "--tiers", "--gpu-budget", "--fast-budget", "--device", "--budgets", "-o"},
                                       .switches = {"--json"},
                                       .min_positional = 1,
                                       .max_positional = 1});
@@ -89,8 +127,35 @@ int run_replay(const std::vector<std::string>& argv) {
     if (!check.ok()) throw logic_error(*path + " does not fit " + args.positional[0] + ": " + check.problems.front());
   }
   const PlannerInputs in = planner_inputs(args, profile, plan ? &*plan : nullptr);
-  const auto comparison = placer::compare_policies(profile, in.model, in.options, plan ? &*plan : nullptr);
-  const std::string text = args.has("--json") ? to_json(comparison).dump(1) + "\n" : placer::format_comparison(comparison);
+  std::string text;
+  if (auto list = args.get("--budgets")) {
+    if (plan || args.has("--gpu-budget") || args.has("--fast-budget"))
+      throw usage_error("--budgets replaces --plan, --gpu-budget and --fast-budget");
+    std::vector<std::pair<std::string, placer::Comparison>> runs;
+    std::size_t pos = 0;
+    while (pos <= list->size()) {
+      const std::size_t end = std::min(list->find(',', pos), list->size());
+      const std::string item = list->substr(pos, end - pos);
+      pos = end + 1;
+      placer::PlanOptions o = in.options;
+      try {
+        o.fast_budget = parse_budget(item);
+      } catch (const logic_error& e) {
+        throw usage_error(std::string("--budgets: ") + e.what());
+      }
+      runs.emplace_back(item, placer::compare_policies(profile, in.model, o));
+    }
+    if (args.has("--json")) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& [label, c] : runs) j.push_back({{"budget", label}, {"comparison", to_json(c)}});
+      text = j.dump(1) + "\n";
+    } else {
+      text = format_budget_table(runs);
+    }
+  } else {
+    const auto comparison = placer::compare_policies(profile, in.model, in.options, plan ? &*plan : nullptr);
+    text = args.has("--json") ? to_json(comparison).dump(1) + "\n" : placer::format_comparison(comparison);
+  }
   if (auto out = args.get("-o")) write_file_atomic(*out, text);
   else std::fputs(text.c_str(), stdout);
   return 0;

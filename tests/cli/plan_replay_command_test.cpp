@@ -110,6 +110,14 @@ TEST_F(PlanReplayCli, ReplayComparesEveryPolicy) {
     EXPECT_FALSE(row.at("occupancy").empty());
   }
 
+  // A budget sweep: one row per budget.
+  const CliRun sweep = tierpack("replay " + path("host.tpk") + " --tiers preset:ddr5-cxl --budgets 100%,50%,20%");
+  ASSERT_EQ(sweep.status, 0) << sweep.err;
+  EXPECT_NE(sweep.out.find("50% ("), std::string::npos) << sweep.out;
+  EXPECT_NE(sweep.out.find("20% ("), std::string::npos) << sweep.out;
+  expect_one_line_error(tierpack("replay " + path("host.tpk") + " --budgets 50%,x"), 2, "--budgets");
+  expect_one_line_error(tierpack("replay " + path("host.tpk") + " --budgets 50% --fast-budget 20%"), 2, "--budgets");
+
   // A tier model from a file, in the form `tierpack topo --json` writes.
   std::ofstream(path("tiers.json")) << nlohmann::json(parse_tier_spec("dram:1G,cxl:8G@+80ns/36GB/s")).dump();
   EXPECT_EQ(tierpack("replay " + path("host.tpk") + " --tiers " + path("tiers.json") + " --fast-budget 50%").status, 0);
