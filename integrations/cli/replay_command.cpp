@@ -131,19 +131,22 @@ int run_replay(const std::vector<std::string>& argv) {
   if (auto list = args.get("--budgets")) {
     if (plan || args.has("--gpu-budget") || args.has("--fast-budget"))
       throw usage_error("--budgets replaces --plan, --gpu-budget and --fast-budget");
-    std::vector<std::pair<std::string, placer::Comparison>> runs;
-    std::size_t pos = 0;
-    while (pos <= list->size()) {
+    std::vector<std::pair<std::string, Budget>> budgets;
+    for (std::size_t pos = 0; pos <= list->size();) {
       const std::size_t end = std::min(list->find(',', pos), list->size());
       const std::string item = list->substr(pos, end - pos);
       pos = end + 1;
-      placer::PlanOptions o = in.options;
       try {
-        o.fast_budget = parse_budget(item);
+        budgets.emplace_back(item, parse_budget(item));
       } catch (const logic_error& e) {
         throw usage_error(std::string("--budgets: ") + e.what());
       }
-      runs.emplace_back(item, placer::compare_policies(profile, in.model, o));
+    }
+    std::vector<std::pair<std::string, placer::Comparison>> runs;
+    for (const auto& [label, budget] : budgets) {
+      placer::PlanOptions o = in.options;
+      o.fast_budget = budget;
+      runs.emplace_back(label, placer::compare_policies(profile, in.model, o));
     }
     if (args.has("--json")) {
       nlohmann::json j = nlohmann::json::array();
