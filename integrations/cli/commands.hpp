@@ -26,5 +26,9 @@ int run_profile(const std::vector<std::string>& args);
 extern const char* const kProfileUsage;
 int run_report(const std::vector<std::string>& args);
 extern const char* const kReportUsage;
+int run_plan(const std::vector<std::string>& args);
+extern const char* const kPlanUsage;
+int run_replay(const std::vector<std::string>& args);
+extern const char* const kReplayUsage;
 
 }  // namespace tierpack::cli
