@@ -52,6 +52,7 @@ struct Segment {
   std::size_t allocated = 0;  // bytes of allocated (or pending) blocks
   Block* head = nullptr;
   EventHandle empty_event = 0;  // recorded on `stream` when the segment last became empty
+  bool spill = false;           // made over budget with host chunks: single use, released when empty
   bool in_empty = false;
   std::list<Segment*>::iterator empty_it;
 };
@@ -98,6 +99,7 @@ struct GpuAllocator::Impl {
   std::vector<std::unique_ptr<Arena>> arenas;
   std::unordered_map<std::uintptr_t, Block*> live;
   std::list<Segment*> empty;
+  std::vector<Segment*> spill_release;  // emptied spill segments, released once their stream passed
   std::vector<Pending> pending;
   std::vector<EventHandle> events;  // idle events
   std::unique_ptr<HandlePool> pools[kResidenceCount];
@@ -183,7 +185,7 @@ struct GpuAllocator::Impl {
       if (prev) prev->next = b;
       else s->head = b;
       prev = b;
-      s->arena->free.insert(b);
+      if (!s->spill) s->arena->free.insert(b);
     }
   }
   void drop_blocks(Segment* s) {  // all blocks are free
@@ -223,11 +225,32 @@ struct GpuAllocator::Impl {
       if (n->next) n->next->prev = b;
       delete n;
     }
+    if (s->spill) {
+      // Note [Spill segments]: a chunk made on the host because the budget was full serves the one
+      // request that made it; once free it is released, so later tensors get device memory again
+      // instead of settling in host memory for good.
+      if (s->allocated == 0) {
+        if (s->empty_event == 0) s->empty_event = take_event();
+        be().record(s->empty_event, s->stream);
+        spill_release.push_back(s);
+      }
+      return;
+    }
     a->free.insert(b);
     if (s->allocated == 0) mark_empty(s);
   }
 
   void process_events() {
+    for (std::size_t i = 0; i < spill_release.size();) {
+      Segment* s = spill_release[i];
+      if (!be().query(s->empty_event)) {
+        ++i;
+        continue;
+      }
+      spill_release[i] = spill_release.back();
+      spill_release.pop_back();
+      release_segment(s);
+    }
     if (pending.empty()) return;
     for (auto it = pending.begin(); it != pending.end();) {
       bool done = true;
@@ -407,6 +430,7 @@ struct GpuAllocator::Impl {
     s->arena = a;
     s->stream = stream;
     s->paged = a->paged;
+    for (const Acquired& g : got) s->spill |= !a->paged && g.where == Residence::host;
     for (std::uint32_t i = 0; i < n; ++i) {
       Chunk& c = chunks[*first + i];
       c.handle = got[i].h;
@@ -522,8 +546,8 @@ void* GpuAllocator::allocate(std::size_t bytes, StreamHandle stream, ArenaId are
   if (a->paged && size > options_.page_bytes) a = I.arenas[kDefaultArena].get();
   Block* b = I.find_free(a, stream, size);
   if (!b) {
-    I.new_segment(lk, a, stream, size);
-    b = I.find_free(a, stream, size);
+    Segment* seg = I.new_segment(lk, a, stream, size);
+    b = seg->spill ? seg->head : I.find_free(a, stream, size);
     TIERPACK_EXPECTS(b != nullptr, "a new segment must hold the request");
   }
   a->free.erase(b);
@@ -541,7 +565,7 @@ void* GpuAllocator::allocate(std::size_t bytes, StreamHandle stream, ArenaId are
     if (b->next) b->next->prev = r;
     b->next = r;
     b->size = size;
-    a->free.insert(r);
+    if (!s->spill) a->free.insert(r);
   }
   if (s->allocated == 0) I.unmark_empty(s);
   b->allocated = true;
@@ -751,6 +775,17 @@ void GpuAllocator::set_arena_closed(ArenaId arena, bool closed) {
   std::lock_guard lk(impl_->m);
   TIERPACK_EXPECTS(arena < impl_->arenas.size(), "unknown arena");
   if (arena != kDefaultArena && arena != kSmallArena) impl_->arenas[arena]->closed = closed;
+}
+
+std::uint64_t GpuAllocator::reclaim_device(std::uint64_t bytes, bool wait) {
+  auto& I = *impl_;
+  std::lock_guard lk(I.m);
+  I.process_events();
+  const std::uint64_t before = I.pool(Residence::device).idle() * options_.chunk_bytes;
+  std::uint64_t got = 0;
+  while (got < bytes && (I.reclaim_one(false) || (wait && I.reclaim_one(true))))
+    got = I.pool(Residence::device).idle() * options_.chunk_bytes - std::min(before, I.pool(Residence::device).idle() * options_.chunk_bytes);
+  return got;
 }
 
 void GpuAllocator::set_pressure_handler(std::function<bool()> handler) {

@@ -153,6 +153,10 @@ class GpuAllocator {
   /// Closes an arena to new blocks (allocations meant for it go to the default arenas) from the
   /// moment an eviction is scheduled until a prefetch reopens it; the default arenas never close.
   void set_arena_closed(ArenaId arena, bool closed);
+  /// Unmaps empty device segments until about `bytes` of device handles are idle in the pool
+  /// (`wait`: also segments whose stream has not yet passed their last use, waiting for it).
+  /// Returns the bytes made idle.
+  std::uint64_t reclaim_device(std::uint64_t bytes, bool wait);
   /// Called without the lock when a device handle is needed and none is free. Returns true when it
   /// waited for something that may have freed one (an eviction), false when nothing can come.
   void set_pressure_handler(std::function<bool()> handler);

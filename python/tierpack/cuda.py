@@ -115,7 +115,9 @@ def install(budget=None, gpu: str | None = None, conf: str | None = None, path: 
             raise RuntimeError(
                 "tierpack: could not become PyTorch's CUDA allocator: CUDA memory was already allocated in this "
                 "process before tierpack.cuda.install() ran (" + str(e) + ")") from e
-        torch.optim.optimizer.register_optimizer_step_post_hook(lambda *a, **k: step())
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        register_optimizer_step_post_hook(lambda *a, **k: step())
         if patch_stats:
             _patch_stats(torch, lib)
         _installed = True
