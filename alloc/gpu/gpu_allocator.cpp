@@ -53,6 +53,7 @@ struct Segment {
   Block* head = nullptr;
   EventHandle empty_event = 0;  // recorded on `stream` when the segment last became empty
   bool spill = false;           // made over budget with host chunks: single use, released when empty
+  bool empty_known = false;     // empty_event was recorded (else wait for the whole stream)
   bool in_empty = false;
   std::list<Segment*>::iterator empty_it;
 };
@@ -150,10 +151,28 @@ struct GpuAllocator::Impl {
   }
 
   // ---- empty-segment list
+  // Records on the segment's stream the point after which nothing enqueued uses it. Runs on free
+  // paths, so it never throws: without an event the segment is treated as "wait for the stream".
+  void record_empty(Segment* s) noexcept {
+    try {
+      if (s->empty_event == 0) s->empty_event = take_event();
+      be().record(s->empty_event, s->stream);
+      s->empty_known = true;
+    } catch (...) {
+      s->empty_known = false;
+    }
+  }
+  bool empty_passed(Segment* s) {  // has the stream passed the segment's last use?
+    return s->empty_known && be().query(s->empty_event);
+  }
+  void wait_empty(Segment* s) {
+    if (s->empty_known) be().synchronize(s->empty_event);
+    else be().synchronize_stream(s->stream);
+  }
+
   void mark_empty(Segment* s) {
     if (s->in_empty) return;
-    if (s->empty_event == 0) s->empty_event = take_event();
-    be().record(s->empty_event, s->stream);
+    record_empty(s);
     s->in_empty = true;
     s->empty_it = empty.insert(empty.end(), s);
   }
@@ -230,8 +249,7 @@ struct GpuAllocator::Impl {
       // request that made it; once free it is released, so later tensors get device memory again
       // instead of settling in host memory for good.
       if (s->allocated == 0) {
-        if (s->empty_event == 0) s->empty_event = take_event();
-        be().record(s->empty_event, s->stream);
+        record_empty(s);
         spill_release.push_back(s);
       }
       return;
@@ -243,7 +261,9 @@ struct GpuAllocator::Impl {
   void process_events() {
     for (std::size_t i = 0; i < spill_release.size();) {
       Segment* s = spill_release[i];
-      if (!be().query(s->empty_event)) {
+      bool chunk_moving = false;
+      for (std::uint32_t k = 0; k < s->count; ++k) chunk_moving |= chunks[s->first + k].moving;
+      if (chunk_moving || !empty_passed(s)) {
         ++i;
         continue;
       }
@@ -304,8 +324,8 @@ struct GpuAllocator::Impl {
   bool reclaim_one(bool allow_wait) {
     for (Segment* s : empty) {
       if (!segment_on_device_idle(s)) continue;
-      if (!allow_wait && !be().query(s->empty_event)) continue;
-      if (allow_wait) be().synchronize(s->empty_event);
+      if (!allow_wait && !empty_passed(s)) continue;
+      if (allow_wait) wait_empty(s);
       release_segment(s);
       return true;
     }
@@ -320,13 +340,14 @@ struct GpuAllocator::Impl {
       if (s->count != 1 || !segment_on_device_idle(s)) continue;
       if (s->arena == a && s->stream == stream) continue;  // find_free would have used it
       pick = s;
-      if (s->stream == stream || be().query(s->empty_event)) break;
+      if (s->stream == stream || empty_passed(s)) break;
     }
     if (!pick) return nullptr;
     drop_blocks(pick);
     pick->arena->segments.erase(pick);
     if (pick->stream != stream) {
-      if (!be().query(pick->empty_event)) be().wait(stream, pick->empty_event);
+      if (!pick->empty_known) be().synchronize_stream(pick->stream);
+      else if (!be().query(pick->empty_event)) be().wait(stream, pick->empty_event);
       ++st.cross_stream_reuses;
     }
     pick->arena = a;
@@ -584,6 +605,16 @@ void GpuAllocator::deallocate(void* p) noexcept {
   if (!p) return;
   auto& I = *impl_;
   std::lock_guard lk(I.m);
+  try {
+    deallocate_locked(p);
+  } catch (...) {
+    // Only a failing driver gets here (event calls); the block stays allocated rather than being
+    // reused out of order: a leak, never a corruption.
+  }
+}
+
+void GpuAllocator::deallocate_locked(void* p) {
+  auto& I = *impl_;
   auto it = I.live.find(reinterpret_cast<std::uintptr_t>(p));
   if (it == I.live.end()) {
     ++I.unknown_frees;
@@ -829,6 +860,8 @@ AllocatorStats GpuAllocator::stats() const {
   s.host_handles = I.pools[1]->owned_bytes();
   return s;
 }
+
+std::uint64_t GpuAllocator::device_bytes() const { return impl_->pools[0]->owned_bytes(); }
 
 void GpuAllocator::reset_peaks() {
   auto& I = *impl_;

@@ -169,6 +169,8 @@ class GpuAllocator {
   /// Creates host handles ahead of need (they are slow to create).
   std::size_t prewarm_host(std::uint64_t bytes);
   AllocatorStats stats() const;
+  /// Device memory held (what the budget limits); cheaper than stats().
+  std::uint64_t device_bytes() const;
   void reset_peaks();
   /// "resident: 14.2 GiB on gpu0 (budget 16.0 GiB; 12.1 GiB allocated), 3.0 GiB on host".
   std::string describe() const;
@@ -181,6 +183,7 @@ class GpuAllocator {
  private:
   struct Impl;
   std::uint64_t device_budget_locked() const;
+  void deallocate_locked(void* p);
   VmmBackend& backend_;
   GpuAllocatorOptions options_;
   std::uintptr_t base_ = 0;

@@ -37,9 +37,16 @@ struct TracedTensor {
   std::vector<TracedUse> uses;
 };
 
+/// One allocator event of the iteration; event i moves the clock from i to i + 1.
+struct TraceEvent {
+  bool alloc = true;          ///< allocation (else free)
+  std::uint32_t tensor = 0;   ///< index into IterationTrace::tensors
+};
+
 struct IterationTrace {
   std::int64_t clock_end = 0;  ///< clock value when the iteration ended
   std::vector<TracedTensor> tensors;
+  std::vector<TraceEvent> events;  ///< in order (optional for planning; align_traces needs it)
 };
 
 struct TracePlannerOptions {
