@@ -122,7 +122,9 @@ IterationTrace align_traces(const IterationTrace& observed, const IterationTrace
   }
   std::size_t unmatched = 0;
   for (std::uint32_t k = 0; k < out.tensors.size(); ++k) {
-    if (has[k]) continue;
+    // A tensor no observed op touched is used by kernels the observer cannot see (cuBLAS
+    // workspaces, buffers inside fused kernels): it is pinned, and so is any segment holding it.
+    if (has[k] && !out.tensors[k].uses.empty()) continue;
     TracedTensor& t = out.tensors[k];
     t.uses = {{t.birth, t.death < 0 ? out.clock_end : t.death}};  // unknown: used all its life
     ++unmatched;

@@ -9,8 +9,10 @@
 // subsequence by Myers' diff; past 6000 differing events nothing is matched) and gives each reference tensor the uses of its observed
 // counterpart, with clock values moved to the reference clock: a use's start to the latest matched
 // event before it (earlier: safe for prefetches), its end to the earliest matched event after it
-// (later: safe for evictions). A reference tensor with no counterpart gets one use spanning its
-// whole life, so nothing moves it. Tensors alive when the iterations began are matched by address.
+// (later: safe for evictions). A reference tensor with no counterpart, or whose counterpart no
+// observed op touched (a cuBLAS workspace, a buffer used inside a fused kernel: accessed, but not
+// seen), gets one use spanning its whole life, so nothing moves it (nor the segment holding it).
+// Tensors alive when the iterations began are matched by address.
 #pragma once
 
 #include <cstdint>

@@ -56,14 +56,20 @@ TEST(TraceAlign, CarriesUsesOverExtraObservedAllocations) {
 
 TEST(TraceAlign, TensorsWithoutCounterpartNeverMove) {
   Builder o, r;
-  o.alloc(100, 0);
+  const auto seen = o.alloc(100, 0);
+  o.t.tensors[seen].uses.push_back({1, 1});
+  const auto unseen = o.alloc(50, 1);  // allocated, never touched by an observed op (a workspace)
   o.t.clock_end = o.clock();
   r.alloc(100, 0);
-  const auto extra = r.alloc(999, 1);
+  const auto r_unseen = r.alloc(50, 1);
+  const auto extra = r.alloc(999, 2);
   r.t.clock_end = r.clock();
   AlignmentStats st;
   const IterationTrace out = align_traces(o.t, r.t, &st);
-  EXPECT_EQ(st.unmatched_tensors, 1u);
+  EXPECT_EQ(st.unmatched_tensors, 2u);
+  (void)unseen;
+  ASSERT_EQ(out.tensors[r_unseen].uses.size(), 1u);
+  EXPECT_EQ(out.tensors[r_unseen].uses[0].to, out.clock_end);
   ASSERT_EQ(out.tensors[extra].uses.size(), 1u);
   EXPECT_EQ(out.tensors[extra].uses[0].from, out.tensors[extra].birth);
   EXPECT_EQ(out.tensors[extra].uses[0].to, out.clock_end);
