@@ -1,6 +1,7 @@
 // The GPU tier of one device behind the pluggable allocator (see gpu_runtime.hpp).
 #include "integrations/preload/gpu_runtime.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -196,7 +197,19 @@ void GpuRuntime::finish_trace_locked() {
   TracePlannerOptions po;
   po.chunk_bytes = options_.chunk_bytes;
   po.group_bytes = options_.group_bytes;
-  po.headroom = options_.headroom;
+  po.move_persistent = options_.move_persistent;
+  // When the live peak fits the budget, nothing moves: the caching allocator reclaims cached
+  // segments under pressure (and spills a chunk at worst), which costs less than a round trip of
+  // page groups every iteration. Otherwise the plan fills `headroom` of the budget (the allocator
+  // needs the rest for chunk rounding and caching).
+  bool fits = false;
+  {
+    TracePlannerOptions probe = po;
+    probe.budget = 0;
+    const std::uint64_t live_peak = plan_from_trace(trace_, probe).prediction.natural_peak_bytes;
+    fits = static_cast<double>(live_peak) <= 0.97 * static_cast<double>(budget_bytes_);
+  }
+  po.headroom = options_.headroom > 0 ? options_.headroom : 0.85;
   po.min_tensor_bytes = options_.min_move_bytes;
   po.device = device_;
   if (options_.budget.fraction) {
@@ -207,8 +220,9 @@ void GpuRuntime::finish_trace_locked() {
     alloc_->set_device_budget(budget_bytes_);
     budget_bytes_ = alloc_->device_budget();
   }
-  po.budget = budget_bytes_;
+  po.budget = fits && !options_.budget.fraction ? 0 : budget_bytes_;
   plan_ = plan_from_trace(trace_, po);
+  plan_.fast_budget_bytes = budget_bytes_;
   have_plan_ = true;
   if (!options_.plan_out.empty()) {
     try {

@@ -57,6 +57,7 @@ struct TracePlannerOptions {
   std::int64_t min_gap = 16;      ///< shortest idle window (clock ticks) worth a round trip
   std::int64_t eviction_lag = 4;  ///< ticks between issuing an eviction and its memory being free
   double headroom = 0.85;         ///< fraction of the budget the plan may fill (fragmentation, caching)
+  bool move_persistent = true;    ///< also move segments of tensors alive across iterations
   int device = 0;
 };
 
