@@ -52,6 +52,8 @@ struct Segment {
   std::size_t allocated = 0;  // bytes of allocated (or pending) blocks
   Block* head = nullptr;
   EventHandle empty_event = 0;  // recorded on `stream` when the segment last became empty
+  bool spill = false;           // made over budget with host chunks: single use, released when empty
+  bool empty_known = false;     // empty_event was recorded (else wait for the whole stream)
   bool in_empty = false;
   std::list<Segment*>::iterator empty_it;
 };
@@ -98,6 +100,7 @@ struct GpuAllocator::Impl {
   std::vector<std::unique_ptr<Arena>> arenas;
   std::unordered_map<std::uintptr_t, Block*> live;
   std::list<Segment*> empty;
+  std::vector<Segment*> spill_release;  // emptied spill segments, released once their stream passed
   std::vector<Pending> pending;
   std::vector<EventHandle> events;  // idle events
   std::unique_ptr<HandlePool> pools[kResidenceCount];
@@ -148,10 +151,33 @@ struct GpuAllocator::Impl {
   }
 
   // ---- empty-segment list
+  // Records on the segment's stream the point after which nothing enqueued uses it. Runs on free
+  // paths, so it never throws: without an event the segment is treated as "wait for the stream".
+  void record_empty(Segment* s) noexcept {
+    try {
+      if (s->empty_event == 0) s->empty_event = take_event();
+      be().record(s->empty_event, s->stream);
+      s->empty_known = true;
+    } catch (...) {
+      s->empty_known = false;
+    }
+  }
+  // Has the stream passed the segment's last use? The event is recorded lazily, on the first ask
+  // after the segment became empty (an event per free would cost ~1-2 us on the hot path); recorded
+  // then, it also waits for work enqueued after the free, which is merely conservative.
+  bool empty_passed(Segment* s) {
+    if (!s->empty_known) record_empty(s);
+    return s->empty_known && be().query(s->empty_event);
+  }
+  void wait_empty(Segment* s) {
+    if (!s->empty_known) record_empty(s);
+    if (s->empty_known) be().synchronize(s->empty_event);
+    else be().synchronize_stream(s->stream);
+  }
+
   void mark_empty(Segment* s) {
     if (s->in_empty) return;
-    if (s->empty_event == 0) s->empty_event = take_event();
-    be().record(s->empty_event, s->stream);
+    s->empty_known = false;
     s->in_empty = true;
     s->empty_it = empty.insert(empty.end(), s);
   }
@@ -183,7 +209,7 @@ struct GpuAllocator::Impl {
       if (prev) prev->next = b;
       else s->head = b;
       prev = b;
-      s->arena->free.insert(b);
+      if (!s->spill) s->arena->free.insert(b);
     }
   }
   void drop_blocks(Segment* s) {  // all blocks are free
@@ -223,11 +249,33 @@ struct GpuAllocator::Impl {
       if (n->next) n->next->prev = b;
       delete n;
     }
+    if (s->spill) {
+      // Note [Spill segments]: a chunk made on the host because the budget was full serves the one
+      // request that made it; once free it is released, so later tensors get device memory again
+      // instead of settling in host memory for good.
+      if (s->allocated == 0) {
+        record_empty(s);
+        spill_release.push_back(s);
+      }
+      return;
+    }
     a->free.insert(b);
     if (s->allocated == 0) mark_empty(s);
   }
 
   void process_events() {
+    for (std::size_t i = 0; i < spill_release.size();) {
+      Segment* s = spill_release[i];
+      bool chunk_moving = false;
+      for (std::uint32_t k = 0; k < s->count; ++k) chunk_moving |= chunks[s->first + k].moving;
+      if (chunk_moving || !empty_passed(s)) {
+        ++i;
+        continue;
+      }
+      spill_release[i] = spill_release.back();
+      spill_release.pop_back();
+      release_segment(s);
+    }
     if (pending.empty()) return;
     for (auto it = pending.begin(); it != pending.end();) {
       bool done = true;
@@ -281,8 +329,8 @@ struct GpuAllocator::Impl {
   bool reclaim_one(bool allow_wait) {
     for (Segment* s : empty) {
       if (!segment_on_device_idle(s)) continue;
-      if (!allow_wait && !be().query(s->empty_event)) continue;
-      if (allow_wait) be().synchronize(s->empty_event);
+      if (!allow_wait && !empty_passed(s)) continue;
+      if (allow_wait) wait_empty(s);
       release_segment(s);
       return true;
     }
@@ -297,13 +345,16 @@ struct GpuAllocator::Impl {
       if (s->count != 1 || !segment_on_device_idle(s)) continue;
       if (s->arena == a && s->stream == stream) continue;  // find_free would have used it
       pick = s;
-      if (s->stream == stream || be().query(s->empty_event)) break;
+      if (s->stream == stream || empty_passed(s)) break;
     }
     if (!pick) return nullptr;
     drop_blocks(pick);
     pick->arena->segments.erase(pick);
     if (pick->stream != stream) {
-      if (!be().query(pick->empty_event)) be().wait(stream, pick->empty_event);
+      if (!empty_passed(pick)) {
+        if (pick->empty_known) be().wait(stream, pick->empty_event);
+        else be().synchronize_stream(pick->stream);
+      }
       ++st.cross_stream_reuses;
     }
     pick->arena = a;
@@ -407,6 +458,7 @@ struct GpuAllocator::Impl {
     s->arena = a;
     s->stream = stream;
     s->paged = a->paged;
+    for (const Acquired& g : got) s->spill |= !a->paged && g.where == Residence::host;
     for (std::uint32_t i = 0; i < n; ++i) {
       Chunk& c = chunks[*first + i];
       c.handle = got[i].h;
@@ -522,8 +574,8 @@ void* GpuAllocator::allocate(std::size_t bytes, StreamHandle stream, ArenaId are
   if (a->paged && size > options_.page_bytes) a = I.arenas[kDefaultArena].get();
   Block* b = I.find_free(a, stream, size);
   if (!b) {
-    I.new_segment(lk, a, stream, size);
-    b = I.find_free(a, stream, size);
+    Segment* seg = I.new_segment(lk, a, stream, size);
+    b = seg->spill ? seg->head : I.find_free(a, stream, size);
     TIERPACK_EXPECTS(b != nullptr, "a new segment must hold the request");
   }
   a->free.erase(b);
@@ -541,7 +593,7 @@ void* GpuAllocator::allocate(std::size_t bytes, StreamHandle stream, ArenaId are
     if (b->next) b->next->prev = r;
     b->next = r;
     b->size = size;
-    a->free.insert(r);
+    if (!s->spill) a->free.insert(r);
   }
   if (s->allocated == 0) I.unmark_empty(s);
   b->allocated = true;
@@ -560,6 +612,16 @@ void GpuAllocator::deallocate(void* p) noexcept {
   if (!p) return;
   auto& I = *impl_;
   std::lock_guard lk(I.m);
+  try {
+    deallocate_locked(p);
+  } catch (...) {
+    // Only a failing driver gets here (event calls); the block stays allocated rather than being
+    // reused out of order: a leak, never a corruption.
+  }
+}
+
+void GpuAllocator::deallocate_locked(void* p) {
+  auto& I = *impl_;
   auto it = I.live.find(reinterpret_cast<std::uintptr_t>(p));
   if (it == I.live.end()) {
     ++I.unknown_frees;
@@ -753,6 +815,17 @@ void GpuAllocator::set_arena_closed(ArenaId arena, bool closed) {
   if (arena != kDefaultArena && arena != kSmallArena) impl_->arenas[arena]->closed = closed;
 }
 
+std::uint64_t GpuAllocator::reclaim_device(std::uint64_t bytes, bool wait) {
+  auto& I = *impl_;
+  std::lock_guard lk(I.m);
+  I.process_events();
+  const std::uint64_t before = I.pool(Residence::device).idle() * options_.chunk_bytes;
+  std::uint64_t got = 0;
+  while (got < bytes && (I.reclaim_one(false) || (wait && I.reclaim_one(true))))
+    got = I.pool(Residence::device).idle() * options_.chunk_bytes - std::min(before, I.pool(Residence::device).idle() * options_.chunk_bytes);
+  return got;
+}
+
 void GpuAllocator::set_pressure_handler(std::function<bool()> handler) {
   std::lock_guard lk(impl_->m);
   impl_->pressure = std::move(handler);
@@ -794,6 +867,8 @@ AllocatorStats GpuAllocator::stats() const {
   s.host_handles = I.pools[1]->owned_bytes();
   return s;
 }
+
+std::uint64_t GpuAllocator::device_bytes() const { return impl_->pools[0]->owned_bytes(); }
 
 void GpuAllocator::reset_peaks() {
   auto& I = *impl_;

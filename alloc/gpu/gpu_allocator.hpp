@@ -153,6 +153,10 @@ class GpuAllocator {
   /// Closes an arena to new blocks (allocations meant for it go to the default arenas) from the
   /// moment an eviction is scheduled until a prefetch reopens it; the default arenas never close.
   void set_arena_closed(ArenaId arena, bool closed);
+  /// Unmaps empty device segments until about `bytes` of device handles are idle in the pool
+  /// (`wait`: also segments whose stream has not yet passed their last use, waiting for it).
+  /// Returns the bytes made idle.
+  std::uint64_t reclaim_device(std::uint64_t bytes, bool wait);
   /// Called without the lock when a device handle is needed and none is free. Returns true when it
   /// waited for something that may have freed one (an eviction), false when nothing can come.
   void set_pressure_handler(std::function<bool()> handler);
@@ -165,6 +169,8 @@ class GpuAllocator {
   /// Creates host handles ahead of need (they are slow to create).
   std::size_t prewarm_host(std::uint64_t bytes);
   AllocatorStats stats() const;
+  /// Device memory held (what the budget limits); cheaper than stats().
+  std::uint64_t device_bytes() const;
   void reset_peaks();
   /// "resident: 14.2 GiB on gpu0 (budget 16.0 GiB; 12.1 GiB allocated), 3.0 GiB on host".
   std::string describe() const;
@@ -177,6 +183,7 @@ class GpuAllocator {
  private:
   struct Impl;
   std::uint64_t device_budget_locked() const;
+  void deallocate_locked(void* p);
   VmmBackend& backend_;
   GpuAllocatorOptions options_;
   std::uintptr_t base_ = 0;

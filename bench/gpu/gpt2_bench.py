@@ -207,7 +207,8 @@ def run_child(a):
 
 
 # ------------------------------------------------------------------------------------------- driver
-def child(args, mode, budget=None, alloc_budget=None, warmup=None, timeout=900):
+def child(args, mode, budget=None, alloc_budget=None, warmup=None, timeout=None):
+    timeout = timeout or args.child_timeout
     cmd = [sys.executable, os.path.abspath(__file__), "--child", mode, "--steps", str(args.steps),
            "--warmup", str(warmup if warmup is not None else args.warmup), "--layers", str(args.layers),
            "--batch", str(args.batch), "--seq", str(args.seq), "--lib", args.lib]
@@ -248,6 +249,8 @@ def main():
     ap.add_argument("--gpu-opts", default="")
     ap.add_argument("--context-bytes", type=float, default=None,
                     help="NVML bytes of a CUDA context; default: measured (peak of a 1-tensor process)")
+    ap.add_argument("--baseline", help="JSON written by an earlier run (--json): reuse its default run and context")
+    ap.add_argument("--child-timeout", type=int, default=240)
     ap.add_argument("--json")
     a = ap.parse_args()
     if a.child:
@@ -256,7 +259,13 @@ def main():
 
     modes = a.modes.split(",")
     results = []
-    base = child(a, "default")
+    if a.baseline:
+        prev = json.load(open(a.baseline))
+        base = next(r for r in prev["results"] if r["mode"] == "default")
+        a.context_bytes = prev["context_bytes"]
+        base["reused_from"] = a.baseline
+    else:
+        base = child(a, "default")
     results.append(base)
     print(json.dumps({k: v for k, v in base.items() if k not in ("losses", "step_s", "stderr_tail")}), flush=True)
     if "error" in base:

@@ -3,9 +3,17 @@
 //
 // The process-wide state PyTorch's C ABI forces on us lives here, in one registry created on first
 // use and never destroyed (tensors are still freed while the interpreter shuts down). Every entry
-// point catches everything: nothing is thrown across the C edge. On out-of-memory the allocation
-// returns nullptr after printing the full message (budget, tier, what is resident) to stderr; the
-// message is also kept for tierpack_gpu_last_error().
+// point catches everything, with one deliberate exception below.
+//
+// Note [Out of memory through the pluggable allocator]
+// PyTorch (2.11) does not check the pointer a pluggable allocator returns: a nullptr becomes a tensor
+// whose first kernel faults with an illegal address, which kills the CUDA context (measured on the
+// H200, bench/results/). So tierpack_cuda_malloc reports out-of-memory by throwing a C++ exception
+// derived from std::exception through PyTorch's std::function call; PyTorch turns it into a Python
+// RuntimeError carrying our message (requested size, tier, budget, what is resident where), and the
+// process can free memory and continue. A torch.OutOfMemoryError proper needs c10::OutOfMemoryError,
+// i.e. torch headers: the torch integration can wrap tierpack_cuda_malloc_nothrow (nullptr on
+// failure, message in tierpack_gpu_last_error()) and throw it. Every other failure is caught here.
 #include <sys/types.h>
 
 #include <array>
@@ -86,18 +94,45 @@ thread_local std::string t_json;
 
 using namespace tierpack::gpu;
 
-TIERPACK_C_API void* tierpack_cuda_malloc(ssize_t size, int device, void* stream) {
+TIERPACK_C_API const char* tierpack_gpu_last_error(void);
+
+namespace {
+struct CudaOutOfMemory : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void* malloc_or_report(ssize_t size, int device, void* stream, bool* oom) noexcept {
   try {
     if (size <= 0) return nullptr;
     return runtime(device).allocate(static_cast<std::size_t>(size), reinterpret_cast<StreamHandle>(stream));
   } catch (const tierpack::out_of_memory& e) {
     report("CUDA out of memory", e);
+    *oom = true;
   } catch (const std::exception& e) {
     report("allocation failed", e);
+    *oom = true;
   } catch (...) {
     remember("tierpack: allocation failed (unknown exception)");
+    *oom = true;
   }
   return nullptr;
+}
+}  // namespace
+
+/// PyTorch's pluggable-allocator malloc. Out of memory throws (Note [Out of memory through the
+/// pluggable allocator]); PyTorch raises it as a RuntimeError with tierpack's message.
+TIERPACK_C_API void* tierpack_cuda_malloc(ssize_t size, int device, void* stream) {
+  bool oom = false;
+  void* p = malloc_or_report(size, device, stream, &oom);
+  if (oom) throw CudaOutOfMemory(tierpack_gpu_last_error());
+  return p;
+}
+
+/// The same, returning nullptr on failure (message in tierpack_gpu_last_error()): for callers that
+/// raise their own error, such as a torch-side shim throwing c10::OutOfMemoryError.
+TIERPACK_C_API void* tierpack_cuda_malloc_nothrow(ssize_t size, int device, void* stream) {
+  bool oom = false;
+  return malloc_or_report(size, device, stream, &oom);
 }
 
 TIERPACK_C_API void tierpack_cuda_free(void* ptr, ssize_t /*size*/, int device, void* /*stream*/) {

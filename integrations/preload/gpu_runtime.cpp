@@ -1,6 +1,7 @@
 // The GPU tier of one device behind the pluggable allocator (see gpu_runtime.hpp).
 #include "integrations/preload/gpu_runtime.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -8,13 +9,15 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "migrate/gpu/trace_align.hpp"
 
 namespace tierpack::gpu {
 
 const char* GpuRuntime::phase_name(Phase p) {
   switch (p) {
     case Phase::warmup: return "warm-up";
-    case Phase::traced: return "traced";
+    case Phase::traced: return "observed";
+    case Phase::reference: return "reference";
     case Phase::planned: return "planned";
     case Phase::fallback: return "fallback";
   }
@@ -37,7 +40,8 @@ GpuRuntime::GpuRuntime(std::unique_ptr<VmmBackend> backend, GpuRuntimeOptions op
   mover_ = std::make_unique<GroupMover>(*alloc_);
   alloc_->set_pressure_handler([m = mover_.get()] { return m->wait_for_eviction(); });
   iteration_start_ = std::chrono::steady_clock::now();
-  if (options_.migrate && options_.warmup_iterations == 0) start_trace_locked();
+  if (options_.migrate && options_.warmup_iterations == 0) start_trace_locked(Phase::traced);
+  timeline_stride_ = 64;
 }
 
 GpuRuntime::~GpuRuntime() {
@@ -72,8 +76,7 @@ bool GpuRuntime::tracing() const {
 void GpuRuntime::tick_locked(StreamHandle stream) {
   ++clock_;
   if (phase_ == Phase::planned && executor_) executor_->advance(clock_, stream);
-  if (clock_ % timeline_stride_ == 0 && timeline_.size() < 4096)
-    timeline_.emplace_back(clock_, alloc_->stats().device_handles);
+  if (clock_ % timeline_stride_ == 0 && timeline_.size() < 4096) timeline_.emplace_back(clock_, alloc_->device_bytes());
 }
 
 void* GpuRuntime::allocate(std::size_t bytes, StreamHandle stream) {
@@ -99,19 +102,21 @@ void* GpuRuntime::allocate(std::size_t bytes, StreamHandle stream) {
         arena = planned_[static_cast<std::size_t>(seq)].arena;
       }
     }
-    traced = phase_ == Phase::traced;
+    traced = phase_ == Phase::traced || phase_ == Phase::reference;
   }
   void* p = alloc_->allocate(bytes, stream, arena);
   if (traced) {
     std::lock_guard lk(m_);
-    if (phase_ == Phase::traced) {
+    if (phase_ == Phase::traced || phase_ == Phase::reference) {
       TracedTensor t;
       t.seq = seq;
       t.address = reinterpret_cast<std::uintptr_t>(p);
       t.bytes = bytes;
       t.birth = birth;
-      live_[t.address] = static_cast<std::uint32_t>(trace_.tensors.size());
+      const auto idx = static_cast<std::uint32_t>(trace_.tensors.size());
+      live_[t.address] = idx;
       trace_.tensors.push_back(std::move(t));
+      trace_.events.push_back({true, idx});
     }
   }
   return p;
@@ -122,10 +127,11 @@ void GpuRuntime::deallocate(void* p) noexcept {
   try {
     std::lock_guard lk(m_);
     tick_locked(stream_);
-    if (phase_ == Phase::traced) {
+    if (phase_ == Phase::traced || phase_ == Phase::reference) {
       auto it = live_.find(reinterpret_cast<std::uintptr_t>(p));
       if (it != live_.end()) {
         trace_.tensors[it->second].death = clock_;
+        trace_.events.push_back({false, it->second});
         live_.erase(it);
       }
     }
@@ -164,8 +170,8 @@ void GpuRuntime::op_end() {
   for (std::uint32_t t : f.tensors) trace_.tensors[t].uses.push_back({f.from, clock_});
 }
 
-void GpuRuntime::start_trace_locked() {
-  phase_ = Phase::traced;
+void GpuRuntime::start_trace_locked(Phase phase) {
+  phase_ = phase;
   trace_ = IterationTrace{};
   live_.clear();
   frames_.clear();
@@ -184,10 +190,26 @@ void GpuRuntime::start_trace_locked() {
 void GpuRuntime::finish_trace_locked() {
   trace_.clock_end = clock_;
   planned_allocations_ = seq_;
+  AlignmentStats as;
+  trace_ = align_traces(observed_, trace_, &as);
+  observed_ = IterationTrace{};
+  log("trace of gpu" + std::to_string(device_) + ": " + as.summary());
   TracePlannerOptions po;
   po.chunk_bytes = options_.chunk_bytes;
   po.group_bytes = options_.group_bytes;
-  po.headroom = options_.headroom;
+  po.move_persistent = options_.move_persistent;
+  // When the live peak fits the budget, nothing moves: the caching allocator reclaims cached
+  // segments under pressure (and spills a chunk at worst), which costs less than a round trip of
+  // page groups every iteration. Otherwise the plan fills `headroom` of the budget (the allocator
+  // needs the rest for chunk rounding and caching).
+  bool fits = false;
+  {
+    TracePlannerOptions probe = po;
+    probe.budget = 0;
+    const std::uint64_t live_peak = plan_from_trace(trace_, probe).prediction.natural_peak_bytes;
+    fits = static_cast<double>(live_peak) <= 0.97 * static_cast<double>(budget_bytes_);
+  }
+  po.headroom = options_.headroom > 0 ? options_.headroom : 0.85;
   po.min_tensor_bytes = options_.min_move_bytes;
   po.device = device_;
   if (options_.budget.fraction) {
@@ -198,8 +220,9 @@ void GpuRuntime::finish_trace_locked() {
     alloc_->set_device_budget(budget_bytes_);
     budget_bytes_ = alloc_->device_budget();
   }
-  po.budget = budget_bytes_;
+  po.budget = fits && !options_.budget.fraction ? 0 : budget_bytes_;
   plan_ = plan_from_trace(trace_, po);
+  plan_.fast_budget_bytes = budget_bytes_;
   have_plan_ = true;
   if (!options_.plan_out.empty()) {
     try {
@@ -275,12 +298,16 @@ bool GpuRuntime::iteration() {
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - iteration_start_).count();
   r.timeline = std::move(timeline_);
   timeline_.clear();
-  timeline_stride_ = std::max<std::int64_t>(1, clock_ / 256);
+  timeline_stride_ = std::max<std::int64_t>(1, clock_ / 256);  // ~256 samples an iteration
   if (history_.size() >= 256) history_.erase(history_.begin());
   history_.push_back(std::move(r));
 
   const Phase finished = phase_;
   if (finished == Phase::traced) {
+    trace_.clock_end = clock_;
+    observed_ = std::move(trace_);
+  }
+  if (finished == Phase::reference) {
     try {
       finish_trace_locked();
       phase_ = Phase::planned;
@@ -295,7 +322,9 @@ bool GpuRuntime::iteration() {
   seq_ = 0;
   alloc_->reset_peaks();
   iteration_start_ = std::chrono::steady_clock::now();
-  if (options_.migrate && finished == Phase::warmup && iteration_ == options_.warmup_iterations + 1) start_trace_locked();
+  if (options_.migrate && finished == Phase::warmup && iteration_ == options_.warmup_iterations + 1)
+    start_trace_locked(Phase::traced);
+  if (finished == Phase::traced) start_trace_locked(Phase::reference);
   if (phase_ == Phase::planned && executor_) executor_->begin_iteration(stream_);
   return phase_ == Phase::traced;
 }

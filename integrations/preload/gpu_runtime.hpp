@@ -4,8 +4,11 @@
 //
 //   warm-up   (iterations 1..warmup): a stream-ordered caching allocator under the budget (chunks
 //             over the budget spill to host memory, still mapped, so still correct);
-//   traced    (the next iteration): also records every allocation, free and op access on the
+//   observed  (the next iteration): also records every allocation, free and op access on the
 //             allocator's event clock (Note [Trace clock] in migrate/gpu/trace_planner.hpp);
+//   reference (the one after): records allocations and frees only, without the op observer, whose
+//             presence can change the allocation sequence (Note [Observed and reference
+//             iterations] in migrate/gpu/trace_align.hpp); the observed uses are carried over;
 //   planned   (from then on): plans from the trace (or uses the plan it was given), puts each planned
 //             allocation into its page group's arena by its sequence position, and runs the
 //             schedule on the event clock;
@@ -52,7 +55,7 @@ class GpuRuntime {
   void op_tensor(const void* p);
   void op_end();
 
-  /// An iteration ended. Returns true when the next iteration is traced (ops should be reported).
+  /// An iteration ended. Returns true when the next iteration is observed (ops should be reported).
   bool iteration();
   bool tracing() const;
   bool owns(const void* p) const;
@@ -66,7 +69,7 @@ class GpuRuntime {
   std::string describe() const;
 
  private:
-  enum class Phase { warmup, traced, planned, fallback };
+  enum class Phase { warmup, traced, reference, planned, fallback };
   struct Frame {
     std::int64_t from = 0;
     std::vector<std::uint32_t> tensors;
@@ -89,7 +92,7 @@ class GpuRuntime {
   };
 
   void tick_locked(StreamHandle stream);  // advances the clock and the executor
-  void start_trace_locked();
+  void start_trace_locked(Phase phase);
   void finish_trace_locked();
   void apply_plan_locked();
   void diverge_locked(const std::string& why);
@@ -111,6 +114,7 @@ class GpuRuntime {
   StreamHandle stream_ = 0;  // the compute stream: the stream of the latest allocation
   std::chrono::steady_clock::time_point iteration_start_;
   IterationTrace trace_;
+  IterationTrace observed_;  // the observed iteration, kept while the reference one is traced
   std::map<std::uintptr_t, std::uint32_t> live_;  // traced tensors alive now, by address
   std::vector<Frame> frames_;
   std::vector<Planned> planned_;

@@ -6,7 +6,8 @@
 //   spill:on|off        over budget, back new chunks with host memory (on) or raise out of memory (off)
 //   migrate:on|off      trace an iteration, plan, and move page groups (off: budgeted caching allocator)
 //   group:512M          target page-group size of the built-in planner
-//   headroom:0.85       fraction of the budget the planner fills
+//   headroom:0.85       fraction of the budget the planner fills (default: measured allocator overhead)
+//   persistent:on|off   also move tensors that live across iterations (parameters, optimizer state)
 //   min_move:1M         smaller tensors never move
 //   prewarm_threads:4   threads creating host handles ahead of the first evictions
 //   plan_out:PATH       write the plan the runtime made (JSON)
@@ -69,6 +70,8 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       o.spill = parse_switch(key, value);
     } else if (key == "migrate") {
       o.migrate = parse_switch(key, value);
+    } else if (key == "persistent") {
+      o.move_persistent = parse_switch(key, value);
     } else if (key == "group") {
       o.group_bytes = parse_size(key, value);
     } else if (key == "min_move") {
@@ -93,8 +96,8 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       }
     } else {
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
-                        "' (accepted keys: chunk, host_limit, spill, migrate, group, headroom, min_move, "
-                        "prewarm_threads, plan_out, budget)");
+                        "' (accepted keys: chunk, host_limit, spill, migrate, persistent, group, headroom, "
+                        "min_move, prewarm_threads, plan_out, budget)");
     }
   }
   return o;

@@ -118,21 +118,26 @@ bool GroupMover::any_outstanding_locked() const {
   return false;
 }
 
-// Acquires destination handles and issues the copies. Called with the lock held; drops it around
-// allocator and driver calls. Returns false when the job was parked for lack of memory.
+// Acquires destination handles and issues the copies, one event per chunk so that each chunk can be
+// remapped as soon as its own copy is done (remaps of early chunks overlap later chunks' copies).
+// Called with the lock held; drops it around allocator and driver calls. Returns false when the
+// job was parked for lack of memory.
 bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
   lk.unlock();
   const StreamHandle stream = copy_stream_[static_cast<int>(job.to)];
   MigrationTicket ticket;
+  std::vector<EventHandle> chunk_events;
   bool ok = true;
   try {
     ticket = alloc_.begin_migration(job.arena, job.to);
     if (!ticket.moves.empty()) {
       if (job.after) backend_.wait(stream, job.after);
-      for (const ChunkMove& m : ticket.moves)
+      for (const ChunkMove& m : ticket.moves) {
         if (m.copy) backend_.copy_async(m.to.shadow, m.va, m.bytes, stream);
-      if (!job.copied) job.copied = take_event();
-      backend_.record(job.copied, stream);
+        // Also for chunks without live data: the event orders their remap after `after`.
+        chunk_events.push_back(take_event());
+        backend_.record(chunk_events.back(), stream);
+      }
     }
   } catch (...) {
     alloc_.abort_migration(ticket);
@@ -140,7 +145,13 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
     ok = false;
   }
   lk.lock();
+  if (!ok) {
+    for (EventHandle e : chunk_events) give_event(e);
+    chunk_events.clear();
+  }
   job.ticket = std::move(ticket);
+  job.chunk_events = std::move(chunk_events);
+  job.remapped = 0;
   if (!ok) {
     ++counters_.failures;
     job.ticket.chunks_left = 0;
@@ -153,7 +164,7 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
       queue_.push_front(std::move(job));
       return false;
     }
-    complete(lk, job);  // nothing (more) to move
+    finish(job);  // nothing (more) to move
     return true;
   }
   if (left > 0) {
@@ -171,56 +182,62 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
   return true;
 }
 
-// Remaps the chunks of a job whose copies completed. Lock held on entry and exit.
-void GroupMover::complete(std::unique_lock<std::mutex>& lk, Job& job) {
+// Remaps the chunks [job.remapped, end) whose copies are done and gives their old handles back.
+// Lock held on entry and exit; only the worker touches running_, so `job` stays valid unlocked.
+void GroupMover::remap_ready(std::unique_lock<std::mutex>& lk, Job& job, std::size_t end) {
   MigrationTicket done, failed;
   done.arena = failed.arena = job.ticket.arena;
   done.to = failed.to = job.ticket.to;
-  double remap_ns = 0;
-  if (!job.ticket.moves.empty()) {
-    lk.unlock();
-    const auto t0 = std::chrono::steady_clock::now();
-    for (const ChunkMove& m : job.ticket.moves) {
-      try {
-        backend_.unmap(m.va, m.bytes);
-      } catch (...) {
-        failed.moves.push_back(m);  // still mapped to `from`: nothing changed
-        continue;
-      }
-      try {
-        backend_.map(m.va, m.to.phys);
-        done.moves.push_back(m);
-      } catch (...) {
-        try {
-          backend_.map(m.va, m.from.phys);  // put the old mapping back: data unchanged there
-        } catch (...) {
-          // Nothing else can be done: the chunk stays unmapped and the failure is counted.
-        }
-        failed.moves.push_back(m);
-      }
+  lk.unlock();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t i = job.remapped; i < end; ++i) {
+    const ChunkMove& m = job.ticket.moves[i];
+    try {
+      backend_.unmap(m.va, m.bytes);
+    } catch (...) {
+      failed.moves.push_back(m);  // still mapped to `from`: nothing changed
+      continue;
     }
-    remap_ns = since_ns(t0);
-    alloc_.finish_migration(done);
-    alloc_.abort_migration(failed);
-    lk.lock();
+    try {
+      backend_.map(m.va, m.to.phys);
+      done.moves.push_back(m);
+    } catch (...) {
+      try {
+        backend_.map(m.va, m.from.phys);  // put the old mapping back: the data is unchanged there
+      } catch (...) {
+        // Nothing else can be done: the chunk stays unmapped and the failure is counted.
+      }
+      failed.moves.push_back(m);
+    }
   }
+  const double remap_ns = since_ns(t0);
+  alloc_.finish_migration(done);  // device handles of evicted chunks are usable again from here
+  alloc_.abort_migration(failed);
+  lk.lock();
+  for (std::size_t i = job.remapped; i < end; ++i) give_event(job.chunk_events[i]);
+  job.remapped = end;
   const std::uint64_t bytes = done.copy_bytes();
-  const bool moved = !done.moves.empty();
+  (job.to == Residence::host ? counters_.bytes_to_host : counters_.bytes_to_device) += bytes;
+  counters_.chunks_remapped += done.moves.size();
+  counters_.remap_ns += remap_ns;
+  job.moved |= !done.moves.empty();
+  job.failed |= !failed.moves.empty();
+  if (job.to == Residence::host && !done.moves.empty()) ++eviction_progress_;
+  cv_.notify_all();  // a pressure waiter may use the returned handles
+}
+
+// A job is over: bookkeeping. Lock held.
+void GroupMover::finish(Job& job) {
   if (job.to == Residence::host) {
-    counters_.bytes_to_host += bytes;
-    counters_.evictions += moved ? 1 : 0;
+    counters_.evictions += job.moved ? 1 : 0;
     ++evictions_done_;
     --eviction_jobs_;
   } else {
-    counters_.bytes_to_device += bytes;
-    counters_.prefetches += moved ? 1 : 0;
+    counters_.prefetches += job.moved ? 1 : 0;
   }
-  counters_.chunks_remapped += done.moves.size();
-  counters_.failures += failed.moves.empty() ? 0 : 1;
-  counters_.remap_ns += remap_ns;
+  counters_.failures += job.failed ? 1 : 0;
   give_event(job.after);
-  give_event(job.copied);
-  job.after = job.copied = 0;
+  job.after = 0;
   if (--outstanding_[job.arena] == 0 && job.to == Residence::device) alloc_.set_arena_closed(job.arena, false);
   cv_.notify_all();
 }
@@ -230,21 +247,24 @@ void GroupMover::run() {
   for (;;) {
     bool progressed = false;
     for (std::size_t i = 0; i < running_.size();) {
-      bool ready = false;
+      Job& job = running_[i];
+      std::size_t end = job.remapped;
       try {
-        ready = backend_.query(running_[i].copied);
+        while (end < job.ticket.moves.size() && backend_.query(job.chunk_events[end])) ++end;
       } catch (...) {
-        ready = true;  // a failing driver: remap attempts will fail and be counted
+        end = job.ticket.moves.size();  // a failing driver: the remap attempts fail and are counted
       }
-      if (!ready) {
-        ++i;
+      if (end > job.remapped) {
+        remap_ready(lk, job, end);
+        progressed = true;
+      }
+      if (job.remapped == job.ticket.moves.size()) {
+        Job over = std::move(job);
+        running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+        finish(over);
         continue;
       }
-      Job job = std::move(running_[i]);
-      running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
-      complete(lk, job);
-      progressed = true;
-      i = 0;
+      ++i;
     }
     // Issue the first queued job of an arena that has no job running.
     std::unordered_set<ArenaId> blocked;
@@ -256,8 +276,7 @@ void GroupMover::run() {
       if (j.cancelled) {
         Job job = std::move(j);
         queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(i));
-        job.ticket = {};
-        complete(lk, job);
+        finish(job);
         progressed = true;
         break;
       }
@@ -283,9 +302,21 @@ bool GroupMover::ensure_resident(ArenaId arena) {
     while (busy_locked(arena)) {
       if (evictions_pending_locked() == 0) {
         // A prefetch parked for memory that no eviction will free (it has retried since the last
-        // eviction finished): give it up, a miss, not a fault.
+        // eviction finished): free cached device memory for it (this thread is stalled anyway), and
+        // when there is none, give it up: a miss, not a fault.
+        Job* stuck = nullptr;
         for (Job& j : queue_)
-          if (j.arena == arena && j.parked && j.evictions_seen == evictions_done_) j.cancelled = true;
+          if (j.arena == arena && j.parked && !j.cancelled && j.evictions_seen == evictions_done_) stuck = &j;
+        if (stuck) {
+          lk.unlock();
+          const std::uint64_t freed = alloc_.reclaim_device(alloc_.options().chunk_bytes * 64, true);
+          lk.lock();
+          for (Job& j : queue_)
+            if (j.arena == arena && j.parked) {
+              if (freed > 0) j.evictions_seen = ~std::uint64_t{0};  // retry now
+              else j.cancelled = true;
+            }
+        }
         cv_.notify_all();
       }
       waited = true;
@@ -319,9 +350,11 @@ void GroupMover::drain() {
 bool GroupMover::wait_for_eviction() {
   std::unique_lock lk(mutex_);
   if (evictions_pending_locked() == 0) return false;
-  const std::uint64_t seen = evictions_done_;
-  cv_.wait(lk, [&] { return evictions_done_ != seen || stop_ || evictions_pending_locked() == 0; });
-  return evictions_done_ != seen;
+  const std::uint64_t seen = eviction_progress_, seen_done = evictions_done_;
+  cv_.wait(lk, [&] {
+    return eviction_progress_ != seen || evictions_done_ != seen_done || stop_ || evictions_pending_locked() == 0;
+  });
+  return eviction_progress_ != seen || evictions_done_ != seen_done;
 }
 
 MoverCounters GroupMover::counters() const {

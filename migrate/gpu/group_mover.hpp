@@ -5,9 +5,10 @@
 // evict(g, s)   on the training thread: closes g to new blocks, records an event E on s (after g's
 //               last use) and queues the job; nothing blocks.
 // worker        acquires host handles for g's chunks, makes the device-to-host copy stream wait on E,
-//               copies each chunk into its new handle through the handle's shadow mapping, and, once
-//               the copies are done, remaps each chunk's address to the new handle and returns the
-//               device handles to the pool (where the budget can use them again).
+//               copies each chunk into its new handle through the handle's shadow mapping (an event
+//               after each chunk), and, as each chunk's copy completes, remaps the chunk's address to
+//               the new handle and returns its device handle to the pool (where the budget can use
+//               it again): remaps of early chunks overlap the copies of later ones.
 // prefetch(g,s) the same towards the device on its own copy stream, so both directions run at once.
 //               Device handles may be short (the budget is full until evictions finish): the job
 //               waits for evictions, moving what it can.
@@ -81,8 +82,11 @@ class GroupMover {
     ArenaId arena = 0;
     Residence to = Residence::host;
     EventHandle after = 0;
-    EventHandle copied = 0;
     MigrationTicket ticket;
+    std::vector<EventHandle> chunk_events;  // one per move, recorded after its copy
+    std::size_t remapped = 0;               // moves [0, remapped) are done
+    bool moved = false;
+    bool failed = false;
     bool parked = false;     // waiting for destination memory
     bool cancelled = false;  // given up by ensure_resident
     std::uint64_t evictions_seen = 0;
@@ -90,7 +94,8 @@ class GroupMover {
 
   void run();
   bool try_issue(std::unique_lock<std::mutex>& lk, Job& job);
-  void complete(std::unique_lock<std::mutex>& lk, Job& job);
+  void remap_ready(std::unique_lock<std::mutex>& lk, Job& job, std::size_t end);
+  void finish(Job& job);
   EventHandle take_event();
   void give_event(EventHandle e);
   bool busy_locked(ArenaId arena) const;
@@ -108,6 +113,7 @@ class GroupMover {
   std::vector<EventHandle> events_;
   std::unordered_map<ArenaId, int> outstanding_;  // queued + running jobs per arena
   std::uint64_t evictions_done_ = 0;
+  std::uint64_t eviction_progress_ = 0;  // chunks batches evicted (device handles given back)
   std::uint64_t eviction_jobs_ = 0;  // eviction jobs not yet completed (parked ones included)
   MoverCounters counters_;
   bool stop_ = false;

@@ -141,7 +141,7 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
   std::int64_t rank = 0;
   for (auto& [seg, members] : by_segment) {
     ++rank;
-    if (!pure[seg]) continue;
+    if (!pure[seg] || !o.move_persistent) continue;
     Unit u;
     u.persistent = true;
     u.tensors = members;

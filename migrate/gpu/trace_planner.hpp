@@ -37,9 +37,16 @@ struct TracedTensor {
   std::vector<TracedUse> uses;
 };
 
+/// One allocator event of the iteration; event i moves the clock from i to i + 1.
+struct TraceEvent {
+  bool alloc = true;          ///< allocation (else free)
+  std::uint32_t tensor = 0;   ///< index into IterationTrace::tensors
+};
+
 struct IterationTrace {
   std::int64_t clock_end = 0;  ///< clock value when the iteration ended
   std::vector<TracedTensor> tensors;
+  std::vector<TraceEvent> events;  ///< in order (optional for planning; align_traces needs it)
 };
 
 struct TracePlannerOptions {
@@ -50,6 +57,7 @@ struct TracePlannerOptions {
   std::int64_t min_gap = 16;      ///< shortest idle window (clock ticks) worth a round trip
   std::int64_t eviction_lag = 4;  ///< ticks between issuing an eviction and its memory being free
   double headroom = 0.85;         ///< fraction of the budget the plan may fill (fragmentation, caching)
+  bool move_persistent = true;    ///< also move segments of tensors alive across iterations
   int device = 0;
 };
 

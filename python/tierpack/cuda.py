@@ -14,8 +14,11 @@ process (the sitecustomize bootstrap of ``tierpack run`` calls ``install_from_en
   allocator has no statistics of its own): allocated = live tensor bytes, reserved = device memory
   tierpack holds (what the budget limits).
 
-Out of memory: the allocator returns NULL after printing the full message (requested size, tier,
-budget, what is resident where) to stderr; see ``last_error()``.
+Out of memory: PyTorch raises a RuntimeError whose message says what was requested, the tier, the
+budget and what is resident where (also printed to stderr; see ``last_error()``). It is not a
+``torch.OutOfMemoryError``: that class needs c10::OutOfMemoryError from C++ with torch headers (the
+torch integration can wrap ``tierpack_cuda_malloc_nothrow``); returning NULL instead, as pluggable
+allocators may, makes PyTorch 2.11 fault with an illegal address later.
 """
 
 from __future__ import annotations
@@ -115,7 +118,9 @@ def install(budget=None, gpu: str | None = None, conf: str | None = None, path: 
             raise RuntimeError(
                 "tierpack: could not become PyTorch's CUDA allocator: CUDA memory was already allocated in this "
                 "process before tierpack.cuda.install() ran (" + str(e) + ")") from e
-        torch.optim.optimizer.register_optimizer_step_post_hook(lambda *a, **k: step())
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        register_optimizer_step_post_hook(lambda *a, **k: step())
         if patch_stats:
             _patch_stats(torch, lib)
         _installed = True

@@ -205,6 +205,25 @@ TYPED_TEST(GpuAllocatorTest, OverBudgetChunksSpillToHostAndStayCorrect) {
   for (void* q : held) a.deallocate(q);
 }
 
+TYPED_TEST(GpuAllocatorTest, SpilledChunksAreReleasedOnceFreeSoLaterTensorsGetDeviceMemory) {
+  auto& a = this->make(2, true);
+  const StreamHandle s = this->streams_[0];
+  void* d0 = a.allocate(this->chunk(), s);
+  void* d1 = a.allocate(this->chunk(), s);
+  void* spilled = a.allocate(this->chunk() / 2, s);  // over budget: host memory
+  EXPECT_EQ(a.stats().segment_bytes[static_cast<int>(Residence::host)], this->chunk());
+  void* small = a.allocate(this->chunk() / 4, s);  // must not settle in the spilled chunk's free half
+  EXPECT_FALSE(this->u(small) >= this->u(spilled) && this->u(small) < this->u(spilled) + this->chunk());
+  a.deallocate(spilled);
+  a.deallocate(small);
+  a.deallocate(d1);
+  this->sync_all();
+  void* again = a.allocate(this->chunk() / 2, s);  // the spilled chunk is gone; device memory is free
+  EXPECT_EQ(a.stats().segment_bytes[static_cast<int>(Residence::host)], 0u);
+  a.deallocate(again);
+  a.deallocate(d0);
+}
+
 TYPED_TEST(GpuAllocatorTest, EmptyCacheGivesDeviceMemoryBack) {
   auto& a = this->make(8, false);
   const StreamHandle s = this->streams_[0];

@@ -146,6 +146,17 @@ TEST(GpuRuntime, TracesPlansAndMovesGroupsUnderTheBudgetKeepingEveryByte) {
     train.step(it, tracing);
     tracing = s.rt->iteration();
     EXPECT_EQ(tracing, it == 1) << "iteration " << it;
+    if (std::getenv("TIERPACK_TEST_VERBOSE")) {
+      auto jj = nlohmann::json::parse(s.rt->stats_json());
+      auto l = jj["iterations"].back();
+      l.erase("timeline");
+      std::printf("it %d: %s\n  alloc %s\n", it, l.dump().c_str(), jj["allocator"].dump().c_str());
+      for (ArenaId a = 0; a < s.rt->allocator().arena_count(); ++a) {
+        const ArenaResidency r = s.rt->allocator().residency(a);
+        std::printf("   arena %u: dev %lu host %lu moving %lu live %lu open %d\n", a, (unsigned long)r.device_bytes,
+                    (unsigned long)r.host_bytes, (unsigned long)r.moving_bytes, (unsigned long)r.live_bytes, r.open);
+      }
+    }
   }
   EXPECT_EQ(train.mismatches(), 0u);
   const auto j = nlohmann::json::parse(s.rt->stats_json());
