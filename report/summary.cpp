@@ -229,9 +229,9 @@ void fill_run_chart(ReportModel& m) {
   names = ordered_tiers(std::move(names), m.fast_tier_name);
   SeriesBuilder b(names);
   double end = m.axis.end_ns();
-  for (std::size_t i = 0; i < run.occupancy.size(); ++i) {
-    const auto& o = run.occupancy[i];
-    b.set(static_cast<double>(o.t_ns), static_cast<std::int64_t>(i), index_of(names, tier_name(o.tier)), o.bytes);
+  for (const auto& o : run.occupancy) {
+    // Samples of one time form one point (all tiers at once), never a half-updated one.
+    b.set(static_cast<double>(o.t_ns), 0, index_of(names, tier_name(o.tier)), o.bytes);
     end = std::max(end, static_cast<double>(o.t_ns));
   }
   std::string title = "Measured under tierpack";

@@ -13,7 +13,7 @@ for arg in "$@"; do
   esac
 done
 
-scripts/install-deps.sh --guest
+scripts/install-deps.sh --guest --browser
 jobs=$(nproc)
 export CCACHE_DIR=${CCACHE_DIR:-$PWD/.cache/ccache}
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include "core/error.hpp"
 #include "core/plan.hpp"
@@ -66,11 +67,12 @@ int run_report(const std::vector<std::string>& argv) {
   }
   if (budget) {
     // A percentage refers to the peak of the device budgets apply to (the busiest GPU, else the host).
+    std::set<int> devices;
+    for (const auto& t : profile.tensors) devices.insert(t.device);
+    const bool gpu = !devices.empty() && *devices.rbegin() >= 0;
     std::uint64_t peak = 0;
-    bool gpu = false;
-    for (const auto& t : profile.tensors) gpu = gpu || t.device >= 0;
-    for (const auto& t : profile.tensors)
-      if ((t.device >= 0) == gpu) peak = std::max(peak, profile.peak_bytes(t.device));
+    for (int d : devices)
+      if ((d >= 0) == gpu) peak = std::max(peak, profile.peak_bytes(d));
     options.budget_bytes = budget->resolve(peak);
   }
 

@@ -14,6 +14,7 @@
 #include "core/file_envelope.hpp"
 #include "report/memory_snapshot.hpp"
 #include "report/summary.hpp"
+#include "tests/report/format_checks.hpp"
 #include "tests/report/report_fixtures.hpp"
 
 using namespace tierpack;
@@ -27,79 +28,6 @@ ReportModel model_of(const Profile& p) {
   ReportInputs in;
   in.profile = &p;
   return build_model(in, {});
-}
-
-/// Problems with a snapshot; empty when it is self-consistent.
-std::vector<std::string> check_snapshot(const json& s) {
-  std::vector<std::string> bad;
-  for (const char* key : {"segments", "device_traces"})
-    if (!s.contains(key) || !s[key].is_array()) return {std::string("missing ") + key};
-  // Segments: blocks tile them; sizes add up.
-  std::map<int, std::vector<std::pair<std::uint64_t, std::uint64_t>>> seg_ranges;
-  std::map<int, std::set<std::pair<std::uint64_t, std::uint64_t>>> active_blocks;
-  for (const auto& seg : s["segments"]) {
-    for (const char* key : {"device", "address", "total_size", "allocated_size", "active_size", "requested_size", "stream",
-                            "segment_type", "blocks"})
-      if (!seg.contains(key)) bad.push_back(std::string("segment without ") + key);
-    const int dev = seg["device"];
-    std::uint64_t at = seg["address"], allocated = 0;
-    const std::uint64_t end = at + seg["total_size"].get<std::uint64_t>();
-    seg_ranges[dev].push_back({at, end});
-    for (const auto& b : seg["blocks"]) {
-      if (b.contains("address") && b["address"].get<std::uint64_t>() != at) bad.push_back("blocks do not tile their segment");
-      const std::string state = b["state"];
-      if (state != "active_allocated" && state != "inactive") bad.push_back("unknown block state " + state);
-      if (state == "active_allocated") {
-        allocated += b["size"].get<std::uint64_t>();
-        active_blocks[dev].insert({at, b["size"].get<std::uint64_t>()});
-      }
-      if (b["requested_size"].get<std::uint64_t>() > b["size"].get<std::uint64_t>()) bad.push_back("requested > size");
-      at += b["size"].get<std::uint64_t>();
-    }
-    if (at != end) bad.push_back("block sizes do not add up to total_size");
-    if (allocated != seg["allocated_size"].get<std::uint64_t>()) bad.push_back("allocated_size is not the active blocks' sum");
-  }
-  // Traces: replay them.
-  const auto& traces = s["device_traces"];
-  for (std::size_t dev = 0; dev < traces.size(); ++dev) {
-    std::map<std::uint64_t, std::uint64_t> live;  // addr -> size
-    std::set<std::uint64_t> requested;
-    std::int64_t last_time = 0;
-    auto in_segment = [&](std::uint64_t a, std::uint64_t n) {
-      for (const auto& [b, e] : seg_ranges[static_cast<int>(dev)])
-        if (a >= b && a + n <= e) return true;
-      return false;
-    };
-    for (const auto& e : traces[dev]) {
-      for (const char* key : {"action", "addr", "size", "stream", "time_us"})
-        if (!e.contains(key)) bad.push_back(std::string("trace entry without ") + key);
-      const std::string a = e["action"];
-      const std::uint64_t addr = e["addr"], size = e["size"];
-      const std::int64_t t = e["time_us"];
-      if (t < last_time) bad.push_back("time_us goes backwards");
-      last_time = t;
-      if (a == "alloc") {
-        if (live.count(addr)) bad.push_back("address allocated twice at once");
-        auto next = live.lower_bound(addr);
-        if (next != live.end() && next->first < addr + size) bad.push_back("alloc overlaps a live block");
-        if (next != live.begin() && std::prev(next)->first + std::prev(next)->second > addr) bad.push_back("alloc overlaps a live block");
-        live[addr] = size;
-        if (!in_segment(addr, size)) bad.push_back("alloc outside every segment");
-      } else if (a == "free_requested") {
-        if (!live.count(addr) || live[addr] != size) bad.push_back("free_requested without a matching alloc");
-        requested.insert(addr);
-      } else if (a == "free_completed") {
-        if (!requested.count(addr)) bad.push_back("free_completed without free_requested");
-        requested.erase(addr);
-        live.erase(addr);
-      } else if (a != "snapshot") {
-        bad.push_back("unexpected action " + a);
-      }
-    }
-    std::set<std::pair<std::uint64_t, std::uint64_t>> end_state(live.begin(), live.end());
-    if (end_state != active_blocks[static_cast<int>(dev)]) bad.push_back("trace end state differs from the segments' active blocks");
-  }
-  return bad;
 }
 
 TEST(MemorySnapshot, ProfiledAddressesAreKeptAndConsistent) {

@@ -13,6 +13,7 @@
 
 #include "report/perfetto_trace.hpp"
 #include "report/summary.hpp"
+#include "tests/report/format_checks.hpp"
 #include "tests/report/report_fixtures.hpp"
 
 using namespace tierpack;
@@ -21,79 +22,6 @@ using namespace tierpack::report::testing;
 using nlohmann::json;
 
 namespace {
-
-/// Problems with a trace; empty when it follows the rules.
-std::vector<std::string> validate_trace(const json& trace, double end_us) {
-  std::vector<std::string> bad;
-  auto fail = [&](const std::string& what, const json& e) { bad.push_back(what + ": " + e.dump().substr(0, 200)); };
-  if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) return {"no traceEvents array"};
-  std::map<std::tuple<int, std::string, std::string>, std::vector<double>> open;  // (pid, cat, id) -> begin ts
-  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> slices;   // (pid, tid) -> [ts, end]
-  std::set<int> named_pids;
-  std::set<std::pair<int, int>> named_tids, used_tids;
-  for (const auto& e : trace["traceEvents"]) {
-    if (!e.contains("ph") || !e["ph"].is_string()) { fail("no ph", e); continue; }
-    if (!e.contains("pid") || !e["pid"].is_number_integer()) { fail("no integer pid", e); continue; }
-    if (!e.contains("name") || !e["name"].is_string()) { fail("no name", e); continue; }
-    const std::string ph = e["ph"];
-    const int pid = e["pid"];
-    if (ph == "M") {
-      const std::string n = e["name"];
-      if (n == "process_name") named_pids.insert(pid);
-      else if (n == "thread_name") named_tids.insert({pid, e.at("tid").get<int>()});
-      else if (n != "process_sort_index") fail("unknown metadata", e);
-      if (!e.contains("args") || !e["args"].is_object()) fail("metadata without args", e);
-      continue;
-    }
-    if (!e.contains("ts") || !e["ts"].is_number()) { fail("no numeric ts", e); continue; }
-    const double ts = e["ts"];
-    if (ts < 0 || ts > end_us + 1e-3) fail("ts outside the iteration (microseconds?)", e);
-    if (ph == "X") {
-      if (!e.contains("dur") || !e["dur"].is_number() || e["dur"].get<double>() < 0) { fail("X without dur >= 0", e); continue; }
-      const double end = ts + e["dur"].get<double>();
-      if (end > end_us + 1e-3) fail("slice ends after the iteration", e);
-      const std::pair<int, int> track{pid, e.at("tid").get<int>()};
-      slices[track].push_back({ts, end});
-      used_tids.insert(track);
-    } else if (ph == "b" || ph == "e") {
-      if (!e.contains("cat") || !e.contains("id") || !e["id"].is_string()) { fail("async event without cat/id", e); continue; }
-      const auto key = std::make_tuple(pid, e["cat"].get<std::string>(), e["id"].get<std::string>());
-      if (ph == "b") {
-        open[key].push_back(ts);
-      } else if (open[key].empty()) {
-        fail("async end without begin", e);
-      } else {
-        if (ts < open[key].back()) fail("async end before its begin", e);
-        open[key].pop_back();
-      }
-    } else if (ph == "C") {
-      if (!e.contains("args") || !e["args"].is_object() || e["args"].empty()) { fail("counter without args", e); continue; }
-      for (const auto& [k, v] : e["args"].items())
-        if (!v.is_number()) fail("counter arg '" + k + "' not numeric", e);
-    } else {
-      fail("unexpected phase " + ph, e);
-    }
-    if (!named_pids.count(pid)) fail("event before its process is named", e);
-  }
-  for (const auto& [key, begins] : open)
-    if (!begins.empty()) bad.push_back("async begin without end: id " + std::get<2>(key));
-  for (const auto& track : used_tids)
-    if (!named_tids.count(track)) bad.push_back("unnamed thread " + std::to_string(track.second) + " of pid " + std::to_string(track.first));
-  // Complete slices on one track must nest: sort by start (longer first) and keep a stack.
-  for (auto& [track, v] : slices) {
-    std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first != b.first ? a.first < b.first : a.second > b.second; });
-    std::vector<double> stack;
-    for (const auto& [b, e] : v) {
-      while (!stack.empty() && stack.back() <= b + 1e-9) stack.pop_back();
-      if (!stack.empty() && e > stack.back() + 1e-9) {
-        bad.push_back("slices overlap without nesting on pid " + std::to_string(track.first) + " tid " + std::to_string(track.second));
-        break;
-      }
-      stack.push_back(e);
-    }
-  }
-  return bad;
-}
 
 struct Fixture {
   Profile profile = make_training_profile();
