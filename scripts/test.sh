@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # README command 2: installs what is missing, builds tierpack and runs the whole test suite:
 #   1. the normal build (RelWithDebInfo) and every ctest test (GPU tests skip without a device);
-#   2. an ASan+UBSan build of the unit tests (TIERPACK_SANITIZE="address;undefined").
-# Usage: scripts/test.sh [--no-sanitize]   (build dirs: build/, build-asan/)
+#   2. an ASan+UBSan build of the unit tests (TIERPACK_SANITIZE="address;undefined");
+#   3. the libFuzzer targets (clang) for a bounded time each (TIERPACK_FUZZ_SECONDS, default 20).
+# Usage: scripts/test.sh [--no-sanitize]   (build dirs: build/, build-asan/, build-fuzz/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sanitize=1
@@ -31,5 +32,7 @@ if [ "$sanitize" = 1 ]; then
   echo "== tests with ASan+UBSan (build-asan/)"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan -j "$jobs" --output-on-failure -L unit --no-tests=error
+  echo "== fuzzers (build-fuzz/, ${TIERPACK_FUZZ_SECONDS:-20} s each)"
+  TIERPACK_FUZZ_SECONDS=${TIERPACK_FUZZ_SECONDS:-20} scripts/run-fuzzers.sh
 fi
 echo "== all tests passed"
