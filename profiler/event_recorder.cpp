@@ -129,7 +129,7 @@ struct EventRecorder::Impl {
   std::unique_ptr<PeriodDetector> detector;
   struct HistEntry {
     int device;
-    std::uint64_t key;  ///< (bytes, op) key, as hashed into the per-device signature
+    std::uint64_t bytes;  ///< hashed into the per-device signature
     std::uint64_t t;
   };
   std::vector<HistEntry> history;
@@ -151,7 +151,7 @@ struct EventRecorder::Impl {
   std::vector<OpBuild> ops;
   std::vector<TensorRecord> tensors;
   std::vector<std::uint32_t> tensor_names;
-  std::vector<std::uint32_t> window_allocs;
+  std::vector<std::uint32_t> window_used;  ///< used by ops (any depth) and allocated since the last window
   std::vector<std::uint32_t> used;  // scratch
   std::int32_t last_op = -1;
   std::int32_t thread_count = 0;
@@ -164,6 +164,7 @@ struct EventRecorder::Impl {
   std::vector<Divergence> divergences;
   std::uint32_t divergent = 0;
   std::vector<std::string> warnings;
+  std::uint64_t page_windows = 0, watched_bytes = 0;
 
   void warn(std::string text) {
     if (warnings.size() < 32) warnings.push_back(std::move(text));
@@ -203,9 +204,11 @@ struct EventRecorder::Impl {
     }
   }
 
-  /// Tensors the ops running now use, plus those allocated since the last boundary.
+  /// Tensors used in the window now closing: by the ops running now, and by ops that ran and allocations
+  /// made since the last window boundary (nested ops below the window depth open no window of their own).
   std::vector<std::uint32_t>& active_set() {
-    used.clear();
+    used.swap(window_used);
+    window_used.clear();
     for (auto& [id, th] : threads)
       for (const Frame& f : th.stack) {
         if (f.op < 0) continue;
@@ -214,8 +217,6 @@ struct EventRecorder::Impl {
         used.insert(used.end(), op.out.begin(), op.out.end());
         used.insert(used.end(), op.made.begin(), op.made.end());
       }
-    used.insert(used.end(), window_allocs.begin(), window_allocs.end());
-    window_allocs.clear();
     return used;
   }
 
@@ -249,7 +250,7 @@ struct EventRecorder::Impl {
       if (rb != bytes)
         reason = "size " + std::to_string(bytes) + " != " + std::to_string(rb) + " at seq " + std::to_string(seq) +
                  " on " + device_name(device) + " (" + names[name] + ")";
-      else if (rn != name)
+      else if (rn != name && rn != 0 && name != 0)
         reason = "op " + names[name] + " != " + names[rn] + " at seq " + std::to_string(seq) + " on " + device_name(device);
     }
     if (!reason.empty()) diverge(seq, std::move(reason));
@@ -311,7 +312,7 @@ void EventRecorder::start_recording() {
   m.ops.clear();
   m.tensors.clear();
   m.tensor_names.clear();
-  m.window_allocs.clear();
+  m.window_used.clear();
   m.last_op = -1;
   m.thread_count = 0;
   // Ops open at the boundary belong to the new iteration too (a periodic boundary falls inside the op
@@ -332,7 +333,7 @@ void EventRecorder::start_recording() {
     }
   }
   try {
-    m.join = std::make_unique<PageJoin>(*m.tracer, m.page_size, options_.page_nodes);
+    m.join = std::make_unique<PageJoin>(*m.tracer, m.page_size, options_.page_nodes, options_.page_extents);
   } catch (const std::exception& e) {
     m.warn(std::string("no page data: ") + e.what());
   }
@@ -413,6 +414,7 @@ void EventRecorder::stop_recording(bool partial) {
     r[static_cast<std::size_t>(t.seq)] = {t.bytes, m.tensor_names[t.id]};
   }
   m.recorded = true;
+  recorded_.store(true, std::memory_order_relaxed);
   state_.store(kObserving);
 }
 
@@ -429,6 +431,8 @@ void EventRecorder::finalize_pages(Profile& p) {
   };
   p.pages.clear();
   m.join->apply(p.tensors, classes, node_to_tier, p.pages);
+  m.page_windows = m.join->windows();
+  m.watched_bytes = m.join->watched_bytes();
   for (const auto& w : m.join->warnings()) m.warn(w);
   m.join.reset();
 }
@@ -504,7 +508,7 @@ void EventRecorder::adopt_period() {
     std::map<int, Impl::DevSeq> seqs;
     for (std::uint64_t i = starts[k]; i < starts[k + 1]; ++i) {
       auto& s = seqs[m.history[i].device];
-      s.hash = mix(s.hash ^ m.history[i].key);
+      s.hash = mix(s.hash ^ mix(m.history[i].bytes));
       ++s.count;
     }
     std::swap(seqs, m.seqs);
@@ -523,7 +527,7 @@ void EventRecorder::adopt_period() {
   m.seqs.clear();
   for (std::uint64_t i = starts.back(); i < pos; ++i) {
     auto& s = m.seqs[m.history[i].device];
-    s.hash = mix(s.hash ^ m.history[i].key);
+    s.hash = mix(s.hash ^ mix(m.history[i].bytes));
     ++s.count;
   }
   m.iter_allocs = static_cast<std::uint32_t>(pos - starts.back());
@@ -551,12 +555,12 @@ void EventRecorder::alloc(const void* ptr, std::size_t bytes, int device, std::u
     auto& ds = m.seqs[device];
     const std::int64_t seq = ds.count++;
     const std::uint64_t key = m.alloc_key(bytes, name);
-    ds.hash = mix(ds.hash ^ key);
+    ds.hash = mix(ds.hash ^ mix(bytes));  // sizes only: comparable with or without op events
     ++m.iter_allocs;
     m.check_alloc(device, seq, bytes, name);
     const std::uint64_t live_before = m.live_bytes[device];
     if (m.detector) {
-      m.history.push_back({device, key, now_ns()});
+      m.history.push_back({device, bytes, now_ns()});
       ++m.total_allocs;
       if (m.detector->feed(mix(key ^ static_cast<std::uint64_t>(device + 2)), live_before)) adopt_period();
       else if (m.detector->gave_up()) {
@@ -593,7 +597,7 @@ void EventRecorder::alloc(const void* ptr, std::size_t bytes, int device, std::u
       l.tensor = t.id;
       m.tensors.push_back(std::move(t));
       m.tensor_names.push_back(name);
-      m.window_allocs.push_back(static_cast<std::uint32_t>(l.tensor));
+      m.window_used.push_back(static_cast<std::uint32_t>(l.tensor));
       // An op writes what it allocates, often long after the allocation (after nested view ops, before
       // its outputs are known): the outermost running op on this thread vouches for it until it ends.
       if (!th.stack.empty() && th.stack.front().op >= 0)
@@ -670,7 +674,8 @@ EventRecorder::OpToken EventRecorder::op_begin(std::string_view name, std::span<
                " ops in the profiled iteration: recording stopped early");
         stop_recording(true);
       } else {
-        m.close_window();  // the window before this op
+        // Note [Window depth]: only ops near the top open page windows; deeper ones add to the current one.
+        if (th.stack.size() < options_.window_depth) m.close_window();  // the window before this op
         if (th.number < 0) th.number = m.thread_count++;
         Impl::OpBuild op;
         op.name = m.intern(name);
@@ -679,6 +684,7 @@ EventRecorder::OpToken EventRecorder::op_begin(std::string_view name, std::span<
         op.parent = th.stack.empty() ? -1 : th.stack.back().op;
         op.phase = phase;
         m.resolve(inputs, op.in);
+        m.window_used.insert(m.window_used.end(), op.in.begin(), op.in.end());
         f.op = static_cast<std::int32_t>(m.ops.size());
         m.last_op = f.op;
         m.ops.push_back(std::move(op));
@@ -710,8 +716,12 @@ void EventRecorder::op_end(OpToken token, std::span<const void* const> outputs) 
       for (std::size_t i = keep; i < stack.size(); ++i)
         if (stack[i].op >= 0) m.ops[static_cast<std::size_t>(stack[i].op)].end = end;
       const std::int32_t op = stack[keep].op;
-      if (op >= 0) m.resolve(outputs, m.ops[static_cast<std::size_t>(op)].out);
-      m.close_window();  // the op's own window, with its outputs
+      if (op >= 0) {
+        auto& out = m.ops[static_cast<std::size_t>(op)].out;
+        m.resolve(outputs, out);
+        m.window_used.insert(m.window_used.end(), out.begin(), out.end());
+      }
+      if (keep < options_.window_depth) m.close_window();  // the op's own window, with its outputs
     }
     stack.resize(keep);
   } catch (const std::exception& e) {
@@ -810,6 +820,9 @@ RecorderStats EventRecorder::stats() const {
   s.live_allocations = m.live.size();
   s.ignored_marks = m.ignored_marks;
   s.divergent_iterations = m.divergent;
+  s.page_windows = m.join ? m.join->windows() : m.page_windows;
+  s.watched_bytes = m.join ? m.join->watched_bytes() : m.watched_bytes;
+  s.tracer = m.tracer->stats();
   s.warnings = m.warnings;
   return s;
 }

@@ -72,6 +72,7 @@ int enable(const char* conf_text) {
   tierpack::torch_hooks::install(session);
   g_session.store(session);
   session->start();
+  tierpack::torch_hooks::refresh_observer();
   std::atexit(finish_at_exit);
   pthread_atfork(nullptr, nullptr, fork_child);
   return 0;
