@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <chrono>
 #include <ctime>
 #include <map>
@@ -160,6 +162,12 @@ struct EventRecorder::Impl {
   bool finalized = false;  ///< topology and page join applied to `built`
   Profile built;
   std::uint64_t profiled_signature = 0;
+  // The recorded iteration between stop_recording() and the first snapshot() (build_profile()).
+  std::vector<OpBuild> done_ops;
+  std::vector<TensorRecord> done_tensors;
+  std::vector<std::uint32_t> done_names;
+  std::uint64_t iteration_end = 0;
+  bool build_pending = false;
   std::map<int, std::vector<std::pair<std::uint64_t, std::uint32_t>>> ref;  ///< device -> seq -> (bytes, op)
   std::vector<Divergence> divergences;
   std::uint32_t divergent = 0;
@@ -180,7 +188,24 @@ struct EventRecorder::Impl {
     return id;
   }
 
-  Thread& this_thread() { return threads[std::this_thread::get_id()]; }
+  /// The calling thread's state; a thread-local cache saves the map lookup on every event (keyed by
+  /// this recorder's serial number, so a new recorder at the same address never sees stale entries).
+  Thread& this_thread() {
+    thread_local struct {
+      std::uint64_t owner = 0;
+      Thread* state = nullptr;
+    } cache;
+    if (cache.owner != serial) {
+      cache.state = &threads[std::this_thread::get_id()];
+      cache.owner = serial;
+    }
+    return *cache.state;
+  }
+  const std::uint64_t serial = next_serial();
+  static std::uint64_t next_serial() {
+    static std::atomic<std::uint64_t> n{0};
+    return ++n;
+  }
 
   std::uint64_t alloc_key(std::uint64_t bytes, std::uint32_t name) const { return mix(bytes * 0x9e37ull ^ name_hashes[name]); }
 
@@ -375,13 +400,39 @@ void EventRecorder::stop_recording(bool partial) {
   m.partial = partial;
   m.finalized = false;
   m.profiled_signature = m.iteration_signature();
+  // Keep the raw records; the Profile is built by the first snapshot() (Note [Profile write] in
+  // integrations/session: off the training thread). Only the reference sequence is needed now.
+  m.iteration_end = end;
+  m.done_ops.swap(m.ops);
+  m.done_tensors.swap(m.tensors);
+  m.done_names.swap(m.tensor_names);
+  m.ops.clear();
+  m.tensors.clear();
+  m.tensor_names.clear();
+  m.build_pending = true;
+  m.ref.clear();
+  for (const auto& t : m.done_tensors) {
+    if (t.seq < 0) continue;
+    auto& r = m.ref[t.device];
+    if (r.size() <= static_cast<std::size_t>(t.seq)) r.resize(static_cast<std::size_t>(t.seq) + 1);
+    r[static_cast<std::size_t>(t.seq)] = {t.bytes, m.done_names[t.id]};
+  }
+  m.recorded = true;
+  recorded_.store(true, std::memory_order_relaxed);
+  state_.store(kObserving);
+}
 
+/// Turns the raw records of the recorded iteration into m.built (ops, tensors with uses).
+void EventRecorder::build_profile() {
+  Impl& m = *impl_;
+  if (!m.build_pending) return;
+  m.build_pending = false;
   Profile& p = m.built;
   p = Profile{};
-  p.iteration_ns = end;
-  p.ops.reserve(m.ops.size());
-  for (std::size_t i = 0; i < m.ops.size(); ++i) {
-    const auto& b = m.ops[i];
+  p.iteration_ns = m.iteration_end;
+  p.ops.reserve(m.done_ops.size());
+  for (std::size_t i = 0; i < m.done_ops.size(); ++i) {
+    auto& b = m.done_ops[i];
     OpRecord r;
     r.index = static_cast<OpIndex>(i);
     r.name = m.names[b.name];
@@ -390,32 +441,21 @@ void EventRecorder::stop_recording(bool partial) {
     r.thread = b.thread;
     r.parent = b.parent;
     r.phase = b.phase;
-    r.inputs = b.in;
-    r.outputs = b.out;
-    for (auto t : b.in) m.tensors[t].uses.push_back(r.index);
-    for (auto t : b.out) m.tensors[t].uses.push_back(r.index);
+    for (auto t : b.in) m.done_tensors[t].uses.push_back(r.index);
+    for (auto t : b.out) m.done_tensors[t].uses.push_back(r.index);
+    r.inputs = std::move(b.in);
+    r.outputs = std::move(b.out);
     p.ops.push_back(std::move(r));
   }
-  for (std::size_t i = 0; i < m.tensors.size(); ++i) {
-    auto& t = m.tensors[i];
+  for (std::size_t i = 0; i < m.done_tensors.size(); ++i) {
+    auto& t = m.done_tensors[i];
     std::sort(t.uses.begin(), t.uses.end());
     t.uses.erase(std::unique(t.uses.begin(), t.uses.end()), t.uses.end());
-    t.alloc_op = m.names[m.tensor_names[i]];
+    t.alloc_op = m.names[m.done_names[i]];
   }
-  p.tensors = std::move(m.tensors);
-  m.tensors.clear();
-  m.ops.clear();
-  // The reference allocation sequence for later iterations.
-  m.ref.clear();
-  for (const auto& t : p.tensors) {
-    if (t.seq < 0) continue;
-    auto& r = m.ref[t.device];
-    if (r.size() <= static_cast<std::size_t>(t.seq)) r.resize(static_cast<std::size_t>(t.seq) + 1);
-    r[static_cast<std::size_t>(t.seq)] = {t.bytes, m.tensor_names[t.id]};
-  }
-  m.recorded = true;
-  recorded_.store(true, std::memory_order_relaxed);
-  state_.store(kObserving);
+  p.tensors = std::move(m.done_tensors);
+  m.done_tensors = {};
+  m.done_ops = {};
 }
 
 void EventRecorder::finalize_pages(Profile& p) {
@@ -649,6 +689,7 @@ void EventRecorder::mark(TensorRole role, const void* ptr) noexcept {
   if (l->tensor < 0) return;
   const auto id = static_cast<std::size_t>(l->tensor);
   if (state_.load() == kRecording && id < m.tensors.size()) m.tensors[id].flags |= flag;
+  else if (m.recorded && m.build_pending && id < m.done_tensors.size()) m.done_tensors[id].flags |= flag;
   else if (m.recorded && id < m.built.tensors.size()) m.built.tensors[id].flags |= flag;
 }
 
@@ -757,6 +798,7 @@ Profile EventRecorder::snapshot() {
                                          "no periodic allocation pattern): call tierpack.step() after each "
                                          "iteration, or use --warmup 0 to profile the whole run")));
   }
+  build_profile();
   if (!m.finalized) {
     // First snapshot after the recording: the topology (for page residency -> tier) and the join.
     if (options_.discover_topology) {
@@ -815,8 +857,8 @@ RecorderStats EventRecorder::stats() const {
   s.recording = state_.load() == kRecording;
   s.profile_ready = ready_.load();
   s.iteration_source = m.source ? std::string(to_string(*m.source)) : std::string();
-  s.recorded_ops = s.recording ? m.ops.size() : m.built.ops.size();
-  s.recorded_tensors = s.recording ? m.tensors.size() : m.built.tensors.size();
+  s.recorded_ops = s.recording ? m.ops.size() : m.build_pending ? m.done_ops.size() : m.built.ops.size();
+  s.recorded_tensors = s.recording ? m.tensors.size() : m.build_pending ? m.done_tensors.size() : m.built.tensors.size();
   s.live_allocations = m.live.size();
   s.ignored_marks = m.ignored_marks;
   s.divergent_iterations = m.divergent;

@@ -174,6 +174,7 @@ class EventRecorder {
   // Called with Impl::mu held.
   void start_recording();
   void stop_recording(bool partial);
+  void build_profile();
   void end_iteration();
   void adopt_period();
   void finalize_pages(Profile& p);
