@@ -62,6 +62,7 @@ def _load():
     if path is None:
         raise TierpackError("libtierpack_torch.so not found: set TIERPACK_LIB, or build tierpack with "
                             "-DTIERPACK_WITH_TORCH=ON and run through `tierpack profile`")
+    _check_torch_version(path)
     try:
         lib = ctypes.CDLL(path)
     except OSError as e:
@@ -84,6 +85,26 @@ def _load():
     lib.tierpack_version.restype = ctypes.c_char_p
     _lib = lib
     return lib
+
+
+def _major_minor(version):
+    parts = version.split("+")[0].split(".")
+    return tuple(int("".join(ch for ch in p if ch.isdigit()) or 0) for p in parts[:2])
+
+
+def _check_torch_version(path):
+    """The library links one torch build; loading it next to another torch would crash later."""
+    import torch
+    stamp = os.path.join(os.path.dirname(path), "libtierpack_torch.torch-version")
+    try:
+        with open(stamp) as f:
+            built = f.read().strip()
+    except OSError:
+        return  # no stamp (an older build): nothing to compare
+    if built and _major_minor(built) != _major_minor(torch.__version__):
+        raise TierpackError("%s was built against torch %s but this Python (%s) has torch %s: rebuild tierpack "
+                            "against it (TIERPACK_PYTHON=%s cmake ...)" % (path, built, sys.executable,
+                                                                          torch.__version__, sys.executable))
 
 
 def enable(conf=None):

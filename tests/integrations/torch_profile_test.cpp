@@ -261,6 +261,14 @@ TEST(TorchProfile, UnmodifiedLibTorchProgramThroughPreloadAndPeriodicity) {
   EXPECT_EQ(loss_lines(traced.output), loss_lines(plain.output));
 }
 
+TEST(TorchProfile, AShellWrapperIsLeftAloneAndTheLibTorchProgramUnderItIsProfiled) {
+  Proc traced;
+  const Profile p = profile("wrapped", "", "sh -c 'exec " + std::string(TIERPACK_BINARY_DIR) + "/bin/train_cpu 8'", &traced);
+  EXPECT_EQ(p.meta.iteration_source, "periodicity");
+  EXPECT_GT(p.ops.size(), 100u);
+  EXPECT_NE(p.meta.command.find("train_cpu"), std::string::npos) << p.meta.command;
+}
+
 TEST(TorchProfile, SummaryReportsFalseSharingOfTwoLifetimesOnOnePage) {
   const std::string path = temp("fs.tpk");
   const Proc r = run(tierpack_bin() + " profile -o " + path + " -- " + python() + " " + script("false_sharing.py"));
