@@ -91,7 +91,7 @@ int guarded(F&& f) noexcept {
   return -1;
 }
 
-// Loaded by the LD_PRELOAD shim (integrations/preload) into an unmodified LibTorch program, by the
+// Loaded by the LD_PRELOAD shim (preload_shim.c) into an unmodified LibTorch program, by the
 // Python package, or preloaded directly: enable from $TIERPACK_CONF (before main() when preloaded). Our
 // dependencies (c10, torch_cpu) are initialised before this constructor runs.
 __attribute__((constructor)) void tierpack_preload_init() {

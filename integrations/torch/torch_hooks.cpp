@@ -98,7 +98,8 @@ void collect(const c10::IValue& v, Pointers& out, int depth = 0) {
   if (v.isTensor()) {
     add_tensor(v.toTensor(), out);
   } else if (v.isTensorList()) {
-    for (const at::Tensor& t : v.toTensorList()) add_tensor(t, out);
+    const c10::List<at::Tensor> list = v.toTensorList();
+    for (std::size_t i = 0; i < list.size(); ++i) add_tensor(list.get(i), out);
   } else if (depth < 2 && v.isList()) {
     for (const c10::IValue& e : v.toListRef()) collect(e, out, depth + 1);
   } else if (depth < 2 && v.isTuple()) {

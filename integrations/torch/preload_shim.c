@@ -1,4 +1,4 @@
-/* libtierpack_preload.so: what `tierpack profile` (and `tierpack run`) put in LD_PRELOAD for commands
+/* preload_shim.c -> libtierpack_preload.so: what `tierpack profile` (and `tierpack run`) put in LD_PRELOAD for commands
  * that are not Python. A C library with no dependencies, so preloading it changes nothing in processes
  * that are not LibTorch programs (a shell script wrapper, a launcher): there it does nothing and its
  * children inherit the environment. In a process that has libtorch loaded it dlopen()s
