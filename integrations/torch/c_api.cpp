@@ -140,6 +140,11 @@ int tierpack_wants_marks(void) {
   return s && s->wants_marks() ? 1 : 0;
 }
 
+int tierpack_recording(void) {
+  Session* s = g_session.load();
+  return s && s->wants_op_tensors() ? 1 : 0;
+}
+
 size_t tierpack_status(char* buf, size_t size) {
   std::string text;
   try {

@@ -13,8 +13,8 @@
 // ops is a known PyTorch pitfall), enabled one at a time:
 //   - the full observer (every scope, inputs and outputs) while the session wants ops: it passes op
 //     names always and, while a profile is recorded, tensor *storage* data pointers (the allocation's
-//     base; views map to their base tensor). Phases: autograd nodes (RecordScope::BACKWARD_FUNCTION)
-//     are backward, `Optimizer.step#` / `Optimizer.zero_grad#` scopes are optimizer, the rest inherit
+//     base; views map to their base tensor). Phases: autograd nodes (RecordScope::BACKWARD_FUNCTION,
+//     and the engine's `autograd::engine::evaluate_function: ...` wrappers around them) are backward, `Optimizer.step#` / `Optimizer.zero_grad#` scopes are optimizer, the rest inherit
 //     from the enclosing op. The end of `Optimizer.step#...` marks an iteration.
 //   - the step observer (USER_SCOPE only, no inputs) afterwards: it only marks iterations at the end of
 //     `Optimizer.step#...`. ATen ops then run without RecordFunction (no callback wants their scope),
@@ -120,7 +120,8 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   const char* name = fn.name();
   if (!name) return nullptr;
   Phase phase = Phase::unknown;
-  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) phase = Phase::backward;
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION || starts_with(name, "autograd::engine::evaluate_function"))
+    phase = Phase::backward;
   const bool step = starts_with(name, "Optimizer.step#");
   if (step || starts_with(name, "Optimizer.zero_grad#")) phase = Phase::optimizer;
   thread_local Pointers inputs;

@@ -74,7 +74,7 @@ def _load():
         raise TierpackError("cannot load %s: %s%s" % (path, e, hint)) from None
     lib.tierpack_enable.argtypes = [ctypes.c_char_p]
     lib.tierpack_enable.restype = ctypes.c_int
-    for name in ("tierpack_enabled", "tierpack_step", "tierpack_finish", "tierpack_wants_marks"):
+    for name in ("tierpack_enabled", "tierpack_step", "tierpack_finish", "tierpack_wants_marks", "tierpack_recording"):
         getattr(lib, name).restype = ctypes.c_int
         getattr(lib, name).argtypes = []
     lib.tierpack_mark_tensor.argtypes = [ctypes.c_void_p, ctypes.c_int]
@@ -123,6 +123,7 @@ def enable(conf=None):
         _hooks_installed = True
         _install_python_hooks()
         atexit.register(finish)
+        _sync_saved_tensor_hooks()
     # Only this process is profiled: children (data loader workers, subprocesses) must not write the
     # same profile. The native side removed it from the C environment; Python keeps its own copy.
     os.environ.pop("TIERPACK_CONF", None)
@@ -137,6 +138,7 @@ def step():
     """Marks the end of a training iteration."""
     if _lib is not None:
         _lib.tierpack_step()
+        _sync_saved_tensor_hooks()
 
 
 def finish():
@@ -209,6 +211,7 @@ def _install_python_hooks():
                 out = inner(opt, *a, **k)
                 if _lib is not None and _lib.tierpack_wants_marks():
                     _mark_optimizer(opt)
+                _sync_saved_tensor_hooks()
                 return out
 
             step_and_mark._tierpack_wrapped = True
@@ -218,3 +221,37 @@ def _install_python_hooks():
 
     opt_cls.__init__ = __init__
     opt_cls._tierpack_patched = True
+
+
+# ---- saved-for-backward marks: autograd's saved-tensor hooks, only while an iteration is recorded ----
+
+_saved_hooks_on = False
+
+
+def _pack_saved(tensor):
+    _mark(tensor, ROLE_SAVED_FOR_BACKWARD)
+    return tensor
+
+
+def _unpack_saved(tensor):
+    return tensor
+
+
+def _sync_saved_tensor_hooks():
+    """Pushes autograd's default saved-tensor hooks when a recording starts (they mark each tensor
+    autograd saves for backward) and pops them when it ends, so the rest of the run keeps autograd's
+    normal path. Called at iteration boundaries the Python side sees (optimizer steps, step())."""
+    global _saved_hooks_on
+    if _lib is None:
+        return
+    import torch
+    recording = _lib.tierpack_recording() == 1
+    try:
+        if recording and not _saved_hooks_on:
+            torch._C._autograd._push_saved_tensors_default_hooks(_pack_saved, _unpack_saved)
+            _saved_hooks_on = True
+        elif not recording and _saved_hooks_on:
+            torch._C._autograd._pop_saved_tensors_default_hooks()
+            _saved_hooks_on = False
+    except (AttributeError, RuntimeError):
+        pass  # a torch without these entry points: no saved-for-backward marks

@@ -226,6 +226,14 @@ TEST(TorchProfile, PythonExampleParametersGradientsAndOptimizerState) {
   }
   EXPECT_EQ(got_params, want);
   EXPECT_EQ(got_grads, want);
+  // Activations autograd saved (saved-tensor hooks during the recording): born in forward, dead in backward.
+  int saved_activations = 0;
+  for (const auto& t : p.tensors)
+    if (t.has(kTensorSavedForBackward) && t.birth_op >= 0 && t.death_op != kAfterIteration &&
+        p.ops[static_cast<std::size_t>(t.birth_op)].phase == Phase::forward &&
+        p.ops[static_cast<std::size_t>(t.death_op)].phase == Phase::backward)
+      ++saved_activations;
+  EXPECT_GE(saved_activations, 5);
   EXPECT_EQ(optim, j.at("optimizer_state_tensors").get<int>());
   // Profiling changes nothing the program computes.
   const Proc plain = run(python() + " " + TIERPACK_SOURCE_DIR "/examples/train_cpu.py");
