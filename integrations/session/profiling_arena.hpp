@@ -18,11 +18,14 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 
 #include "integrations/session/host_memory.hpp"
 
 namespace tierpack {
+
+struct ArenaHooks;
 
 class ProfilingArena final : public HostMemory {
  public:
@@ -64,6 +67,7 @@ class ProfilingArena final : public HostMemory {
   std::mutex grow_mu_;
   unsigned arena_ = 0;
   bool arena_created_ = false;
+  std::unique_ptr<ArenaHooks> hooks_;  ///< jemalloc holds a pointer to it until the arena is destroyed
 };
 
 }  // namespace tierpack
