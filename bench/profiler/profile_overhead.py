@@ -10,10 +10,11 @@ the program, reads its own per-iteration times and, from the profile, which iter
 Times are the training thread's CPU time ("cputimes": robust on a shared machine; includes kernel time
 of page faults and tracer syscalls, excludes the background profile writer) unless --wall is given
 ("timings"). Reported, as medians over --reps runs:
-  normal    median iteration of the baseline run (iterations >= 2)
+  normal    the same iteration (by index) of the baseline run: early iterations are slower anyway
+            (lazy initialisation), so the profiled iteration k is compared with iteration k
   profiled  the profiled iteration; x normal = profiled / normal   (targets: observer <= 1.5x, tracer <= 10x)
-  steady    median of the iterations after the profile was written (skipping the one that writes it);
-            x normal = steady / normal                              (target: ~1.0x)
+  steady    median of the iterations after the profile was written (skipping the one that writes it),
+            against the same iterations of the baseline             (target: ~1.0x)
 Timings on a shared 2-core machine are noisy: compare columns of one run, not runs of different days.
 """
 import argparse
@@ -66,32 +67,30 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "bench.tpk")
         for name, cmd in examples.items():
-            normal = []
-            results = {m: ([], []) for m, _ in modes}
+            bases = []
+            traced = {m: [] for m, _ in modes}
+            key = "timings" if args.wall else "cputimes"
             for _ in range(args.reps):
-                key = "timings" if args.wall else "cputimes"
-                base = timings(run(cmd), key)
-                normal.append(statistics.median(base[2:]))
+                bases.append(timings(run(cmd), key))
                 for mode, tracer in modes:
                     t = timings(run([tierpack, "profile", "--quiet", "-o", out, "--page-tracer", tracer, "--"] + cmd), key)
                     k, _ = profiled_iteration(out)
-                    results[mode][0].append(t[k])
-                    results[mode][1].append(statistics.median(t[k + 2:]))
-            n = statistics.median(normal)
-            rows.append((name, "baseline (no tierpack)", n, None, None))
+                    traced[mode].append((k, t))
+            med = lambda xs: statistics.median(xs)  # noqa: E731
             for mode, _ in modes:
-                prof = statistics.median(results[mode][0])
-                steady = statistics.median(results[mode][1])
-                rows.append((name, mode, n, prof, steady))
+                ks = [k for k, _ in traced[mode]]
+                k = max(set(ks), key=ks.count)  # the profiled iteration (the same in every run)
+                normal = med([b[k] for b in bases])
+                prof = med([t[k] for kk, t in traced[mode] if kk == k])
+                base_steady = med([med(b[k + 2:]) for b in bases])
+                steady = med([med(t[k + 2:]) for kk, t in traced[mode] if kk == k])
+                rows.append((name, "%s (iteration %d)" % (mode, k), normal, prof, steady / base_steady * normal))
     print("times: %s, median of %d run(s), %d iterations each" % ("wall clock" if args.wall else "training thread CPU",
                                                                  args.reps, args.iters))
-    print("| example | mode | normal iteration (ms) | profiled iteration (ms) | x normal | steady (ms) | x normal |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("| example | mode | same iteration without tierpack (ms) | profiled iteration (ms) | x | steady state x |")
+    print("|---|---|---:|---:|---:|---:|")
     for name, mode, n, prof, steady in rows:
-        if prof is None:
-            print("| %s | %s | %.1f | | | | |" % (name, mode, n))
-        else:
-            print("| %s | %s | %.1f | %.1f | %.2fx | %.1f | %.2fx |" % (name, mode, n, prof, prof / n, steady, steady / n))
+        print("| %s | %s | %.1f | %.1f | %.2fx | %.2fx |" % (name, mode, n, prof, prof / n, steady / n))
 
 
 if __name__ == "__main__":
