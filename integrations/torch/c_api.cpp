@@ -49,11 +49,12 @@ void finish_at_exit() {
   }
 }
 
+// No locks and no torch calls here: another thread may have held any of them at fork time. The op
+// observer stays registered and finds nothing to do (the recorder wants no ops any more).
 void fork_child() {
   g_forked_child.store(true);
   if (Session* s = g_session.load())
     if (auto* r = s->recorder()) r->abandon();
-  tierpack::torch_hooks::refresh_observer();
 }
 
 int enable(const char* conf_text) {

@@ -335,6 +335,16 @@ TEST(TorchProfile, VariableShapeIterationIsADivergence) {
   EXPECT_TRUE(p.iterations[4].matches_profiled);
 }
 
+TEST(TorchProfile, DataLoaderWorkersDoNotDisturbTheProfile) {
+  Proc r;
+  const Profile p = profile("workers", "", python() + " " + script("dataloader_workers.py"), &r);
+  EXPECT_EQ(p.meta.iteration_source, "optimizer-step");
+  EXPECT_EQ(p.meta.iterations_observed, 8);  // 256 samples / 32 per batch
+  EXPECT_TRUE(p.divergences.empty());
+  EXPECT_GT(p.ops.size(), 10u);
+  EXPECT_EQ(r.output.find("Traceback"), std::string::npos) << r.output;
+}
+
 TEST(TorchProfile, NoIterationMeansAClearErrorAndNoProfile) {
   const std::string path = temp("none.tpk");
   const Proc r = run(tierpack_bin() + " profile -o " + path + " -- " + python() + " " + script("no_iterations.py"));
