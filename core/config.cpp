@@ -62,7 +62,7 @@ std::string_view name_of(E e, const std::pair<std::string_view, E> (&table)[N]) 
 const std::vector<std::string_view>& Config::keys() {
   static const std::vector<std::string_view> k = {
       "mode",       "gpu_budget",        "fast_budget",        "tiers",          "profile_out", "plan",
-      "stats_out",  "warmup_iterations", "profile_iterations", "max_iterations", "page_tracer", "log"};
+      "stats_out",  "warmup_iterations", "profile_iterations", "max_iterations", "page_tracer", "page_window_depth", "log"};
   return k;
 }
 
@@ -91,6 +91,7 @@ Config parse_config(std::string_view text) {
     else if (key == "profile_iterations") c.profile_iterations = parse_int(key, value, 1);
     else if (key == "max_iterations") c.max_iterations = parse_int(key, value, 0);
     else if (key == "page_tracer") c.page_tracer = parse_enum(key, value, kTracers);
+    else if (key == "page_window_depth") c.page_window_depth = parse_int(key, value, 1);
     else if (key == "log") c.log = parse_enum(key, value, kLogs);
     else {
       std::string accepted;
@@ -129,6 +130,7 @@ std::string format_config(const Config& c) {
   if (c.profile_iterations != d.profile_iterations) add("profile_iterations", std::to_string(c.profile_iterations));
   if (c.max_iterations != d.max_iterations) add("max_iterations", std::to_string(c.max_iterations));
   if (c.page_tracer != d.page_tracer) add("page_tracer", std::string(name_of(c.page_tracer, kTracers)));
+  if (c.page_window_depth != d.page_window_depth) add("page_window_depth", std::to_string(c.page_window_depth));
   if (c.log != d.log) add("log", std::string(name_of(c.log, kLogs)));
   return out;
 }

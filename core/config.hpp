@@ -29,6 +29,7 @@ struct Config {
   int profile_iterations = 1;        ///< iterations observed to build the profile
   int max_iterations = 0;            ///< stop recording after this many (0 = unlimited)
   PageTracerKind page_tracer = PageTracerKind::automatic;
+  int page_window_depth = 1;         ///< ops nested less deeply than this close page windows (1: top-level)
   LogLevel log = LogLevel::info;
 
   /// The accepted keys, for error messages and docs.

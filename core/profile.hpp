@@ -33,7 +33,7 @@ struct IterationInfo {
   std::int32_t index = 0;
   std::uint64_t duration_ns = 0;
   std::uint32_t allocations = 0;
-  std::uint64_t signature = 0;  ///< hash of (size, allocating op) over the allocation sequence
+  std::uint64_t signature = 0;  ///< hash of the allocation sizes, per device, over the allocation sequence
   bool matches_profiled = true;
 
   friend bool operator==(const IterationInfo&, const IterationInfo&) = default;

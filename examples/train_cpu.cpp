@@ -3,13 +3,20 @@
 // reaches it through LD_PRELOAD with no code change, and finds iterations by the periodicity of its
 // allocations (C++ optimizers have no Optimizer.step scope):
 //
-//     tierpack profile -o run.tpk -- build/bin/train_cpu [iterations] [truth.json]
+//     tierpack profile -o run.tpk -- build/bin/train_cpu [iterations] [truth.json|-] [--timings]
 //
-// truth.json (optional): the parameter sizes, for tests.
+// truth.json (optional, "-" for none): the parameter sizes, for tests. --timings: one line
+// "timings <ms> <ms> ..." with each iteration's wall time and one "cputimes <ms> ..." with the
+// training thread's CPU time (bench/profiler/profile_overhead.py).
 #include <torch/torch.h>
 
+#include <time.h>
+
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <vector>
 #include <string>
 
 struct ModelImpl : torch::nn::Module {
@@ -39,16 +46,34 @@ int main(int argc, char** argv) {
   Model model;
   torch::optim::AdamW opt(model->parameters(), torch::optim::AdamWOptions(1e-3));
   auto gen = at::detail::createCPUGenerator(1);
+  auto thread_cpu_ms = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+  };
+  std::vector<double> times, cpu;
   for (int it = 0; it < iterations; ++it) {
+    const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = thread_cpu_ms();
     auto tokens = torch::randint(0, 256, {16, 32}, gen, torch::kLong);
     auto labels = torch::randint(0, 10, {16}, gen, torch::kLong);
     opt.zero_grad();
     auto loss = torch::nn::functional::cross_entropy(model->forward(tokens), labels);
     loss.backward();
     opt.step();
-    std::printf("iter %d loss %.6f\n", it, loss.item<double>());
+    const double loss_value = loss.item<double>();
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    cpu.push_back(thread_cpu_ms() - cpu_start);
+    std::printf("iter %d loss %.6f\n", it, loss_value);
   }
-  if (argc > 2) {
+  if (argc > 3 && std::strcmp(argv[3], "--timings") == 0) {
+    std::printf("timings");
+    for (double t : times) std::printf(" %.3f", t);
+    std::printf("\ncputimes");
+    for (double t : cpu) std::printf(" %.3f", t);
+    std::printf("\n");
+  }
+  if (argc > 2 && std::strcmp(argv[2], "-") != 0) {
     std::ofstream out(argv[2]);
     out << "{\"parameter_bytes\": [";
     bool first = true;

@@ -5,8 +5,9 @@ block and an MLP head, AdamW, fixed seed, random data. tierpack's embedded examp
     tierpack profile -o run.tpk -- /usr/bin/python3 examples/train_cpu.py
     tierpack profile --summary run.tpk
 
-Options: --iters N (default 6), --batch B, --seq T, --timings (print per-iteration wall times as one
-JSON line at the end), --truth FILE (write what torch knows about the model: parameter sizes, for tests).
+Options: --iters N (default 6), --batch B, --seq T, --timings (print one line "timings <ms> ..." with
+each iteration's wall time and one "cputimes <ms> ..." with the training thread's CPU time, for
+bench/profiler/profile_overhead.py), --truth FILE (write what torch knows about the model: parameter sizes, for tests).
 """
 import argparse
 import json
@@ -66,9 +67,10 @@ def main():
     model = Model()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     gen = torch.Generator().manual_seed(1)
-    times = []
+    times, cpu = [], []
     for it in range(args.iters):
         start = time.perf_counter()
+        cpu_start = time.thread_time()
         tokens = torch.randint(0, 256, (args.batch, args.seq), generator=gen)
         labels = torch.randint(0, 10, (args.batch,), generator=gen)
         opt.zero_grad()
@@ -76,9 +78,11 @@ def main():
         loss.backward()
         opt.step()
         times.append(time.perf_counter() - start)
+        cpu.append(time.thread_time() - cpu_start)
         print("iter %d loss %.6f" % (it, loss.item()), flush=True)
     if args.timings:
-        print(json.dumps({"iteration_s": times}))
+        print("timings " + " ".join("%.3f" % (t * 1000.0) for t in times))
+        print("cputimes " + " ".join("%.3f" % (t * 1000.0) for t in cpu))
     if args.truth:
         with open(args.truth, "w") as f:
             json.dump({"parameter_bytes": [p.numel() * p.element_size() for p in model.parameters()],

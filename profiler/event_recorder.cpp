@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <chrono>
 #include <ctime>
 #include <map>
@@ -129,7 +131,7 @@ struct EventRecorder::Impl {
   std::unique_ptr<PeriodDetector> detector;
   struct HistEntry {
     int device;
-    std::uint64_t key;  ///< (bytes, op) key, as hashed into the per-device signature
+    std::uint64_t bytes;  ///< hashed into the per-device signature
     std::uint64_t t;
   };
   std::vector<HistEntry> history;
@@ -151,7 +153,7 @@ struct EventRecorder::Impl {
   std::vector<OpBuild> ops;
   std::vector<TensorRecord> tensors;
   std::vector<std::uint32_t> tensor_names;
-  std::vector<std::uint32_t> window_allocs;
+  std::vector<std::uint32_t> window_used;  ///< used by ops (any depth) and allocated since the last window
   std::vector<std::uint32_t> used;  // scratch
   std::int32_t last_op = -1;
   std::int32_t thread_count = 0;
@@ -160,10 +162,17 @@ struct EventRecorder::Impl {
   bool finalized = false;  ///< topology and page join applied to `built`
   Profile built;
   std::uint64_t profiled_signature = 0;
+  // The recorded iteration between stop_recording() and the first snapshot() (build_profile()).
+  std::vector<OpBuild> done_ops;
+  std::vector<TensorRecord> done_tensors;
+  std::vector<std::uint32_t> done_names;
+  std::uint64_t iteration_end = 0;
+  bool build_pending = false;
   std::map<int, std::vector<std::pair<std::uint64_t, std::uint32_t>>> ref;  ///< device -> seq -> (bytes, op)
   std::vector<Divergence> divergences;
   std::uint32_t divergent = 0;
   std::vector<std::string> warnings;
+  std::uint64_t page_windows = 0, watched_bytes = 0;
 
   void warn(std::string text) {
     if (warnings.size() < 32) warnings.push_back(std::move(text));
@@ -179,7 +188,24 @@ struct EventRecorder::Impl {
     return id;
   }
 
-  Thread& this_thread() { return threads[std::this_thread::get_id()]; }
+  /// The calling thread's state; a thread-local cache saves the map lookup on every event (keyed by
+  /// this recorder's serial number, so a new recorder at the same address never sees stale entries).
+  Thread& this_thread() {
+    thread_local struct {
+      std::uint64_t owner = 0;
+      Thread* state = nullptr;
+    } cache;
+    if (cache.owner != serial) {
+      cache.state = &threads[std::this_thread::get_id()];
+      cache.owner = serial;
+    }
+    return *cache.state;
+  }
+  const std::uint64_t serial = next_serial();
+  static std::uint64_t next_serial() {
+    static std::atomic<std::uint64_t> n{0};
+    return ++n;
+  }
 
   std::uint64_t alloc_key(std::uint64_t bytes, std::uint32_t name) const { return mix(bytes * 0x9e37ull ^ name_hashes[name]); }
 
@@ -203,9 +229,11 @@ struct EventRecorder::Impl {
     }
   }
 
-  /// Tensors the ops running now use, plus those allocated since the last boundary.
+  /// Tensors used in the window now closing: by the ops running now, and by ops that ran and allocations
+  /// made since the last window boundary (nested ops below the window depth open no window of their own).
   std::vector<std::uint32_t>& active_set() {
-    used.clear();
+    used.swap(window_used);
+    window_used.clear();
     for (auto& [id, th] : threads)
       for (const Frame& f : th.stack) {
         if (f.op < 0) continue;
@@ -214,8 +242,6 @@ struct EventRecorder::Impl {
         used.insert(used.end(), op.out.begin(), op.out.end());
         used.insert(used.end(), op.made.begin(), op.made.end());
       }
-    used.insert(used.end(), window_allocs.begin(), window_allocs.end());
-    window_allocs.clear();
     return used;
   }
 
@@ -249,7 +275,7 @@ struct EventRecorder::Impl {
       if (rb != bytes)
         reason = "size " + std::to_string(bytes) + " != " + std::to_string(rb) + " at seq " + std::to_string(seq) +
                  " on " + device_name(device) + " (" + names[name] + ")";
-      else if (rn != name)
+      else if (rn != name && rn != 0 && name != 0)
         reason = "op " + names[name] + " != " + names[rn] + " at seq " + std::to_string(seq) + " on " + device_name(device);
     }
     if (!reason.empty()) diverge(seq, std::move(reason));
@@ -311,7 +337,7 @@ void EventRecorder::start_recording() {
   m.ops.clear();
   m.tensors.clear();
   m.tensor_names.clear();
-  m.window_allocs.clear();
+  m.window_used.clear();
   m.last_op = -1;
   m.thread_count = 0;
   // Ops open at the boundary belong to the new iteration too (a periodic boundary falls inside the op
@@ -332,7 +358,7 @@ void EventRecorder::start_recording() {
     }
   }
   try {
-    m.join = std::make_unique<PageJoin>(*m.tracer, m.page_size, options_.page_nodes);
+    m.join = std::make_unique<PageJoin>(*m.tracer, m.page_size, options_.page_nodes, options_.page_extents);
   } catch (const std::exception& e) {
     m.warn(std::string("no page data: ") + e.what());
   }
@@ -374,13 +400,39 @@ void EventRecorder::stop_recording(bool partial) {
   m.partial = partial;
   m.finalized = false;
   m.profiled_signature = m.iteration_signature();
+  // Keep the raw records; the Profile is built by the first snapshot() (Note [Profile write] in
+  // integrations/session: off the training thread). Only the reference sequence is needed now.
+  m.iteration_end = end;
+  m.done_ops.swap(m.ops);
+  m.done_tensors.swap(m.tensors);
+  m.done_names.swap(m.tensor_names);
+  m.ops.clear();
+  m.tensors.clear();
+  m.tensor_names.clear();
+  m.build_pending = true;
+  m.ref.clear();
+  for (const auto& t : m.done_tensors) {
+    if (t.seq < 0) continue;
+    auto& r = m.ref[t.device];
+    if (r.size() <= static_cast<std::size_t>(t.seq)) r.resize(static_cast<std::size_t>(t.seq) + 1);
+    r[static_cast<std::size_t>(t.seq)] = {t.bytes, m.done_names[t.id]};
+  }
+  m.recorded = true;
+  recorded_.store(true, std::memory_order_relaxed);
+  state_.store(kObserving);
+}
 
+/// Turns the raw records of the recorded iteration into m.built (ops, tensors with uses).
+void EventRecorder::build_profile() {
+  Impl& m = *impl_;
+  if (!m.build_pending) return;
+  m.build_pending = false;
   Profile& p = m.built;
   p = Profile{};
-  p.iteration_ns = end;
-  p.ops.reserve(m.ops.size());
-  for (std::size_t i = 0; i < m.ops.size(); ++i) {
-    const auto& b = m.ops[i];
+  p.iteration_ns = m.iteration_end;
+  p.ops.reserve(m.done_ops.size());
+  for (std::size_t i = 0; i < m.done_ops.size(); ++i) {
+    auto& b = m.done_ops[i];
     OpRecord r;
     r.index = static_cast<OpIndex>(i);
     r.name = m.names[b.name];
@@ -389,31 +441,21 @@ void EventRecorder::stop_recording(bool partial) {
     r.thread = b.thread;
     r.parent = b.parent;
     r.phase = b.phase;
-    r.inputs = b.in;
-    r.outputs = b.out;
-    for (auto t : b.in) m.tensors[t].uses.push_back(r.index);
-    for (auto t : b.out) m.tensors[t].uses.push_back(r.index);
+    for (auto t : b.in) m.done_tensors[t].uses.push_back(r.index);
+    for (auto t : b.out) m.done_tensors[t].uses.push_back(r.index);
+    r.inputs = std::move(b.in);
+    r.outputs = std::move(b.out);
     p.ops.push_back(std::move(r));
   }
-  for (std::size_t i = 0; i < m.tensors.size(); ++i) {
-    auto& t = m.tensors[i];
+  for (std::size_t i = 0; i < m.done_tensors.size(); ++i) {
+    auto& t = m.done_tensors[i];
     std::sort(t.uses.begin(), t.uses.end());
     t.uses.erase(std::unique(t.uses.begin(), t.uses.end()), t.uses.end());
-    t.alloc_op = m.names[m.tensor_names[i]];
+    t.alloc_op = m.names[m.done_names[i]];
   }
-  p.tensors = std::move(m.tensors);
-  m.tensors.clear();
-  m.ops.clear();
-  // The reference allocation sequence for later iterations.
-  m.ref.clear();
-  for (const auto& t : p.tensors) {
-    if (t.seq < 0) continue;
-    auto& r = m.ref[t.device];
-    if (r.size() <= static_cast<std::size_t>(t.seq)) r.resize(static_cast<std::size_t>(t.seq) + 1);
-    r[static_cast<std::size_t>(t.seq)] = {t.bytes, m.tensor_names[t.id]};
-  }
-  m.recorded = true;
-  state_.store(kObserving);
+  p.tensors = std::move(m.done_tensors);
+  m.done_tensors = {};
+  m.done_ops = {};
 }
 
 void EventRecorder::finalize_pages(Profile& p) {
@@ -429,6 +471,8 @@ void EventRecorder::finalize_pages(Profile& p) {
   };
   p.pages.clear();
   m.join->apply(p.tensors, classes, node_to_tier, p.pages);
+  m.page_windows = m.join->windows();
+  m.watched_bytes = m.join->watched_bytes();
   for (const auto& w : m.join->warnings()) m.warn(w);
   m.join.reset();
 }
@@ -504,7 +548,7 @@ void EventRecorder::adopt_period() {
     std::map<int, Impl::DevSeq> seqs;
     for (std::uint64_t i = starts[k]; i < starts[k + 1]; ++i) {
       auto& s = seqs[m.history[i].device];
-      s.hash = mix(s.hash ^ m.history[i].key);
+      s.hash = mix(s.hash ^ mix(m.history[i].bytes));
       ++s.count;
     }
     std::swap(seqs, m.seqs);
@@ -523,7 +567,7 @@ void EventRecorder::adopt_period() {
   m.seqs.clear();
   for (std::uint64_t i = starts.back(); i < pos; ++i) {
     auto& s = m.seqs[m.history[i].device];
-    s.hash = mix(s.hash ^ m.history[i].key);
+    s.hash = mix(s.hash ^ mix(m.history[i].bytes));
     ++s.count;
   }
   m.iter_allocs = static_cast<std::uint32_t>(pos - starts.back());
@@ -551,12 +595,12 @@ void EventRecorder::alloc(const void* ptr, std::size_t bytes, int device, std::u
     auto& ds = m.seqs[device];
     const std::int64_t seq = ds.count++;
     const std::uint64_t key = m.alloc_key(bytes, name);
-    ds.hash = mix(ds.hash ^ key);
+    ds.hash = mix(ds.hash ^ mix(bytes));  // sizes only: comparable with or without op events
     ++m.iter_allocs;
     m.check_alloc(device, seq, bytes, name);
     const std::uint64_t live_before = m.live_bytes[device];
     if (m.detector) {
-      m.history.push_back({device, key, now_ns()});
+      m.history.push_back({device, bytes, now_ns()});
       ++m.total_allocs;
       if (m.detector->feed(mix(key ^ static_cast<std::uint64_t>(device + 2)), live_before)) adopt_period();
       else if (m.detector->gave_up()) {
@@ -593,7 +637,7 @@ void EventRecorder::alloc(const void* ptr, std::size_t bytes, int device, std::u
       l.tensor = t.id;
       m.tensors.push_back(std::move(t));
       m.tensor_names.push_back(name);
-      m.window_allocs.push_back(static_cast<std::uint32_t>(l.tensor));
+      m.window_used.push_back(static_cast<std::uint32_t>(l.tensor));
       // An op writes what it allocates, often long after the allocation (after nested view ops, before
       // its outputs are known): the outermost running op on this thread vouches for it until it ends.
       if (!th.stack.empty() && th.stack.front().op >= 0)
@@ -645,6 +689,7 @@ void EventRecorder::mark(TensorRole role, const void* ptr) noexcept {
   if (l->tensor < 0) return;
   const auto id = static_cast<std::size_t>(l->tensor);
   if (state_.load() == kRecording && id < m.tensors.size()) m.tensors[id].flags |= flag;
+  else if (m.recorded && m.build_pending && id < m.done_tensors.size()) m.done_tensors[id].flags |= flag;
   else if (m.recorded && id < m.built.tensors.size()) m.built.tensors[id].flags |= flag;
 }
 
@@ -670,7 +715,8 @@ EventRecorder::OpToken EventRecorder::op_begin(std::string_view name, std::span<
                " ops in the profiled iteration: recording stopped early");
         stop_recording(true);
       } else {
-        m.close_window();  // the window before this op
+        // Note [Window depth]: only ops near the top open page windows; deeper ones add to the current one.
+        if (th.stack.size() < options_.window_depth) m.close_window();  // the window before this op
         if (th.number < 0) th.number = m.thread_count++;
         Impl::OpBuild op;
         op.name = m.intern(name);
@@ -679,6 +725,7 @@ EventRecorder::OpToken EventRecorder::op_begin(std::string_view name, std::span<
         op.parent = th.stack.empty() ? -1 : th.stack.back().op;
         op.phase = phase;
         m.resolve(inputs, op.in);
+        m.window_used.insert(m.window_used.end(), op.in.begin(), op.in.end());
         f.op = static_cast<std::int32_t>(m.ops.size());
         m.last_op = f.op;
         m.ops.push_back(std::move(op));
@@ -710,8 +757,12 @@ void EventRecorder::op_end(OpToken token, std::span<const void* const> outputs) 
       for (std::size_t i = keep; i < stack.size(); ++i)
         if (stack[i].op >= 0) m.ops[static_cast<std::size_t>(stack[i].op)].end = end;
       const std::int32_t op = stack[keep].op;
-      if (op >= 0) m.resolve(outputs, m.ops[static_cast<std::size_t>(op)].out);
-      m.close_window();  // the op's own window, with its outputs
+      if (op >= 0) {
+        auto& out = m.ops[static_cast<std::size_t>(op)].out;
+        m.resolve(outputs, out);
+        m.window_used.insert(m.window_used.end(), out.begin(), out.end());
+      }
+      if (keep < options_.window_depth) m.close_window();  // the op's own window, with its outputs
     }
     stack.resize(keep);
   } catch (const std::exception& e) {
@@ -747,6 +798,7 @@ Profile EventRecorder::snapshot() {
                                          "no periodic allocation pattern): call tierpack.step() after each "
                                          "iteration, or use --warmup 0 to profile the whole run")));
   }
+  build_profile();
   if (!m.finalized) {
     // First snapshot after the recording: the topology (for page residency -> tier) and the join.
     if (options_.discover_topology) {
@@ -805,11 +857,14 @@ RecorderStats EventRecorder::stats() const {
   s.recording = state_.load() == kRecording;
   s.profile_ready = ready_.load();
   s.iteration_source = m.source ? std::string(to_string(*m.source)) : std::string();
-  s.recorded_ops = s.recording ? m.ops.size() : m.built.ops.size();
-  s.recorded_tensors = s.recording ? m.tensors.size() : m.built.tensors.size();
+  s.recorded_ops = s.recording ? m.ops.size() : m.build_pending ? m.done_ops.size() : m.built.ops.size();
+  s.recorded_tensors = s.recording ? m.tensors.size() : m.build_pending ? m.done_tensors.size() : m.built.tensors.size();
   s.live_allocations = m.live.size();
   s.ignored_marks = m.ignored_marks;
   s.divergent_iterations = m.divergent;
+  s.page_windows = m.join ? m.join->windows() : m.page_windows;
+  s.watched_bytes = m.join ? m.join->watched_bytes() : m.watched_bytes;
+  s.tracer = m.tracer->stats();
   s.warnings = m.warnings;
   return s;
 }

@@ -13,9 +13,21 @@
 //
 // Note [Tensor identity]
 // A tensor is identified across iterations by (device, seq, bytes, allocating op): seq is its position
-// in the iteration's allocation sequence on its device. The per-iteration signature hashes that
-// sequence; a later iteration whose sequence differs from the profiled one is a Divergence (dynamic
-// shapes, data-dependent paths), reported with the first position that differed.
+// in the iteration's allocation sequence on its device. The per-iteration signature hashes the sizes of
+// that sequence per device; a later iteration whose sequence differs from the profiled one (a size, or
+// the allocating op where both are known) is a Divergence (dynamic shapes, data-dependent paths),
+// reported with the first position that differed. After the recording the framework may stop sending
+// op events (needs_ops()), so later iterations are compared by sizes; the steady state then pays only
+// for an allocation counter.
+//
+// Note [Window depth]
+// Every op boundary could close a page window, but most ops are nested (aten::linear -> aten::t,
+// aten::addmm -> ...) and each window costs the tracer a scan or a re-protect plus a fault per page
+// touched in it. Only ops at nesting depth < window_depth (default 1: top-level ops, i.e. what the
+// program called: a layer's op, an autograd node, the whole optimizer step) open and close windows; a
+// deeper op's inputs, outputs and allocations count for the window it runs in. Every op is still
+// recorded with its tensors; page counts are per window. TIERPACK_CONF page_window_depth:N refines
+// it (measured costs: bench/profiler/profile_overhead.py).
 //
 // Note [Iteration boundaries]
 // Three sources, in order of authority: explicit marks (tierpack.step()), optimizer-step marks (the end
@@ -57,11 +69,13 @@ struct RecorderOptions {
   int max_iterations = 0;       ///< stop observing after this many iterations (0: until finish())
   bool detect_periodicity = true;
   std::size_t max_recorded_ops = 2'000'000;  ///< safety cap: recording stops (and says so) beyond it
+  std::size_t window_depth = 1;   ///< ops nested this deep or deeper open no page window (Note [Window depth])
   std::string command;          ///< goes to ProfileMeta
   std::string framework;
   bool discover_topology = true;  ///< off: Profile::topology = `topology` below (tests)
   Topology topology;
   PageNodeQuery page_nodes;       ///< residency of host pages (query_page_nodes); empty: not read
+  ExtentLookup page_extents;      ///< allocator extents to watch whole (page_join.hpp); empty: per tensor
 };
 
 /// Counters for status lines and tests.
@@ -76,6 +90,9 @@ struct RecorderStats {
   std::uint64_t live_allocations = 0;
   std::uint64_t ignored_marks = 0;   ///< marks of a lower-authority source (Note [Iteration boundaries])
   std::uint32_t divergent_iterations = 0;
+  std::uint64_t page_windows = 0;    ///< page windows closed in the recording
+  std::uint64_t watched_bytes = 0;   ///< bytes of address space the tracer watched (peak)
+  PageTracerStats tracer;            ///< the tracer's own counters (faults, pages reported, ...)
   std::vector<std::string> warnings; ///< things that went wrong and were worked around
 };
 
@@ -101,6 +118,12 @@ class EventRecorder {
     return s == kObserving || s == kRecording;
   }
   bool recording() const noexcept { return state_.load(std::memory_order_relaxed) == kRecording; }
+  /// Whether op events are needed now: before and during the recording (allocating ops name tensors).
+  /// After it, iterations are compared by allocation sizes alone and ops can be switched off.
+  bool needs_ops() const noexcept {
+    const auto s = state_.load(std::memory_order_relaxed);
+    return s == kRecording || (s == kObserving && !recorded_.load(std::memory_order_relaxed));
+  }
 
   /// An allocation of `bytes` at `ptr` on `device` (-1 host). `page_trackable`: the memory comes
   /// from page-aligned regions that hold nothing but tensors, so its pages can be traced.
@@ -151,12 +174,14 @@ class EventRecorder {
   // Called with Impl::mu held.
   void start_recording();
   void stop_recording(bool partial);
+  void build_profile();
   void end_iteration();
   void adopt_period();
   void finalize_pages(Profile& p);
 
   std::atomic<std::uint8_t> state_{kIdle};
   std::atomic<bool> ready_{false};
+  std::atomic<bool> recorded_{false};
   std::atomic<std::int32_t> iterations_{0};
   std::atomic<std::uint8_t> last_source_{0};
   RecorderOptions options_;

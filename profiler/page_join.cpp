@@ -8,15 +8,46 @@
 
 namespace tierpack {
 
-PageJoin::PageJoin(PageTracer& tracer, std::size_t page_size, PageNodeQuery nodes)
-    : tracer_(tracer), page_size_(page_size), nodes_(std::move(nodes)) {
+PageJoin::PageJoin(PageTracer& tracer, std::size_t page_size, PageNodeQuery nodes, ExtentLookup extents)
+    : tracer_(tracer), page_size_(page_size), nodes_(std::move(nodes)), extents_(std::move(extents)) {
   TIERPACK_EXPECTS(page_size_ > 0 && (page_size_ & (page_size_ - 1)) == 0, "page size must be a power of two");
 }
 
 PageJoin::~PageJoin() {
   if (stopped_) return;
+  for (const auto& [b, e] : regions_) tracer_.untrack(reinterpret_cast<void*>(b), e - b);
   for (auto& [addr, page] : pages_)
     if (page.tracked) tracer_.untrack(reinterpret_cast<void*>(addr), page_size_);
+}
+
+bool PageJoin::cover(std::uintptr_t first, std::uintptr_t end) {
+  std::uintptr_t p = first;
+  while (p < end) {
+    // Inside a watched extent already?
+    auto it = std::upper_bound(regions_.begin(), regions_.end(), p, [](std::uintptr_t a, const AddressSpan& r) { return a < r.first; });
+    if (it != regions_.begin() && p < std::prev(it)->second) {
+      p = std::prev(it)->second;
+      continue;
+    }
+    const std::optional<AddressSpan> ext = extents_(p);
+    if (!ext || p < ext->first || p >= ext->second) return false;
+    // Watch the unwatched part of the extent around p: from the previous watched region (or the
+    // extent's start) to the next one (or the extent's end).
+    std::uintptr_t from = ext->first;
+    if (it != regions_.begin()) from = std::max(from, std::prev(it)->second);
+    std::uintptr_t stop = ext->second;
+    if (it != regions_.end()) stop = std::min(stop, it->first);
+    try {
+      tracer_.track(reinterpret_cast<void*>(from), stop - from);
+    } catch (const std::exception& e) {
+      if (warnings_.size() < 16) warnings_.push_back(std::string("page tracer refused an extent: ") + e.what());
+      return false;
+    }
+    regions_.insert(it, AddressSpan{from, stop});
+    watched_bytes_ += stop - from;
+    p = stop;
+  }
+  return true;
 }
 
 void PageJoin::track_run(std::uintptr_t first, std::size_t count) {
@@ -27,6 +58,7 @@ void PageJoin::track_run(std::uintptr_t first, std::size_t count) {
     return;
   }
   for (std::size_t i = 0; i < count; ++i) pages_[first + i * page_size_].tracked = true;
+  watched_bytes_ += count * page_size_;
 }
 
 void PageJoin::add(std::uint32_t tensor, std::uintptr_t addr, std::size_t bytes) {
@@ -37,6 +69,14 @@ void PageJoin::add(std::uint32_t tensor, std::uintptr_t addr, std::size_t bytes)
   const auto count = static_cast<std::uint32_t>((end - first) / page_size_);
   if (spans_.size() <= tensor) spans_.resize(std::size_t{tensor} + 1);
   spans_[tensor] = Span{first, count, true};
+  if (extents_ && cover(first, end)) {
+    for (std::uintptr_t p = first; p < end; p += page_size_) {
+      Page& page = pages_[p];
+      page.occupants.push_back(Occupant{tensor, window_});
+      ++page.live;
+    }
+    return;
+  }
   // Register the occupant everywhere, and hand runs of not-yet-watched pages to the tracer as one
   // range each (one mprotect / one uffd registration instead of one per page).
   std::uintptr_t run_start = 0;
@@ -139,6 +179,7 @@ void PageJoin::release_freed() {
       Page& page = pages_[addr];
       for (Occupant& o : page.occupants)
         if (o.tensor == tensor && o.last_window == UINT32_MAX) o.last_window = closed;
+      // Region mode: nothing to untrack; residency is read for all pages at stop() (extents stay mapped).
       if (page.live > 0 && --page.live == 0 && page.tracked) unwatched.push_back(addr);
     }
   }
@@ -155,10 +196,12 @@ void PageJoin::end_window(std::vector<std::uint32_t>& used) {
 void PageJoin::stop(std::vector<std::uint32_t>& used) {
   if (stopped_) return;
   end_window(used);
-  std::vector<std::uintptr_t> tracked;
+  std::vector<std::uintptr_t> remaining;
   for (auto& [addr, page] : pages_)
-    if (page.tracked) tracked.push_back(addr);
-  release_pages(tracked);
+    if (page.tracked || page.node == -1) remaining.push_back(addr);
+  release_pages(remaining);
+  for (const auto& [b, e] : regions_) tracer_.untrack(reinterpret_cast<void*>(b), e - b);
+  regions_.clear();
   stopped_ = true;
 }
 

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -34,10 +35,23 @@ namespace tierpack {
 /// NUMA node per page (query_page_nodes' contract: node, or negative errno).
 using PageNodeQuery = std::function<std::vector<int>(const std::vector<void*>&)>;
 
+/// A page-aligned address range [first, second).
+using AddressSpan = std::pair<std::uintptr_t, std::uintptr_t>;
+/// The trackable memory region (an allocator extent, page-aligned) holding an address, if any.
+using ExtentLookup = std::function<std::optional<AddressSpan>(std::uintptr_t)>;
+
+// Note [Watching whole extents]
+// Handing the tracer one range per tensor costs a syscall per allocation and free, and the uffd-wp
+// tracer one PAGEMAP_SCAN per range at every window. When the allocator can say which extent holds a
+// tensor (ExtentLookup), the join watches whole extents instead: a handful of ranges, tracked once,
+// released at stop(). Touches on extent pages where no tensor lives are ignored. Without a lookup,
+// pages are tracked per tensor (runs coalesced) and released when their last tensor is freed.
+
 class PageJoin {
  public:
-  /// `tracer` must outlive the join. `nodes` (optional) reads page residency before pages are released.
-  PageJoin(PageTracer& tracer, std::size_t page_size, PageNodeQuery nodes = {});
+  /// `tracer` must outlive the join. `nodes` (optional) reads page residency before pages are
+  /// released. `extents` (optional): Note [Watching whole extents].
+  PageJoin(PageTracer& tracer, std::size_t page_size, PageNodeQuery nodes = {}, ExtentLookup extents = {});
   ~PageJoin();  // stops watching whatever is still tracked
   PageJoin(const PageJoin&) = delete;
   PageJoin& operator=(const PageJoin&) = delete;
@@ -63,6 +77,8 @@ class PageJoin {
              const std::function<TierId(int)>& node_to_tier, std::vector<PageRecord>& pages) const;
 
   std::uint64_t windows() const { return window_; }
+  /// Bytes of address space handed to the tracer so far (extents or per-tensor runs).
+  std::uint64_t watched_bytes() const { return watched_bytes_; }
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
@@ -93,15 +109,20 @@ class PageJoin {
   void release_freed();
   void release_pages(std::vector<std::uintptr_t>& pages);
   void track_run(std::uintptr_t first, std::size_t count);
+  /// Region mode: makes sure [first, end) is inside watched extents; false where no extent is known.
+  bool cover(std::uintptr_t first, std::uintptr_t end);
 
   PageTracer& tracer_;
   std::size_t page_size_;
   PageNodeQuery nodes_;
+  ExtentLookup extents_;
+  std::vector<AddressSpan> regions_;  ///< watched extents (region mode), sorted, disjoint
   std::unordered_map<std::uintptr_t, Page> pages_;
   std::vector<Span> spans_;              ///< by tensor id
   std::vector<std::uint32_t> freed_;     ///< removed in the current window
   std::vector<PageTouch> touches_;       ///< scratch
   std::uint32_t window_ = 0;
+  std::uint64_t watched_bytes_ = 0;
   bool stopped_ = false;
   std::vector<std::string> warnings_;
 };

@@ -91,6 +91,7 @@ TierpackPaths find_tierpack_paths() {
   if (p.torch_lib.empty() || !is_file(p.torch_lib))
     throw error("libtierpack_torch.so not found next to " + exe_dir.string() +
                 " (build tierpack with -DTIERPACK_WITH_TORCH=ON, or set TIERPACK_LIB)");
+  p.preload_lib = (fs::path(p.torch_lib).parent_path() / "libtierpack_preload.so").string();
   // Install tree first (<prefix>/lib/tierpack/python), then the source tree this binary was built from.
   const fs::path installed = exe_dir / ".." / "lib" / "tierpack" / "python";
 #ifdef TIERPACK_SOURCE_PYTHON_DIR
@@ -129,13 +130,15 @@ ChildLaunch prepare_child(const std::vector<std::string>& command, const std::st
       throw error(c.argv[0] + " cannot import torch" + hint);
     }
     c.env["PYTHONPATH"] = prepend(paths.sitecustomize_dir + ":" + paths.python_dir, std::getenv("PYTHONPATH"));
-    const char* tunables = std::getenv("GLIBC_TUNABLES");
-    c.env["GLIBC_TUNABLES"] = (tunables && *tunables) ? std::string(tunables) + ":" + kStaticTlsTunable : kStaticTlsTunable;
     c.how = "Python: bootstrap through sitecustomize (" + paths.sitecustomize_dir + ")";
   } else {
-    c.env["LD_PRELOAD"] = prepend(paths.torch_lib, std::getenv("LD_PRELOAD"));
-    c.how = "LD_PRELOAD=" + paths.torch_lib;
+    if (!is_file(paths.preload_lib)) throw error("the preload library " + paths.preload_lib + " is missing");
+    c.env["LD_PRELOAD"] = prepend(paths.preload_lib, std::getenv("LD_PRELOAD"));
+    c.how = "LD_PRELOAD=" + paths.preload_lib;
   }
+  // Both paths dlopen() the integration late: libjemalloc needs static TLS room then.
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  c.env["GLIBC_TUNABLES"] = (tunables && *tunables) ? std::string(tunables) + ":" + kStaticTlsTunable : kStaticTlsTunable;
   return c;
 }
 

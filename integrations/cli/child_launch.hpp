@@ -13,6 +13,7 @@ namespace tierpack::cli {
 /// Where the pieces a child needs are (build tree or install tree).
 struct TierpackPaths {
   std::string torch_lib;          ///< libtierpack_torch.so
+  std::string preload_lib;        ///< libtierpack_preload.so (the LD_PRELOAD shim), next to it
   std::string python_dir;         ///< holds the `tierpack` package
   std::string sitecustomize_dir;  ///< holds the bootstrap sitecustomize.py
 };

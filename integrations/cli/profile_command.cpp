@@ -14,7 +14,8 @@ namespace tierpack::cli {
 
 const char* const kProfileUsage =
     "usage: tierpack profile -o run.tpk [--warmup N] [--iterations N] [--max-iterations N]\n"
-    "                        [--page-tracer auto|mprotect|uffd|off] [--quiet] -- command ...\n"
+    "                        [--page-tracer auto|mprotect|uffd|off] [--window-depth N] [--quiet|--verbose]\n"
+    "                        -- command ...\n"
     "       tierpack profile --summary run.tpk [--top N]\n"
     "  Runs a PyTorch training command and records one iteration: tensors (size, birth, death, the ops\n"
     "  that used them), ops, host pages touched per op, page false sharing, hidden accesses, and\n"
@@ -27,7 +28,10 @@ const char* const kProfileUsage =
     "  --max-iterations N   stop observing after N iterations (default: until the program ends)\n"
     "  --page-tracer KIND   host page access tracer: auto (uffd-wp where the kernel has it, else\n"
     "                       mprotect), mprotect (sees reads and writes), uffd (writes only), off\n"
+    "  --window-depth N     ops nested less than N deep close page windows (default 1: top-level ops;\n"
+    "                       deeper gives finer page counts at a higher tracing cost)\n"
     "  --quiet              no status lines from the profiled process\n"
+    "  --verbose            also the page tracer's counters (windows, faults, pages) at the end\n"
     "  --summary FILE       print a readable summary of a profile instead\n"
     "  --top N              rows in the summary's top-tensors table (default 15)\n"
     "  Iteration boundaries: the end of torch's Optimizer.step, tierpack.step() / tierpack::step(),\n"
@@ -61,8 +65,8 @@ int summary(const Args& args) {
 
 int run_profile(const std::vector<std::string>& argv) {
   const Args args = parse_args(argv, {.valued = {"-o", "--warmup", "--iterations", "--max-iterations", "--page-tracer",
-                                                 "--summary", "--top"},
-                                      .switches = {"--quiet"},
+                                                 "--window-depth", "--summary", "--top"},
+                                      .switches = {"--quiet", "--verbose"},
                                       .allow_child = true});
   if (args.has("--summary")) return summary(args);
   if (!args.has("-o")) throw usage_error("missing -o FILE (where the profile goes)");
@@ -77,6 +81,7 @@ int run_profile(const std::vector<std::string>& argv) {
   c.warmup_iterations = parse_count(args, "--warmup", 1, 0);
   c.profile_iterations = parse_count(args, "--iterations", 1, 1);
   c.max_iterations = parse_count(args, "--max-iterations", 0, 0);
+  c.page_window_depth = parse_count(args, "--window-depth", 1, 1);
   if (auto t = args.get("--page-tracer")) {
     try {
       c.page_tracer = parse_config("page_tracer:" + *t).page_tracer;
@@ -85,6 +90,7 @@ int run_profile(const std::vector<std::string>& argv) {
     }
   }
   if (args.has("--quiet")) c.log = LogLevel::quiet;
+  if (args.has("--verbose")) c.log = LogLevel::debug;
   if (c.max_iterations > 0 && c.max_iterations < c.warmup_iterations + c.profile_iterations)
     throw usage_error("--max-iterations must leave room for the warm-up and profiled iterations");
 

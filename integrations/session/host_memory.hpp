@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string_view>
+#include <utility>
 
 namespace tierpack {
 
@@ -21,6 +24,12 @@ class HostMemory {
   virtual bool owns(const void* p) const noexcept = 0;
   /// Whether its pages hold only tensor data in page-aligned extents, so a page tracer may watch them.
   virtual bool page_trackable() const noexcept = 0;
+  /// The page-aligned extent [first, second) holding p, so the profiler can watch whole extents
+  /// (profiler/page_join.hpp, Note [Watching whole extents]); nullopt: unknown, watch per tensor.
+  virtual std::optional<std::pair<std::uintptr_t, std::uintptr_t>> extent_of(std::uintptr_t p) const noexcept {
+    (void)p;
+    return std::nullopt;
+  }
 };
 
 }  // namespace tierpack

@@ -11,19 +11,20 @@
 #include "core/error.hpp"
 
 namespace tierpack {
-namespace {
 
 // One hooks table per arena: jemalloc passes the table pointer back, and we embed it first in a
 // struct that also points at the arena object.
-struct Hooks {
+struct ArenaHooks {
   extent_hooks_t table;
   ProfilingArena* arena;
 };
 
+namespace {
+
 void* extent_alloc(extent_hooks_t* h, void* new_addr, std::size_t size, std::size_t alignment, bool* zero, bool* commit,
                  unsigned) {
   if (new_addr != nullptr) return nullptr;  // cannot place an extent at a given address: let jemalloc pick
-  void* p = reinterpret_cast<Hooks*>(h)->arena->hook_alloc(size, alignment);
+  void* p = reinterpret_cast<ArenaHooks*>(h)->arena->hook_alloc(size, alignment);
   if (p) {
     *zero = true;  // fresh anonymous pages
     *commit = true;
@@ -57,8 +58,8 @@ ProfilingArena::ProfilingArena(std::size_t reserve_bytes) {
   base_ = reinterpret_cast<std::uintptr_t>(base);
   size_ = reserve_bytes;
   next_ = base_;
-  // Leaked on purpose with the arena: jemalloc keeps the pointer for the arena's whole life.
-  auto* hooks = new Hooks{};
+  hooks_ = std::make_unique<ArenaHooks>();
+  ArenaHooks* hooks = hooks_.get();
   hooks->table.alloc = extent_alloc;
   hooks->table.dalloc = hook_dalloc;
   hooks->table.destroy = hook_destroy;

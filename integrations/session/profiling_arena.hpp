@@ -18,11 +18,14 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 
 #include "integrations/session/host_memory.hpp"
 
 namespace tierpack {
+
+struct ArenaHooks;
 
 class ProfilingArena final : public HostMemory {
  public:
@@ -43,6 +46,12 @@ class ProfilingArena final : public HostMemory {
     return a >= base_ && a < base_ + size_;
   }
   bool page_trackable() const noexcept override { return true; }
+  /// Everything handed to jemalloc so far is one contiguous run from the reservation's start.
+  std::optional<std::pair<std::uintptr_t, std::uintptr_t>> extent_of(std::uintptr_t p) const noexcept override {
+    const std::uintptr_t end = next_.load(std::memory_order_acquire);
+    if (p < base_ || p >= end) return std::nullopt;
+    return std::make_pair(base_, end);
+  }
 
   unsigned arena_index() const { return arena_; }
   /// Bytes of the reservation handed to jemalloc so far.
@@ -58,6 +67,7 @@ class ProfilingArena final : public HostMemory {
   std::mutex grow_mu_;
   unsigned arena_ = 0;
   bool arena_created_ = false;
+  std::unique_ptr<ArenaHooks> hooks_;  ///< jemalloc holds a pointer to it until the arena is destroyed
 };
 
 }  // namespace tierpack

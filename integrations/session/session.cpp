@@ -47,11 +47,13 @@ Session::Session(Config config, SessionOptions options) : config_(std::move(conf
   ro.warmup_iterations = config_.warmup_iterations;
   ro.profile_iterations = config_.profile_iterations;
   ro.max_iterations = config_.max_iterations;
+  ro.window_depth = static_cast<std::size_t>(config_.page_window_depth);
   ro.command = options_.command;
   ro.framework = options_.framework;
   ro.discover_topology = options_.discover_topology;
   ro.page_nodes = [](const std::vector<void*>& pages) { return query_page_nodes(pages); };
-  recorder_ = std::make_unique<EventRecorder>(std::move(ro), std::move(tracer));
+  // Watch whole extents of the CPU tensor memory (whatever HostMemory is installed at the time).
+  ro.page_extents = [this](std::uintptr_t p) { return host_memory_ ? host_memory_->extent_of(p) : std::nullopt; };
 
   if (options_.create_host_memory) {
     try {
@@ -61,9 +63,12 @@ Session::Session(Config config, SessionOptions options) : config_(std::move(conf
           "): CPU tensors use the framework's allocator and get no page data");
     }
   }
+  recorder_ = std::make_unique<EventRecorder>(std::move(ro), std::move(tracer));
 }
 
-Session::~Session() = default;
+Session::~Session() {
+  if (writer_.joinable()) writer_.join();
+}
 
 void Session::set_host_memory(std::unique_ptr<HostMemory> memory) {
   TIERPACK_EXPECTS(!started_.load(), "set_host_memory() after start()");
@@ -96,7 +101,7 @@ HostMemory* Session::host_memory_for_new() noexcept {
 }
 
 bool Session::wants_ops() const noexcept {
-  if (recorder_ && recorder_->active()) return true;
+  if (recorder_ && recorder_->needs_ops()) return true;
   for (const auto& l : listeners_)
     if (l->wants_ops()) return true;
   return false;
@@ -154,7 +159,14 @@ void Session::after_event() noexcept {
       log("recording iteration " + std::to_string(it) + " (boundaries: " +
           std::string(to_string(recorder_->last_source())) + ")");
   }
-  if (recorder_->profile_ready() && !written_.load() && !config_.profile_out.empty()) write_profile_now(false);
+  if (recorder_->profile_ready() && !config_.profile_out.empty() && !write_started_.load() &&
+      !write_started_.exchange(true)) {
+    try {
+      writer_ = std::thread([this] { write_profile_now(false); });
+    } catch (const std::exception&) {
+      write_profile_now(false);  // no thread to be had: write here
+    }
+  }
 }
 
 bool Session::write_profile_now(bool final) noexcept {
@@ -185,8 +197,16 @@ bool Session::write_profile_now(bool final) noexcept {
     if (final && !p.divergences.empty())
       log(std::to_string(p.divergences.size()) + " iteration(s) diverged from the profiled one; first: iteration " +
           std::to_string(p.divergences.front().iteration) + ": " + p.divergences.front().reason);
-    if (final)
-      for (const auto& w : recorder_->stats().warnings) log("warning: " + w);
+    if (final) {
+      const auto st = recorder_->stats();
+      for (const auto& w : st.warnings) log("warning: " + w);
+      if (config_.log == LogLevel::debug)
+        log("page tracer " + p.meta.page_tracer + ": " + std::to_string(st.page_windows) + " windows, " +
+            format_bytes(st.watched_bytes) + " watched, " + std::to_string(st.tracer.pages_reported) +
+            " pages reported, " + std::to_string(st.tracer.faults) + " faults, " +
+            std::to_string(st.tracer.dropped) + " dropped, " + std::to_string(st.tracer.rearm_failures) +
+            " re-arm failures");
+    }
     return true;
   } catch (const std::exception& e) {
     log(std::string("profile not written: ") + e.what());
@@ -196,6 +216,13 @@ bool Session::write_profile_now(bool final) noexcept {
 
 bool Session::finish() noexcept {
   if (finished_.exchange(true)) return written_.load() || !recorder_;
+  write_started_.store(true);  // no new writer thread from here on
+  if (writer_.joinable()) {
+    try {
+      writer_.join();
+    } catch (const std::exception&) {
+    }
+  }
   bool ok = true;
   if (recorder_ && !config_.profile_out.empty()) ok = write_profile_now(true);
   for (const auto& l : listeners_) l->on_finish();

@@ -11,6 +11,11 @@
 //     (migrate/ runtimes: trigger moves on op events; the GPU runtime: residency per iteration).
 // Events arrive from any thread (autograd's backward threads included); every entry point is noexcept
 // and cheap when nothing is active (relaxed atomic checks).
+//
+// Note [Profile write]
+// When the profiled iterations are complete, a background thread takes the recorder's snapshot
+// (short, under its lock) and does the slow part (topology discovery, JSON, the file) off the
+// training thread. finish() joins it and rewrites the file if more iterations were observed since.
 #pragma once
 
 #include <atomic>
@@ -20,6 +25,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "core/config.hpp"
@@ -81,6 +87,10 @@ class Session {
   HostMemory* host_memory() noexcept { return host_memory_.get(); }
   /// Whether op events are wanted now (cheap).
   bool wants_ops() const noexcept;
+  /// Whether op events should carry tensor pointers now (a profile is being recorded).
+  bool wants_op_tensors() const noexcept { return recorder_ && recorder_->recording(); }
+  /// Whether iteration marks are still useful (the recorder is observing).
+  bool wants_iterations() const noexcept { return recorder_ && recorder_->active(); }
   /// Whether tensor-role marks (parameter, gradient, optimizer state) are wanted now.
   bool wants_marks() const noexcept { return recorder_ && recorder_->wants_marks(); }
 
@@ -112,6 +122,8 @@ class Session {
   std::atomic<bool> started_{false};
   std::atomic<bool> finished_{false};
   std::atomic<bool> written_{false};
+  std::atomic<bool> write_started_{false};
+  std::thread writer_;  ///< writes the profile off the training thread (Note [Profile write])
   std::atomic<int> last_reported_{-2};  ///< recorder phase last announced
   std::mutex write_mu_;
   std::int32_t written_iterations_ = -1;

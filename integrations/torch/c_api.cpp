@@ -49,11 +49,12 @@ void finish_at_exit() {
   }
 }
 
+// No locks and no torch calls here: another thread may have held any of them at fork time. The op
+// observer stays registered and finds nothing to do (the recorder wants no ops any more).
 void fork_child() {
   g_forked_child.store(true);
   if (Session* s = g_session.load())
     if (auto* r = s->recorder()) r->abandon();
-  tierpack::torch_hooks::refresh_observer();
 }
 
 int enable(const char* conf_text) {
@@ -72,6 +73,7 @@ int enable(const char* conf_text) {
   tierpack::torch_hooks::install(session);
   g_session.store(session);
   session->start();
+  tierpack::torch_hooks::refresh_observer();
   std::atexit(finish_at_exit);
   pthread_atfork(nullptr, nullptr, fork_child);
   return 0;
@@ -90,7 +92,8 @@ int guarded(F&& f) noexcept {
   return -1;
 }
 
-// LD_PRELOAD into an unmodified LibTorch program: enable from $TIERPACK_CONF before main(). Our
+// Loaded by the LD_PRELOAD shim (preload_shim.c) into an unmodified LibTorch program, by the
+// Python package, or preloaded directly: enable from $TIERPACK_CONF (before main() when preloaded). Our
 // dependencies (c10, torch_cpu) are initialised before this constructor runs.
 __attribute__((constructor)) void tierpack_preload_init() {
   const char* conf = std::getenv("TIERPACK_CONF");
@@ -136,6 +139,11 @@ int tierpack_mark_tensor(const void* data, int role) {
 int tierpack_wants_marks(void) {
   Session* s = g_session.load();
   return s && s->wants_marks() ? 1 : 0;
+}
+
+int tierpack_recording(void) {
+  Session* s = g_session.load();
+  return s && s->wants_op_tensors() ? 1 : 0;
 }
 
 size_t tierpack_status(char* buf, size_t size) {

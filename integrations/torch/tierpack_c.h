@@ -34,6 +34,8 @@ TIERPACK_API int tierpack_finish(void);
 TIERPACK_API int tierpack_mark_tensor(const void* data, int role);
 /* 1 when role marks are useful now (a profile is being built), else 0. */
 TIERPACK_API int tierpack_wants_marks(void);
+/* 1 while an iteration is being recorded (the Python side then marks saved-for-backward tensors). */
+TIERPACK_API int tierpack_recording(void);
 /* Writes a one-line JSON status into buf (NUL-terminated, truncated to size); returns the full length. */
 TIERPACK_API size_t tierpack_status(char* buf, size_t size);
 /* The last error of the calling thread ("" if none). */

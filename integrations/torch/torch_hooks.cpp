@@ -9,13 +9,16 @@
 // RuntimeError) naming the source.
 //
 // Note [Op observer]
-// One global callback, registered once and never removed (removing callbacks while other threads run
-// ops is a known PyTorch pitfall). It asks for inputs and outputs and passes tensor *storage* data
-// pointers (the allocation's base; views map to their base tensor). Phases: autograd nodes
-// (RecordScope::BACKWARD_FUNCTION) are backward, `Optimizer.step#` / `Optimizer.zero_grad#` scopes
-// are optimizer, the rest inherit from the enclosing op. The end of `Optimizer.step#...` marks an
-// iteration. When the session wants no ops any more the callback is disabled (at::disableCallback),
-// so the steady state pays nothing.
+// Two global callbacks, registered once and never removed (removing callbacks while other threads run
+// ops is a known PyTorch pitfall), enabled one at a time:
+//   - the full observer (every scope, inputs and outputs) while the session wants ops: it passes op
+//     names always and, while a profile is recorded, tensor *storage* data pointers (the allocation's
+//     base; views map to their base tensor). Phases: autograd nodes (RecordScope::BACKWARD_FUNCTION,
+//     and the engine's `autograd::engine::evaluate_function: ...` wrappers around them) are backward, `Optimizer.step#` / `Optimizer.zero_grad#` scopes are optimizer, the rest inherit
+//     from the enclosing op. The end of `Optimizer.step#...` marks an iteration.
+//   - the step observer (USER_SCOPE only, no inputs) afterwards: it only marks iterations at the end of
+//     `Optimizer.step#...`. ATen ops then run without RecordFunction (no callback wants their scope),
+//     so the steady state pays nothing for ops.
 #include "integrations/torch/torch_hooks.hpp"
 
 #include <atomic>
@@ -39,7 +42,8 @@ namespace {
 // Process-wide (torch forces it: allocators and callbacks are global). Set once by install().
 std::atomic<Session*> g_session{nullptr};
 std::atomic<bool> g_observer_enabled{false};
-at::CallbackHandle g_callback = 0;
+at::CallbackHandle g_callback = 0;       // the full observer
+at::CallbackHandle g_step_callback = 0;  // optimizer steps only
 std::mutex g_install_mu;
 
 void delete_cpu(void* p) {
@@ -94,7 +98,8 @@ void collect(const c10::IValue& v, Pointers& out, int depth = 0) {
   if (v.isTensor()) {
     add_tensor(v.toTensor(), out);
   } else if (v.isTensorList()) {
-    for (const at::Tensor& t : v.toTensorList()) add_tensor(t, out);
+    const c10::List<at::Tensor> list = v.toTensorList();
+    for (std::size_t i = 0; i < list.size(); ++i) add_tensor(list.get(i), out);
   } else if (depth < 2 && v.isList()) {
     for (const c10::IValue& e : v.toListRef()) collect(e, out, depth + 1);
   } else if (depth < 2 && v.isTuple()) {
@@ -115,15 +120,18 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
   const char* name = fn.name();
   if (!name) return nullptr;
   Phase phase = Phase::unknown;
-  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) phase = Phase::backward;
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION || starts_with(name, "autograd::engine::evaluate_function"))
+    phase = Phase::backward;
   const bool step = starts_with(name, "Optimizer.step#");
   if (step || starts_with(name, "Optimizer.zero_grad#")) phase = Phase::optimizer;
   thread_local Pointers inputs;
   inputs.clear();
-  try {
-    for (const c10::IValue& v : fn.inputs()) collect(v, inputs);
-  } catch (...) {
-    inputs.clear();  // an input we cannot read: record the op without it
+  if (s->wants_op_tensors()) {
+    try {
+      for (const c10::IValue& v : fn.inputs()) collect(v, inputs);
+    } catch (...) {
+      inputs.clear();  // an input we cannot read: record the op without it
+    }
   }
   const Session::OpToken token = s->op_begin(name, inputs, phase);
   if (token == 0 && !step) return nullptr;
@@ -140,15 +148,27 @@ void on_op_end(const at::RecordFunction& fn, at::ObserverContext* raw) {
   auto* ctx = static_cast<OpContext*>(raw);
   thread_local Pointers outputs;
   outputs.clear();
-  try {
-    for (const c10::IValue& v : fn.outputs()) collect(v, outputs);
-  } catch (...) {
-    outputs.clear();
+  if (s->wants_op_tensors()) {
+    try {
+      for (const c10::IValue& v : fn.outputs()) collect(v, outputs);
+    } catch (...) {
+      outputs.clear();
+    }
   }
   const char* name = fn.name();
   s->op_end(ctx->token, name ? std::string_view(name) : std::string_view(), outputs);
   if (ctx->optimizer_step) s->mark_iteration(IterationSource::optimizer_step);
   if (!s->wants_ops()) refresh_observer();
+}
+
+std::unique_ptr<at::ObserverContext> on_step_start(const at::RecordFunction&) { return nullptr; }
+
+void on_step_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  Session* s = g_session.load(std::memory_order_acquire);
+  const char* name = fn.name();
+  if (s && name && starts_with(name, "Optimizer.step#") && s->wants_iterations())
+    s->mark_iteration(IterationSource::optimizer_step);
+  if (s && s->wants_ops()) refresh_observer();  // a listener wants ops again
 }
 
 }  // namespace
@@ -161,7 +181,10 @@ void install(Session* session) {
   c10::SetAllocator(c10::DeviceType::CPU, &cpu_allocator(), /*priority=*/100);
   g_callback = at::addGlobalCallback(
       at::RecordFunctionCallback(&on_op_start, &on_op_end).needsInputs(true).needsOutputs(true));
-  g_observer_enabled.store(true);
+  g_step_callback = at::addGlobalCallback(
+      at::RecordFunctionCallback(&on_step_start, &on_step_end).scopes({at::RecordScope::USER_SCOPE}));
+  at::disableCallback(g_step_callback);
+  g_observer_enabled.store(true);  // the session starts after install(); refresh_observer() then
 }
 
 void refresh_observer() noexcept {
@@ -171,8 +194,14 @@ void refresh_observer() noexcept {
   bool enabled = g_observer_enabled.load();
   if (want == enabled || !g_observer_enabled.compare_exchange_strong(enabled, want)) return;
   try {
-    if (want) at::reenableCallback(g_callback);
-    else at::disableCallback(g_callback);
+    // Never both: the full observer marks optimizer steps itself.
+    if (want) {
+      at::disableCallback(g_step_callback);
+      at::reenableCallback(g_callback);
+    } else {
+      at::disableCallback(g_callback);
+      at::reenableCallback(g_step_callback);
+    }
   } catch (...) {
     // Keep the previous state: the callback stays cheap when the session wants nothing.
   }

@@ -62,6 +62,7 @@ def _load():
     if path is None:
         raise TierpackError("libtierpack_torch.so not found: set TIERPACK_LIB, or build tierpack with "
                             "-DTIERPACK_WITH_TORCH=ON and run through `tierpack profile`")
+    _check_torch_version(path)
     try:
         lib = ctypes.CDLL(path)
     except OSError as e:
@@ -73,7 +74,7 @@ def _load():
         raise TierpackError("cannot load %s: %s%s" % (path, e, hint)) from None
     lib.tierpack_enable.argtypes = [ctypes.c_char_p]
     lib.tierpack_enable.restype = ctypes.c_int
-    for name in ("tierpack_enabled", "tierpack_step", "tierpack_finish", "tierpack_wants_marks"):
+    for name in ("tierpack_enabled", "tierpack_step", "tierpack_finish", "tierpack_wants_marks", "tierpack_recording"):
         getattr(lib, name).restype = ctypes.c_int
         getattr(lib, name).argtypes = []
     lib.tierpack_mark_tensor.argtypes = [ctypes.c_void_p, ctypes.c_int]
@@ -84,6 +85,26 @@ def _load():
     lib.tierpack_version.restype = ctypes.c_char_p
     _lib = lib
     return lib
+
+
+def _major_minor(version):
+    parts = version.split("+")[0].split(".")
+    return tuple(int("".join(ch for ch in p if ch.isdigit()) or 0) for p in parts[:2])
+
+
+def _check_torch_version(path):
+    """The library links one torch build; loading it next to another torch would crash later."""
+    import torch
+    stamp = os.path.join(os.path.dirname(path), "libtierpack_torch.torch-version")
+    try:
+        with open(stamp) as f:
+            built = f.read().strip()
+    except OSError:
+        return  # no stamp (an older build): nothing to compare
+    if built and _major_minor(built) != _major_minor(torch.__version__):
+        raise TierpackError("%s was built against torch %s but this Python (%s) has torch %s: rebuild tierpack "
+                            "against it (TIERPACK_PYTHON=%s cmake ...)" % (path, built, sys.executable,
+                                                                          torch.__version__, sys.executable))
 
 
 def enable(conf=None):
@@ -102,6 +123,7 @@ def enable(conf=None):
         _hooks_installed = True
         _install_python_hooks()
         atexit.register(finish)
+        _sync_saved_tensor_hooks()
     # Only this process is profiled: children (data loader workers, subprocesses) must not write the
     # same profile. The native side removed it from the C environment; Python keeps its own copy.
     os.environ.pop("TIERPACK_CONF", None)
@@ -116,6 +138,7 @@ def step():
     """Marks the end of a training iteration."""
     if _lib is not None:
         _lib.tierpack_step()
+        _sync_saved_tensor_hooks()
 
 
 def finish():
@@ -188,6 +211,7 @@ def _install_python_hooks():
                 out = inner(opt, *a, **k)
                 if _lib is not None and _lib.tierpack_wants_marks():
                     _mark_optimizer(opt)
+                _sync_saved_tensor_hooks()
                 return out
 
             step_and_mark._tierpack_wrapped = True
@@ -197,3 +221,37 @@ def _install_python_hooks():
 
     opt_cls.__init__ = __init__
     opt_cls._tierpack_patched = True
+
+
+# ---- saved-for-backward marks: autograd's saved-tensor hooks, only while an iteration is recorded ----
+
+_saved_hooks_on = False
+
+
+def _pack_saved(tensor):
+    _mark(tensor, ROLE_SAVED_FOR_BACKWARD)
+    return tensor
+
+
+def _unpack_saved(tensor):
+    return tensor
+
+
+def _sync_saved_tensor_hooks():
+    """Pushes autograd's default saved-tensor hooks when a recording starts (they mark each tensor
+    autograd saves for backward) and pops them when it ends, so the rest of the run keeps autograd's
+    normal path. Called at iteration boundaries the Python side sees (optimizer steps, step())."""
+    global _saved_hooks_on
+    if _lib is None:
+        return
+    import torch
+    recording = _lib.tierpack_recording() == 1
+    try:
+        if recording and not _saved_hooks_on:
+            torch._C._autograd._push_saved_tensors_default_hooks(_pack_saved, _unpack_saved)
+            _saved_hooks_on = True
+        elif not recording and _saved_hooks_on:
+            torch._C._autograd._pop_saved_tensors_default_hooks()
+            _saved_hooks_on = False
+    except (AttributeError, RuntimeError):
+        pass  # a torch without these entry points: no saved-for-backward marks

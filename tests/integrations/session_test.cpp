@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -108,7 +110,9 @@ TEST(Session, WritesTheProfileWhenTheIterationEndsAndUpdatesItAtFinish) {
     mem->deallocate(p);
     s.mark_iteration(IterationSource::explicit_mark);
     if (it == 1) {
-      EXPECT_TRUE(fs::exists(out));  // written as soon as the profiled iteration ended
+      // Written (by a background thread) as soon as the profiled iteration ended, before finish().
+      for (int wait = 0; wait < 1000 && !fs::exists(out); ++wait) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      EXPECT_TRUE(fs::exists(out));
     }
   }
   EXPECT_TRUE(s.finish());

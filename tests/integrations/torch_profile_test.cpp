@@ -226,6 +226,14 @@ TEST(TorchProfile, PythonExampleParametersGradientsAndOptimizerState) {
   }
   EXPECT_EQ(got_params, want);
   EXPECT_EQ(got_grads, want);
+  // Activations autograd saved (saved-tensor hooks during the recording): born in forward, dead in backward.
+  int saved_activations = 0;
+  for (const auto& t : p.tensors)
+    if (t.has(kTensorSavedForBackward) && t.birth_op >= 0 && t.death_op != kAfterIteration &&
+        p.ops[static_cast<std::size_t>(t.birth_op)].phase == Phase::forward &&
+        p.ops[static_cast<std::size_t>(t.death_op)].phase == Phase::backward)
+      ++saved_activations;
+  EXPECT_GE(saved_activations, 5);
   EXPECT_EQ(optim, j.at("optimizer_state_tensors").get<int>());
   // Profiling changes nothing the program computes.
   const Proc plain = run(python() + " " + TIERPACK_SOURCE_DIR "/examples/train_cpu.py");
@@ -259,6 +267,14 @@ TEST(TorchProfile, UnmodifiedLibTorchProgramThroughPreloadAndPeriodicity) {
     }
   const Proc plain = run(std::string(TIERPACK_BINARY_DIR) + "/bin/train_cpu 10");
   EXPECT_EQ(loss_lines(traced.output), loss_lines(plain.output));
+}
+
+TEST(TorchProfile, AShellWrapperIsLeftAloneAndTheLibTorchProgramUnderItIsProfiled) {
+  Proc traced;
+  const Profile p = profile("wrapped", "", "sh -c 'exec " + std::string(TIERPACK_BINARY_DIR) + "/bin/train_cpu 8'", &traced);
+  EXPECT_EQ(p.meta.iteration_source, "periodicity");
+  EXPECT_GT(p.ops.size(), 100u);
+  EXPECT_NE(p.meta.command.find("train_cpu"), std::string::npos) << p.meta.command;
 }
 
 TEST(TorchProfile, SummaryReportsFalseSharingOfTwoLifetimesOnOnePage) {
@@ -317,6 +333,16 @@ TEST(TorchProfile, VariableShapeIterationIsADivergence) {
   EXPECT_FALSE(p.iterations[3].matches_profiled);
   EXPECT_TRUE(p.iterations[2].matches_profiled);
   EXPECT_TRUE(p.iterations[4].matches_profiled);
+}
+
+TEST(TorchProfile, DataLoaderWorkersDoNotDisturbTheProfile) {
+  Proc r;
+  const Profile p = profile("workers", "", python() + " " + script("dataloader_workers.py"), &r);
+  EXPECT_EQ(p.meta.iteration_source, "optimizer-step");
+  EXPECT_EQ(p.meta.iterations_observed, 8);  // 256 samples / 32 per batch
+  EXPECT_TRUE(p.divergences.empty());
+  EXPECT_GT(p.ops.size(), 10u);
+  EXPECT_EQ(r.output.find("Traceback"), std::string::npos) << r.output;
 }
 
 TEST(TorchProfile, NoIterationMeansAClearErrorAndNoProfile) {

@@ -226,3 +226,44 @@ TEST(PageJoin, RecorderJoinsOpWindowsWithPages) {
   EXPECT_TRUE(hidden_page);
   EXPECT_TRUE(shared_page);
 }
+
+// Note [Watching whole extents]: with an extent lookup the tracer gets whole extents, once.
+TEST(PageJoin, WatchesWholeExtentsWhenTheAllocatorKnowsThem) {
+  FakePageTracer tracer;
+  std::uintptr_t mapped_end = kBase + 16 * kPage;
+  ExtentLookup extents = [&](std::uintptr_t p) -> std::optional<AddressSpan> {
+    if (p < kBase || p >= mapped_end) return std::nullopt;
+    return AddressSpan{kBase, mapped_end};
+  };
+  int node_queries = 0;
+  auto nodes = [&](const std::vector<void*>& pages) {
+    ++node_queries;
+    return std::vector<int>(pages.size(), 0);
+  };
+  PageJoin join(tracer, kPage, nodes, extents);
+  join.add(0, kBase, 64);
+  join.add(1, kBase + 3 * kPage, 2 * kPage);
+  EXPECT_EQ(tracer.track_calls, 1);
+  EXPECT_EQ(tracer.tracked.size(), 16u);
+  std::vector<std::uint32_t> used{1};
+  tracer.touch(kBase + 3 * kPage);
+  tracer.touch(kBase + 10 * kPage);  // free space in the extent: no tensor, ignored
+  join.remove(0);
+  join.end_window(used);
+  EXPECT_EQ(tracer.tracked.size(), 16u);  // extents stay watched while recording
+  mapped_end = kBase + 20 * kPage;        // the allocator grew
+  join.add(2, kBase + 17 * kPage, 64);
+  EXPECT_EQ(tracer.track_calls, 2);       // only the new part
+  EXPECT_EQ(tracer.tracked.size(), 20u);
+  join.stop(used);
+  EXPECT_TRUE(tracer.tracked.empty());
+  EXPECT_EQ(node_queries, 1);  // residency in one batch at the end
+  auto t = records(3);
+  std::vector<PageRecord> pages;
+  std::vector<TensorClass> cls(3, TensorClass::iteration);
+  join.apply(t, cls, [](int) { return TierId{0}; }, pages);
+  EXPECT_EQ(t[1].pages_touched, 1u);
+  EXPECT_EQ(t[0].pages_touched, 0u);
+  EXPECT_EQ(t[0].tier, 0);
+  EXPECT_TRUE(pages.empty());
+}
