@@ -53,11 +53,9 @@ TierChoice choose_tiers(const TierModel& model, int device) {
       c.note = "the tier model has no host DRAM tier: host tensors are planned on " + model.tiers[c.fast].name;
     }
   }
+  // The slow tier must be one the device can read in place: host or far memory, never another GPU.
   for (const auto& t : model.tiers)
     if (t.id != c.fast && t.kind != TierKind::gpu) { c.slow = t.id; break; }
-  if (c.slow == kNoTier)
-    for (const auto& t : model.tiers)
-      if (t.id != c.fast) { c.slow = t.id; break; }
   return c;
 }
 

@@ -21,7 +21,8 @@ struct TierChoice {
 };
 
 /// GPU device d: the GPU tier of device d (else the first GPU tier, else tier 0), and the first host or
-/// far tier. Host (-1): the first host-DRAM tier and the next non-GPU tier.
+/// far tier. Host (-1): the first host-DRAM tier and the next non-GPU tier. The slow tier is never a GPU
+/// (the device must be able to read it in place); kNoTier when the model has no such tier.
 TierChoice choose_tiers(const TierModel& model, int device);
 
 struct CostModel {
