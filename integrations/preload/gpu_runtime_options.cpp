@@ -6,7 +6,7 @@
 //   spill:on|off        over budget, back new chunks with host memory (on) or raise out of memory (off)
 //   migrate:on|off      trace an iteration, plan, and move page groups (off: budgeted caching allocator)
 //   group:512M          target page-group size of the built-in planner
-//   headroom:0.85       fraction of the budget the planner fills (default: measured allocator overhead)
+//   headroom:0.85       fraction of the budget the planner fills (default 0.85)
 //   persistent:on|off   also move tensors that live across iterations (parameters, optimizer state)
 //   min_move:1M         smaller tensors never move
 //   prewarm_threads:4   threads creating host handles ahead of the first evictions

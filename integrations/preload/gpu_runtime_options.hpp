@@ -20,7 +20,7 @@ struct GpuRuntimeOptions {
   bool migrate = true;        ///< trace an iteration, plan, move page groups (off: budgeted caching allocator)
   int warmup_iterations = 1;  ///< iterations before the traced one
   std::uint64_t group_bytes = std::uint64_t{512} << 20;
-  double headroom = 0;         ///< 0: from the measured allocator overhead (see finish_trace_locked)
+  double headroom = 0;         ///< 0: 0.85 (and no moves at all when the live peak fits the budget)
   bool move_persistent = true;
   std::uint64_t min_move_bytes = std::uint64_t{1} << 20;
   int prewarm_threads = 4;    ///< threads creating host handles for the plan's evictions
