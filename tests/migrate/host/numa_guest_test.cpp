@@ -1,4 +1,4 @@
-// Multi-node checks, run inside the two-node QEMU guest (scripts/numa-guest.sh; node 1 is
+// Multi-node checks (numa_guest_tests), run inside the two-node QEMU guest (scripts/numa-guest.sh; node 1 is
 // memory-only, like a CXL expander): arenas land on their planned node, page groups migrate both
 // ways with data intact, purged pages refault on the group's current node, and a plan for a small
 // training-like workload keeps node 0 within its budget while the unplanned run does not.
@@ -14,7 +14,7 @@
 #include "alloc/host/host_arena_allocator.hpp"
 #include "migrate/host/host_mover.hpp"
 #include "migrate/host/host_runtime.hpp"
-#include "tests/migrate/host_test_util.hpp"
+#include "tests/migrate/host/host_test_util.hpp"
 
 namespace tierpack::host {
 namespace {

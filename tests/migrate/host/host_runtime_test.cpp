@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "migrate/host/host_runtime.hpp"
-#include "tests/migrate/host_test_util.hpp"
+#include "tests/migrate/host/host_test_util.hpp"
 
 namespace tierpack::host {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "alloc/host/fault_injecting_os.hpp"
 #include "migrate/host/host_mover.hpp"
-#include "tests/migrate/host_test_util.hpp"
+#include "tests/migrate/host/host_test_util.hpp"
 
 namespace tierpack::host {
 namespace {
