@@ -3,6 +3,8 @@
 // page's numbers are the profile's.
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 #include <nlohmann/json.hpp>
 
 #include "report/html_report.hpp"
@@ -14,6 +16,13 @@
 
 using namespace tierpack;
 using namespace tierpack::report;
+
+namespace tierpack::testing {
+// How GoogleTest names a parameter (instead of dumping its bytes).
+void PrintTo(const SyntheticOptions& o, std::ostream* os) {
+  *os << o.tensors << " tensors, seed " << o.seed << ", device " << o.device;
+}
+}  // namespace tierpack::testing
 
 namespace {
 
