@@ -22,6 +22,10 @@ std::span<const Command> commands();
 // One function per subcommand, each in <name>_command.cpp.
 int run_topo(const std::vector<std::string>& args);
 extern const char* const kTopoUsage;
+int run_plan(const std::vector<std::string>& args);
+extern const char* const kPlanUsage;
+int run_replay(const std::vector<std::string>& args);
+extern const char* const kReplayUsage;
 int run_report(const std::vector<std::string>& args);
 extern const char* const kReportUsage;
 

@@ -26,7 +26,7 @@ unsigned long long to_number(const std::string& flag, const std::string& v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  tierpack::testing::SyntheticOptions o;
+  tierpack::synth::SyntheticOptions o;
   std::string out;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     }
     if (out.empty()) return usage("missing -o FILE");
     if (o.tensors == 0) return usage("--tensors must be positive");
-    tierpack::testing::write_synthetic_profile(o, out);
+    tierpack::synth::write_synthetic_profile(o, out);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tierpack-synth: %s\n", e.what());
     return 1;

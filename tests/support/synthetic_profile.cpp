@@ -11,11 +11,12 @@
 #include "tests/support/synthetic_profile.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/error.hpp"
 
-namespace tierpack::testing {
+namespace tierpack::synth {
 namespace {
 
 // splitmix64: identical sequences on every platform (std distributions are not).
@@ -83,7 +84,7 @@ class AddressSpace {
 class Builder {
  public:
   Builder(const SyntheticOptions& o, Rng& rng) : o_(o), rng_(rng), space_(0x7f0000000000ull) {
-    bytes_per_ns_ = o.bytes_per_ns > 0 ? o.bytes_per_ns : (o.device >= 0 ? 2000.0 : 20.0);
+    bytes_per_ns_ = o.bytes_per_ns > 0 ? o.bytes_per_ns : (o.device >= 0 ? 3000.0 : 100.0);
     launch_ns_ = o.launch_ns > 0 ? o.launch_ns : (o.device >= 0 ? 3000.0 : 500.0);
     gap_ns_ = o.device >= 0 ? 200 : 100;
   }
@@ -265,7 +266,7 @@ Profile make_synthetic_profile(const SyntheticOptions& o) {
     l.stats = b.alloc(b.small(), kTensorSavedForBackward);
     b.op("aten::layer_norm", Phase::forward, {x, l.b}, {l.n, l.stats});
     l.h = b.alloc(l.act, kTensorSavedForBackward);
-    b.op("aten::linear", Phase::forward, {l.n, l.w, l.b, mask}, {l.h}, 3);
+    b.op("aten::linear", Phase::forward, {l.n, l.w, l.b, mask}, {l.h}, o.matmul_work);
     const TensorId u = b.alloc(l.act / 2);
     b.op("aten::gelu", Phase::forward, {l.h}, {u});
     if (rng.chance(0.5)) {
@@ -294,7 +295,7 @@ Profile make_synthetic_profile(const SyntheticOptions& o) {
     b.op("GeluBackward0", Phase::backward, {g, l.h}, {gh});
     b.free(g);
     const TensorId gn = b.alloc(l.act);
-    b.op("AddmmBackward0", Phase::backward, {gh, l.n, l.w, l.gw, l.gb}, {gn, l.gw, l.gb}, 3);
+    b.op("AddmmBackward0", Phase::backward, {gh, l.n, l.w, l.gw, l.gb}, {gn, l.gw, l.gb}, 2 * o.matmul_work);
     b.free(gh);
     b.free(l.h);
     if (rng.chance(0.5)) {
@@ -327,8 +328,84 @@ Profile make_synthetic_profile(const SyntheticOptions& o) {
   return out;
 }
 
+Profile make_random_profile(const RandomProfileOptions& o) {
+  Rng rng(o.seed);
+  Profile p;
+  p.meta.framework = "synthetic";
+  p.meta.command = "random --seed " + std::to_string(o.seed);
+  Tier fast;
+  fast.kind = o.device >= 0 ? TierKind::gpu : TierKind::host_dram;
+  fast.name = o.device >= 0 ? "gpu0" : "dram0";
+  fast.device = o.device >= 0 ? o.device : -1;
+  fast.capacity_bytes = 80ull << 30;
+  fast.page_size = o.device >= 0 ? (2ull << 20) : 4096;
+  p.topology.add(fast);
+  auto pick = [&](std::uint64_t lo, std::uint64_t hi) {  // uniform in [lo, hi]
+    return lo + static_cast<std::uint64_t>(rng.uniform(0, 1) * double(hi - lo + 1)) % (hi - lo + 1);
+  };
+  const auto n_ops = static_cast<OpIndex>(pick(1, std::max<std::uint32_t>(o.max_ops, 1)));
+  std::uint64_t now = 0;
+  for (OpIndex i = 0; i < n_ops; ++i) {
+    OpRecord op;
+    op.index = i;
+    op.name = "op" + std::to_string(i);
+    op.phase = static_cast<Phase>(i * 3 / n_ops + 1);
+    if (rng.chance(0.1)) op.phase = Phase::unknown;
+    now += pick(0, 2000);
+    op.begin_ns = now;
+    now += pick(100, 200000);
+    op.end_ns = now;
+    p.ops.push_back(op);
+  }
+  // A few scope ops enclose the ops after them (like Optimizer.step around its kernels).
+  for (OpIndex i = 0; i + 1 < n_ops; ++i) {
+    if (!rng.chance(0.08)) continue;
+    const OpIndex last = std::min<OpIndex>(n_ops - 1, i + static_cast<OpIndex>(pick(1, 3)));
+    p.ops[static_cast<std::size_t>(i)].end_ns = std::max(p.ops[static_cast<std::size_t>(i)].end_ns, p.ops[static_cast<std::size_t>(last)].end_ns);
+    for (OpIndex k = i + 1; k <= last; ++k)
+      if (p.ops[static_cast<std::size_t>(k)].parent < 0) p.ops[static_cast<std::size_t>(k)].parent = i;
+    i = last;
+  }
+  p.iteration_ns = now + pick(0, 5000);
+  const auto n_tensors = static_cast<std::uint32_t>(pick(1, std::max<std::uint32_t>(o.max_tensors, 1)));
+  std::int64_t seq = 0;
+  std::uint64_t address = 0x10000000;
+  for (std::uint32_t id = 0; id < n_tensors; ++id) {
+    TensorRecord t;
+    t.id = id;
+    t.device = rng.chance(0.05) ? (o.device >= 0 ? -1 : 1) : o.device;
+    const double log_bytes = rng.uniform(0, std::log2(double(std::max<std::uint64_t>(o.max_tensor_bytes, 2))));
+    t.bytes = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::exp2(log_bytes)));
+    const int kind = static_cast<int>(pick(0, 3));
+    const bool before = kind == 0 || kind == 1, after = kind == 0 || kind == 2;
+    t.birth_op = before ? kBeforeIteration : static_cast<OpIndex>(pick(0, std::uint64_t(n_ops - 1)));
+    const OpIndex lo = before ? 0 : t.birth_op;
+    t.death_op = after ? kAfterIteration : static_cast<OpIndex>(pick(std::uint64_t(lo), std::uint64_t(n_ops - 1)));
+    const OpIndex hi = after ? n_ops - 1 : t.death_op;
+    t.seq = before ? -1 : seq++;
+    t.address = address;
+    address += (t.bytes + 4095) / 4096 * 4096 + (rng.chance(0.5) ? 0 : 4096);
+    const auto n_uses = pick(0, 6);
+    for (std::uint64_t k = 0; k < n_uses; ++k) t.uses.push_back(static_cast<OpIndex>(pick(std::uint64_t(lo), std::uint64_t(hi))));
+    if (!before) t.uses.push_back(t.birth_op);
+    std::sort(t.uses.begin(), t.uses.end());
+    t.uses.erase(std::unique(t.uses.begin(), t.uses.end()), t.uses.end());
+    if (rng.chance(0.05)) t.flags |= kTensorHiddenAccess;
+    if (rng.chance(0.2)) t.flags |= kTensorSavedForBackward;
+    if (before && after && rng.chance(0.5)) t.flags |= kTensorParameter;
+    t.alloc_op = before ? "" : p.ops[static_cast<std::size_t>(t.birth_op)].name;
+    for (auto u : t.uses) {
+      auto& op = p.ops[static_cast<std::size_t>(u)];
+      (u == t.birth_op ? op.outputs : op.inputs).push_back(id);
+    }
+    p.tensors.push_back(t);
+  }
+  p.validate();
+  return p;
+}
+
 void write_synthetic_profile(const SyntheticOptions& opts, const std::string& path) {
   write_profile(make_synthetic_profile(opts), path);
 }
 
-}  // namespace tierpack::testing
+}  // namespace tierpack::synth

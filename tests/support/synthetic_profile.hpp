@@ -12,7 +12,7 @@
 
 #include "core/profile.hpp"
 
-namespace tierpack::testing {
+namespace tierpack::synth {
 
 struct SyntheticOptions {
   std::uint32_t tensors = 1000;    ///< approximate number of tensors (about 20 per layer)
@@ -24,16 +24,31 @@ struct SyntheticOptions {
   std::uint64_t small_max_bytes = 64ull << 10;  ///< small tensors (biases, norm statistics, scalars) are below this
   double hidden_access_fraction = 0;  ///< fraction of tensors flagged kTensorHiddenAccess
   bool optimizer_state = true;        ///< AdamW-style exp_avg / exp_avg_sq per parameter
-  /// Op speed: bytes an op touches per ns (0: 2000 on a GPU, 20 on the host) plus a fixed launch
-  /// cost (0: 3000 ns on a GPU, 500 ns on the host); matmul-like ops are 3x slower than the bytes say.
+  /// Op speed: memory-bound ops touch this many bytes per ns (0: 3000 on a GPU, 100 on the host), plus
+  /// a fixed launch cost (0: 3000 ns on a GPU, 500 ns on the host); matmul-like ops are compute-bound
+  /// and take `matmul_work` times longer than their bytes say.
   double bytes_per_ns = 0;
   double launch_ns = 0;
+  double matmul_work = 6;
 };
 
 /// Builds a profile of one training iteration (forward, backward, optimizer step).
 Profile make_synthetic_profile(const SyntheticOptions& opts);
 
+/// An unstructured random profile for property tests: random op durations and gaps, some nested
+/// scope ops, tensors of every lifetime kind (alive across iterations, born before and freed inside,
+/// born inside and alive at the end, born and freed inside) with sizes from bytes to tens of MiB,
+/// random uses and flags (hidden accesses included), and a few tensors of another device.
+struct RandomProfileOptions {
+  std::uint64_t seed = 1;
+  int device = 0;
+  std::uint32_t max_ops = 60;
+  std::uint32_t max_tensors = 80;
+  std::uint64_t max_tensor_bytes = 64ull << 20;
+};
+Profile make_random_profile(const RandomProfileOptions& opts);
+
 /// make_synthetic_profile + write_profile.
 void write_synthetic_profile(const SyntheticOptions& opts, const std::string& path);
 
-}  // namespace tierpack::testing
+}  // namespace tierpack::synth
