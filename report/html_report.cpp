@@ -334,22 +334,22 @@ std::string section_savings(const ReportModel& m) {
     return o.str();
   }
   o << "<p class=\"note\">Fast-tier budgets for " << html_escape(device_name(s.device)) << " (profiled peak "
-    << bytes_short(s.peak_bytes) << ", iteration " << duration_short(s.iteration_ns) << "). Link: "
-    << detail::json_number(s.bandwidth / 1e9, 1) << " GB/s each way (" << html_escape(s.bandwidth_source) << "). "
-    << html_escape(s.method) << "</p>\n";
-  Table t("savings-table", {{"budget", false}, {"source", false}, {"fast memory", true}, {"saves", true}, {"fits", false},
-                            {"out per iteration", true}, {"back per iteration", true}, {"copy time", true},
-                            {"step time", true}, {"vs profiled", true}, {"stalls", true}});
+    << bytes_short(s.peak_bytes) << ", iteration " << duration_short(s.iteration_ns) << "). Tier model: "
+    << html_escape(s.model) << " (" << html_escape(s.model_source) << ")";
+  if (s.bandwidth > 0) o << ", link " << detail::json_number(s.bandwidth / 1e9, 1) << " GB/s each way";
+  o << ". " << html_escape(s.method) << "</p>\n";
+  Table t("savings-table", {{"budget", false}, {"source", false}, {"fast memory", true}, {"fast-tier peak", true},
+                            {"saves", true}, {"fits", false}, {"out per iteration", true}, {"back per iteration", true},
+                            {"moves", true}, {"copy time", true}, {"step time", true}, {"vs profiled", true},
+                            {"stalls", true}, {"notes", false}});
   for (const auto& r : s.rows) {
-    t.row().text(r.label).text(r.source == "estimate" ? "estimate (profile only)" : r.source == "plan" ? "planner prediction" : "measured");
+    t.row().text(r.label).text(r.source == "planner" ? "planner prediction" : r.source == "plan" ? "given plan's prediction" : "measured");
     if (r.budget_bytes) t.bytes(r.budget_bytes); else t.text("-");
-    t.bytes(r.saved_bytes);
-    if (r.source == "estimate") t.text(r.feasible ? "yes" : "no: " + bytes_short(r.shortfall_bytes) + " short at one step");
-    else t.text(r.feasible ? "yes" : "no");
-    t.bytes(r.bytes_to_slow).bytes(r.bytes_to_fast).time(r.copy_ns).time(r.step_ns)
+    t.bytes(r.fast_peak_bytes).bytes(r.saved_bytes).text(r.fits ? "yes" : "no");
+    t.bytes(r.bytes_to_slow).bytes(r.bytes_to_fast).count(r.moves).time(r.copy_ns).time(r.step_ns)
         .num((r.step_ns > s.iteration_ns ? "+" : "") + percent(r.step_ns - s.iteration_ns, s.iteration_ns),
-             r.step_ns / std::max(s.iteration_ns, 1.0));
-    if (r.source == "estimate") t.text("not modelled"); else t.time(r.stall_ns);
+             r.step_ns / std::max(s.iteration_ns, 1.0))
+        .time(r.stall_ns).text(r.note);
     t.end_row();
   }
   o << t.done() << "</section>\n";

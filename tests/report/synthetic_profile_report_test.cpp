@@ -17,19 +17,19 @@
 using namespace tierpack;
 using namespace tierpack::report;
 
-namespace tierpack::testing {
+namespace tierpack::synth {
 // How GoogleTest names a parameter (instead of dumping its bytes).
 void PrintTo(const SyntheticOptions& o, std::ostream* os) {
   *os << o.tensors << " tensors, seed " << o.seed << ", device " << o.device;
 }
-}  // namespace tierpack::testing
+}  // namespace tierpack::synth
 
 namespace {
 
-class SyntheticProfileReport : public ::testing::TestWithParam<tierpack::testing::SyntheticOptions> {};
+class SyntheticProfileReport : public ::testing::TestWithParam<tierpack::synth::SyntheticOptions> {};
 
 TEST_P(SyntheticProfileReport, OutputsAreConsistent) {
-  const Profile p = tierpack::testing::make_synthetic_profile(GetParam());
+  const Profile p = tierpack::synth::make_synthetic_profile(GetParam());
   ReportInputs in;
   in.profile = &p;
   const ReportModel m = build_model(in, {});
@@ -51,15 +51,15 @@ TEST_P(SyntheticProfileReport, OutputsAreConsistent) {
   EXPECT_TRUE(snap_problems.empty()) << snap_problems.size() << " problems, first: " << snap_problems.front();
 }
 
-tierpack::testing::SyntheticOptions gpu_run() {
-  tierpack::testing::SyntheticOptions o;
+tierpack::synth::SyntheticOptions gpu_run() {
+  tierpack::synth::SyntheticOptions o;
   o.tensors = 20000;
   o.seed = 3;
   return o;
 }
 
-tierpack::testing::SyntheticOptions host_run() {
-  tierpack::testing::SyntheticOptions o;
+tierpack::synth::SyntheticOptions host_run() {
+  tierpack::synth::SyntheticOptions o;
   o.tensors = 5000;
   o.seed = 11;
   o.device = -1;
@@ -67,7 +67,7 @@ tierpack::testing::SyntheticOptions host_run() {
   return o;
 }
 
-std::string shape_name(const ::testing::TestParamInfo<tierpack::testing::SyntheticOptions>& p) {
+std::string shape_name(const ::testing::TestParamInfo<tierpack::synth::SyntheticOptions>& p) {
   return p.param.device < 0 ? "host" : "gpu";
 }
 
