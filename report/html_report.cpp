@@ -132,7 +132,10 @@ std::string section_memory(const ReportModel& m) {
   o << "<section id=\"memory\"><h2>Memory by tier over the iteration</h2>\n"
     << "<p class=\"note\">Live tensor bytes per tier, stacked, the fast tier at the bottom; one step per op (each op step runs "
        "from one op's start to the next op's start). ";
-  if (m.plan) o << "The planned chart counts each page group's full size on its tier while any of its tensors is live, on both tiers while it moves. ";
+  if (m.plan)
+    o << "The planned chart follows the placer's accounting: per op, the bytes of the plan's page groups held on the fast "
+         "tier (a moving group counts there until its eviction is done, and from its prefetch's start), the rest of the "
+         "groups' bytes on the slow tier. ";
   if (m.run) o << "The measured chart shows the run's resident-bytes samples. ";
   if (m.budget_bytes) o << "Dashed line: the fast tier's budget (" << html_escape(m.budget_source) << ").";
   else o << "No budget given (pass a plan, run statistics or --budget to draw one).";
@@ -199,8 +202,9 @@ std::string section_migrations(const ReportModel& m) {
          "Pass --plan plan.json (from tierpack plan) and --run-stats stats.json to see predicted and measured moves.</p>\n";
   } else {
     o << "<p class=\"note\">Evictions (fast to slow), prefetches (slow to fast) and stalls over the iteration; "
-         "predicted ones from the plan's schedule, measured ones from the run statistics. Overlapping moves are drawn in "
-         "lanes.</p>\n<div class=\"plot\"><canvas id=\"migrations-canvas\" class=\"plot-canvas\" data-plot=\"migrations\">"
+         "predicted ones from the plan's schedule (times on the simulator's timeline, which runs longer than the profiled "
+         "iteration when ops wait or read the slow tier in place), measured ones from the run statistics. Overlapping moves "
+         "are drawn in lanes.</p>\n<div class=\"plot\"><canvas id=\"migrations-canvas\" class=\"plot-canvas\" data-plot=\"migrations\">"
          "</canvas></div><div class=\"legend\" id=\"migrations-legend\"></div>\n";
     Table t("migrations-table", {{"what", false}, {"source", false}, {"count", true}, {"bytes", true}, {"total time", true}});
     for (const auto& r : m.migrations) t.row().text(r.name).text(r.source).count(r.total_count).bytes(r.total_bytes).time(r.total_ns).end_row();
