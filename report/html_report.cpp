@@ -132,7 +132,10 @@ std::string section_memory(const ReportModel& m) {
   o << "<section id=\"memory\"><h2>Memory by tier over the iteration</h2>\n"
     << "<p class=\"note\">Live tensor bytes per tier, stacked, the fast tier at the bottom; one step per op (each op step runs "
        "from one op's start to the next op's start). ";
-  if (m.plan) o << "The planned chart counts each page group's full size on its tier while any of its tensors is live, on both tiers while it moves. ";
+  if (m.plan)
+    o << "The planned chart follows the placer's accounting: per op, the bytes of the plan's page groups held on the fast "
+         "tier (a moving group counts there until its eviction is done, and from its prefetch's start), the rest of the "
+         "groups' bytes on the slow tier. ";
   if (m.run) o << "The measured chart shows the run's resident-bytes samples. ";
   if (m.budget_bytes) o << "Dashed line: the fast tier's budget (" << html_escape(m.budget_source) << ").";
   else o << "No budget given (pass a plan, run statistics or --budget to draw one).";
@@ -199,8 +202,9 @@ std::string section_migrations(const ReportModel& m) {
          "Pass --plan plan.json (from tierpack plan) and --run-stats stats.json to see predicted and measured moves.</p>\n";
   } else {
     o << "<p class=\"note\">Evictions (fast to slow), prefetches (slow to fast) and stalls over the iteration; "
-         "predicted ones from the plan's schedule, measured ones from the run statistics. Overlapping moves are drawn in "
-         "lanes.</p>\n<div class=\"plot\"><canvas id=\"migrations-canvas\" class=\"plot-canvas\" data-plot=\"migrations\">"
+         "predicted ones from the plan's schedule (times on the simulator's timeline, which runs longer than the profiled "
+         "iteration when ops wait or read the slow tier in place), measured ones from the run statistics. Overlapping moves "
+         "are drawn in lanes.</p>\n<div class=\"plot\"><canvas id=\"migrations-canvas\" class=\"plot-canvas\" data-plot=\"migrations\">"
          "</canvas></div><div class=\"legend\" id=\"migrations-legend\"></div>\n";
     Table t("migrations-table", {{"what", false}, {"source", false}, {"count", true}, {"bytes", true}, {"total time", true}});
     for (const auto& r : m.migrations) t.row().text(r.name).text(r.source).count(r.total_count).bytes(r.total_bytes).time(r.total_ns).end_row();
@@ -334,22 +338,22 @@ std::string section_savings(const ReportModel& m) {
     return o.str();
   }
   o << "<p class=\"note\">Fast-tier budgets for " << html_escape(device_name(s.device)) << " (profiled peak "
-    << bytes_short(s.peak_bytes) << ", iteration " << duration_short(s.iteration_ns) << "). Link: "
-    << detail::json_number(s.bandwidth / 1e9, 1) << " GB/s each way (" << html_escape(s.bandwidth_source) << "). "
-    << html_escape(s.method) << "</p>\n";
-  Table t("savings-table", {{"budget", false}, {"source", false}, {"fast memory", true}, {"saves", true}, {"fits", false},
-                            {"out per iteration", true}, {"back per iteration", true}, {"copy time", true},
-                            {"step time", true}, {"vs profiled", true}, {"stalls", true}});
+    << bytes_short(s.peak_bytes) << ", iteration " << duration_short(s.iteration_ns) << "). Tier model: "
+    << html_escape(s.model) << " (" << html_escape(s.model_source) << ")";
+  if (s.bandwidth > 0) o << ", link " << detail::json_number(s.bandwidth / 1e9, 1) << " GB/s each way";
+  o << ". " << html_escape(s.method) << "</p>\n";
+  Table t("savings-table", {{"budget", false}, {"source", false}, {"fast memory", true}, {"fast-tier peak", true},
+                            {"saves", true}, {"fits", false}, {"out per iteration", true}, {"back per iteration", true},
+                            {"moves", true}, {"copy time", true}, {"step time", true}, {"vs profiled", true},
+                            {"stalls", true}, {"notes", false}});
   for (const auto& r : s.rows) {
-    t.row().text(r.label).text(r.source == "estimate" ? "estimate (profile only)" : r.source == "plan" ? "planner prediction" : "measured");
+    t.row().text(r.label).text(r.source == "planner" ? "planner prediction" : r.source == "plan" ? "given plan's prediction" : "measured");
     if (r.budget_bytes) t.bytes(r.budget_bytes); else t.text("-");
-    t.bytes(r.saved_bytes);
-    if (r.source == "estimate") t.text(r.feasible ? "yes" : "no: " + bytes_short(r.shortfall_bytes) + " short at one step");
-    else t.text(r.feasible ? "yes" : "no");
-    t.bytes(r.bytes_to_slow).bytes(r.bytes_to_fast).time(r.copy_ns).time(r.step_ns)
+    t.bytes(r.fast_peak_bytes).bytes(r.saved_bytes).text(r.fits ? "yes" : "no");
+    t.bytes(r.bytes_to_slow).bytes(r.bytes_to_fast).count(r.moves).time(r.copy_ns).time(r.step_ns)
         .num((r.step_ns > s.iteration_ns ? "+" : "") + percent(r.step_ns - s.iteration_ns, s.iteration_ns),
-             r.step_ns / std::max(s.iteration_ns, 1.0));
-    if (r.source == "estimate") t.text("not modelled"); else t.time(r.stall_ns);
+             r.step_ns / std::max(s.iteration_ns, 1.0))
+        .time(r.stall_ns).text(r.note);
     t.end_row();
   }
   o << t.done() << "</section>\n";

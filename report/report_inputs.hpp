@@ -5,10 +5,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/plan.hpp"
 #include "core/profile.hpp"
+#include "core/tier_spec.hpp"
 #include "report/run_stats.hpp"
 
 namespace tierpack::report {
@@ -28,9 +30,10 @@ struct ReportOptions {
   /// Extra absolute budget to show (e.g. --budget 24G), 0 for none; drawn as the budget line when no
   /// plan or run gives one.
   std::uint64_t budget_bytes = 0;
-  /// Copy bandwidth per direction between the fast tier and the next one; unset: from the
-  /// topology's links, else an assumed 55 GB/s (PCIe gen5 x16 pinned, BRIEF.md), labelled as such.
-  std::optional<double> link_bandwidth_bytes_per_s;
+  /// Tier model the planner uses for "what tierpack would save"; unset: the plan's, else the
+  /// profile's tiers, else a preset (labelled as assumed). `tier_model_source` says where it came from.
+  std::optional<TierModel> tier_model;
+  std::string tier_model_source;
   // Bounds on what the HTML embeds (docs/report.md, "Size budget").
   std::size_t max_series_points = 1500;
   std::size_t top_tensors = 25;

@@ -1,47 +1,53 @@
-// "What tierpack would save": for a few fast-tier budgets, how much fast memory a budget frees and
-// what moving the rest costs. Without the planner this is an estimate from the profile alone (see
-// Note [Profile-only savings estimate]); a given plan and run add the planner's prediction and
-// the measured counters as rows of their own.
+// "What tierpack would save": for a few fast-tier budgets, the placer plans the profiled iteration
+// (placer/planner.hpp) and its simulator predicts the cost; the table shows how much fast memory each
+// budget frees and what the plan moves and costs. A given plan and a measured run add rows of their
+// own. See Note [Savings from the planner].
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/profile.hpp"
-#include "report/timeline.hpp"
+#include "core/tier_spec.hpp"
+#include "core/units.hpp"
 
 namespace tierpack::report {
 
 struct SavingsRow {
-  std::string label;              ///< "50% of peak", "plan budget", "measured run"
-  std::string source;             ///< "estimate", "plan", "run"
+  std::string label;              ///< "50% of peak", "plan (page-aware)", "measured run"
+  std::string source;             ///< "planner", "plan", "run"
   std::uint64_t budget_bytes = 0;
-  std::uint64_t saved_bytes = 0;  ///< fast memory freed: peak - budget (0 when the budget is above the peak)
-  bool feasible = true;           ///< estimate: every step fits after offloading idle tensors
-  std::uint64_t shortfall_bytes = 0;  ///< estimate: the most that still did not fit at one step
+  std::uint64_t fast_peak_bytes = 0;  ///< highest fast-tier occupancy the plan predicts (or the run measured)
+  std::uint64_t saved_bytes = 0;  ///< fast memory freed: the device's peak minus fast_peak_bytes
+  bool fits = true;               ///< the fast tier stays within the budget
   std::uint64_t bytes_to_slow = 0;    ///< per iteration
   std::uint64_t bytes_to_fast = 0;
-  double copy_ns = 0;        ///< busiest direction at the link bandwidth
-  double step_ns = 0;        ///< estimate: lower bound max(iteration, copy); plan: predicted; run: measured mean
-  double stall_ns = 0;       ///< plan: predicted; run: measured mean per iteration
-  std::uint64_t tensors_moved = 0;  ///< estimate: distinct tensors offloaded at least once
+  std::uint64_t moves = 0;
+  double copy_ns = 0;             ///< busier direction alone at the link bandwidth
+  double step_ns = 0;             ///< predicted (planner, plan) or measured mean (run)
+  double stall_ns = 0;
+  std::string note;               ///< why there is no plan, or the planner's notes
 };
 
 struct Savings {
   int device = -1;
   std::uint64_t peak_bytes = 0;
   double iteration_ns = 0;
-  double bandwidth = 0;          ///< bytes/s per direction
-  std::string bandwidth_source;  ///< "topology link gpu0->dram0", "--link-bandwidth", "assumed (PCIe gen5 x16 pinned)"
-  bool planner_used = false;     ///< rows come from the placer/simulator (false: profile-only estimate)
-  std::string method;            ///< one sentence: how the estimate rows were computed
+  std::string model;             ///< the tier model's tiers, e.g. "gpu0 141 GiB, dram0 512 GiB"
+  std::string model_source;      ///< "--tiers preset:h200-pcie", "the profile's tiers", "assumed: ..."
+  double bandwidth = 0;          ///< fast -> slow link, bytes/s (0: unknown)
+  std::string method;            ///< one sentence on how the rows were computed
   std::vector<SavingsRow> rows;
 };
 
-/// Profile-only estimate for one device at one budget.
-SavingsRow estimate_offload(const Profile& profile, const TimeAxis& axis, int device, std::uint64_t peak,
-                            std::uint64_t budget, double bandwidth);
+/// Plans the device's tensors at each budget (in parallel: plans are independent, pure computations)
+/// and returns one row per budget, in the order given. A budget the planner cannot plan for gives a
+/// row with its message in `note`.
+std::vector<SavingsRow> plan_at_budgets(const Profile& profile, const TierModel& model, int device, std::uint64_t peak,
+                                        const std::vector<std::pair<Budget, std::string>>& budgets);
+
+/// Copy bandwidth from the fast to the slow tier the planner would use for `device` (0 when unknown).
+double fast_to_slow_bandwidth(const TierModel& model, int device);
 
 }  // namespace tierpack::report

@@ -9,7 +9,10 @@
 
 #include "core/error.hpp"
 #include "report/detail/text.hpp"
-#include "report/lifetime_class.hpp"
+#include "placer/classify.hpp"
+#include "placer/cost_model.hpp"
+#include "placer/pack.hpp"
+#include "placer/plan_check.hpp"
 
 namespace tierpack::report {
 namespace {
@@ -18,8 +21,6 @@ using detail::bytes_short;
 using detail::duration_short;
 using detail::percent;
 using detail::with_commas;
-
-constexpr double kAssumedBandwidth = 55e9;  // BRIEF.md: pinned PCIe gen5 x16, each way
 
 std::size_t slot(OpIndex k) { return static_cast<std::size_t>(k + 1); }
 
@@ -158,65 +159,46 @@ void fill_profile_chart(ReportModel& m) {
   finish_chart(m, "Profiled run (no tierpack)", "profile", b.build(m.axis.end_ns()));
 }
 
-// Planned occupancy: a page group's bytes count on the tier it is on while any of its tensors is
-// live (first member born -> last member dead); during a move it counts on both tiers.
+// Planned occupancy, by the placer's own accounting (Note [Fast-tier accounting] in
+// placer/plan_check.hpp): per op, the bytes of the plan's page groups held on the fast tier, and the
+// rest of the groups' bytes (held then) on the slow tier. Groups grow as tensors are allocated into
+// them, so this follows the plan's packing, not the tensors' exact sizes.
 void fill_plan_chart(ReportModel& m) {
   const Plan& plan = *m.plan;
   const Profile& p = *m.profile;
   std::size_t mismatched = 0;
-  std::vector<double> live_begin(plan.groups.size(), m.axis.end_ns()), live_end(plan.groups.size(), 0);
-  for (const auto& pl : plan.placements) {
-    if (pl.tensor >= p.tensors.size() || p.tensors[pl.tensor].bytes != pl.bytes || pl.group >= plan.groups.size()) {
-      ++mismatched;
-      continue;
-    }
-    const auto& t = p.tensors[pl.tensor];
-    live_begin[pl.group] = std::min(live_begin[pl.group], m.axis.tensor_begin(t));
-    live_end[pl.group] = std::max(live_end[pl.group], m.axis.tensor_end(t));
-  }
+  for (const auto& pl : plan.placements)
+    if (pl.tensor >= p.tensors.size() || p.tensors[pl.tensor].bytes != pl.bytes || pl.group >= plan.groups.size()) ++mismatched;
   if (mismatched > 0) {
     m.warnings.push_back(with_commas(mismatched) + " of " + with_commas(plan.placements.size()) +
-                         " placements of the plan do not match the profile's tensors (another profile?); the planned "
-                         "chart leaves them out");
+                         " placements of the plan do not match the profile's tensors (a plan for another profile?); "
+                         "no planned memory chart");
+    return;
   }
   if (plan.groups.empty()) {
     m.warnings.push_back("the plan has no page groups; no planned memory chart");
     return;
   }
+  const OpIndex n = m.axis.ops();
+  const auto lives = placer::group_lives(p, plan);
+  const auto fast = placer::fast_occupancy(plan.groups, lives, plan.schedule, plan.fast_tier, n);
+  std::vector<std::int64_t> held(static_cast<std::size_t>(n) + 1, 0);
+  for (const auto& life : lives) placer::add_group_bytes(held, life, life.first_op(), life.last_op(n), +1);
   auto tier_name = [&](TierId id) {
     return id < plan.topology.tiers.size() ? plan.topology.tiers[id].name : "tier " + std::to_string(id);
   };
-  std::vector<std::vector<const Move*>> moves(plan.groups.size());
-  for (const auto& mv : plan.schedule)
-    if (mv.group < moves.size()) moves[mv.group].push_back(&mv);
-  std::vector<std::string> names;
-  for (const auto& g : plan.groups) names.push_back(tier_name(g.home));
-  for (const auto& mv : plan.schedule) names.push_back(tier_name(mv.from)), names.push_back(tier_name(mv.to));
-  names = ordered_tiers(std::move(names), tier_name(plan.fast_tier));
-  SeriesBuilder b(names);
-  for (const auto& g : plan.groups) {
-    const double lb = live_begin[g.id], le = live_end[g.id];
-    if (le <= lb) continue;
-    auto& mv = moves[g.id];
-    std::stable_sort(mv.begin(), mv.end(), [](auto* x, auto* y) { return x->predicted_start_ns < y->predicted_start_ns; });
-    auto emit = [&](TierId tier, double from, double to) {
-      from = std::max(from, lb), to = std::min(to, le);
-      if (to <= from) return;
-      const auto s = index_of(names, tier_name(tier));
-      b.add(from, 0, s, static_cast<std::int64_t>(g.bytes));
-      b.add(to, 0, s, -static_cast<std::int64_t>(g.bytes));
-    };
-    TierId tier = g.home;
-    double since = lb;
-    for (const auto* x : mv) {
-      emit(tier, since, std::max(x->predicted_end_ns, since));  // the source holds it until the copy ends
-      tier = x->to;
-      since = x->predicted_start_ns;                           // the destination from the copy's start
-    }
-    emit(tier, since, le);
+  SeriesBuilder b({tier_name(plan.fast_tier), tier_name(plan.slow_tier)});
+  std::int64_t total = 0, prev_fast = 0, prev_slow = 0;
+  for (OpIndex i = 0; i < n; ++i) {
+    total += held[static_cast<std::size_t>(i)];
+    const auto f = static_cast<std::int64_t>(fast[static_cast<std::size_t>(i)]);
+    const std::int64_t slow = std::max<std::int64_t>(total - f, 0);
+    b.add(m.axis.step_begin(i), i, 0, f - prev_fast);
+    b.add(m.axis.step_begin(i), i, 1, slow - prev_slow);
+    prev_fast = f, prev_slow = slow;
   }
-  finish_chart(m, "Planned (" + plan.policy + ", budget " + bytes_short(plan.fast_budget_bytes) + ")", "plan",
-               b.build(m.axis.end_ns()));
+  finish_chart(m, "Planned (" + plan.policy + ", budget " + bytes_short(plan.fast_budget_bytes) + ", " + device_name(plan.device) + ")",
+               "plan", b.build(m.axis.end_ns()));
 }
 
 void fill_run_chart(ReportModel& m) {
@@ -397,6 +379,28 @@ void fill_migrations(ReportModel& m) {
   }
 }
 
+std::string describe_model(const TierModel& model) {
+  std::string s;
+  for (const auto& t : model.tiers) s += (s.empty() ? "" : " + ") + t.name + " " + bytes_short(t.capacity_bytes);
+  return s;
+}
+
+// The tier model the planner uses: --tiers, else the plan's, else the profile's when it has a fast
+// and a slow tier for the device; else a preset, said so.
+std::pair<TierModel, std::string> savings_model(const ReportModel& m, int device) {
+  if (m.options.tier_model) return {*m.options.tier_model, m.options.tier_model_source};
+  if (m.plan) return {m.plan->topology, "the plan's tier model"};
+  const Topology& topo = m.profile->topology;
+  try {
+    validate_tier_model(topo);
+    if (placer::choose_tiers(topo, device).slow != kNoTier) return {topo, "the tiers recorded in the profile"};
+  } catch (const logic_error&) {
+  }
+  const std::string preset = device >= 0 ? "h200-pcie" : "ddr5-cxl";
+  return {tier_preset(preset), "assumed: preset:" + preset + " (the profile records " + std::to_string(topo.tiers.size()) +
+                                   " tier(s), not a fast and a slow one; pass --tiers for another model)"};
+}
+
 void fill_savings(ReportModel& m) {
   const Profile& p = *m.profile;
   auto& s = m.savings;
@@ -404,56 +408,44 @@ void fill_savings(ReportModel& m) {
   s.device = dev.device;
   s.peak_bytes = dev.peak_bytes;
   s.iteration_ns = m.axis.end_ns();
-  if (m.options.link_bandwidth_bytes_per_s) {
-    s.bandwidth = *m.options.link_bandwidth_bytes_per_s;
-    s.bandwidth_source = "--link-bandwidth";
-  } else {
-    // The fastest link out of the main device's tier, from the profile's (or plan's) topology.
-    for (const Topology* topo : {&p.topology, m.plan ? &m.plan->topology : nullptr}) {
-      if (!topo || s.bandwidth > 0) continue;
-      const Tier* fast = topo->find(m.fast_tier_name);
-      if (!fast) continue;
-      for (const auto& l : topo->links)
-        if (l.from == fast->id && l.bandwidth_bytes_per_s > s.bandwidth) {
-          s.bandwidth = l.bandwidth_bytes_per_s;
-          s.bandwidth_source = "topology link " + fast->name + " -> " + topo->at(l.to).name;
-        }
-    }
-    if (s.bandwidth <= 0) {
-      s.bandwidth = kAssumedBandwidth;
-      s.bandwidth_source = "assumed: 55 GB/s each way (PCIe gen5 x16, pinned; no link in the profile's topology)";
-    }
-  }
-  s.planner_used = false;
+  const auto [model, source] = savings_model(m, dev.device);
+  s.model = describe_model(model);
+  s.model_source = source;
+  s.bandwidth = fast_to_slow_bandwidth(model, dev.device);
   s.method =
-      "Estimate from the profile alone (the planner is not linked into this build): tensor by tensor, a budget is met "
-      "by offloading idle tensors whose next use is farthest away, when their idle gap is long enough to copy them out "
-      "and back; page granularity and link contention are ignored, so these are floors, not plans.";
-  std::vector<std::pair<std::uint64_t, std::string>> budgets;
+      "Each budget row is a plan made by the placer (classify, pack page groups, assign tiers under the budget, "
+      "schedule evictions and prefetches) with the step time its simulator predicts, as `tierpack plan` would make it.";
+  std::vector<std::pair<Budget, std::string>> budgets;
   for (double f : m.options.budget_fractions)
-    if (f > 0) budgets.push_back({static_cast<std::uint64_t>(std::llround(f * static_cast<double>(dev.peak_bytes))), percent(f, 1) + " of peak"});
-  if (m.options.budget_bytes) budgets.push_back({m.options.budget_bytes, "--budget " + bytes_short(m.options.budget_bytes)});
-  if (m.plan && m.plan->fast_budget_bytes) budgets.push_back({m.plan->fast_budget_bytes, "plan's budget"});
-  std::stable_sort(budgets.begin(), budgets.end(), [](auto& a, auto& b) { return a.first > b.first; });
-  for (const auto& [b, label] : budgets) {
-    auto row = estimate_offload(p, m.axis, dev.device, dev.peak_bytes, b, s.bandwidth);
-    row.label = label;
-    s.rows.push_back(row);
+    if (f > 0) {
+      Budget b;
+      b.fraction = f;
+      budgets.push_back({b, percent(f, 1) + " of peak"});
+    }
+  if (m.options.budget_bytes) {
+    Budget b;
+    b.bytes = m.options.budget_bytes;
+    budgets.push_back({b, "--budget " + bytes_short(m.options.budget_bytes)});
   }
+  auto bytes_of = [&](const Budget& b) { return b.resolve(dev.peak_bytes); };
+  std::stable_sort(budgets.begin(), budgets.end(), [&](auto& a, auto& b) { return bytes_of(a.first) > bytes_of(b.first); });
+  s.rows = plan_at_budgets(p, model, dev.device, dev.peak_bytes, budgets);
   if (m.plan) {
     const auto& pr = m.plan->prediction;
     SavingsRow row;
-    row.label = "plan (" + m.plan->policy + ")";
+    row.label = "given plan (" + m.plan->policy + ")";
     row.source = "plan";
     row.budget_bytes = m.plan->fast_budget_bytes;
-    const std::uint64_t natural = pr.natural_peak_bytes ? pr.natural_peak_bytes : dev.peak_bytes;
-    row.saved_bytes = natural > pr.fast_peak_bytes ? natural - pr.fast_peak_bytes : 0;
+    row.fast_peak_bytes = pr.fast_peak_bytes;
+    const std::uint64_t peak = m.plan->device == dev.device ? dev.peak_bytes : pr.natural_peak_bytes;
+    row.saved_bytes = peak > pr.fast_peak_bytes ? peak - pr.fast_peak_bytes : 0;
     row.bytes_to_fast = pr.bytes_to_fast;
     row.bytes_to_slow = pr.bytes_to_slow;
-    row.copy_ns = static_cast<double>(std::max(pr.bytes_to_fast, pr.bytes_to_slow)) / s.bandwidth * 1e9;
+    row.moves = m.plan->schedule.size();
+    row.copy_ns = s.bandwidth > 0 ? static_cast<double>(std::max(pr.bytes_to_fast, pr.bytes_to_slow)) / s.bandwidth * 1e9 : 0;
     row.step_ns = pr.step_ns;
     row.stall_ns = pr.stall_ns;
-    row.feasible = m.plan->fast_budget_bytes == 0 || pr.fast_peak_bytes <= m.plan->fast_budget_bytes;
+    row.fits = m.plan->fast_budget_bytes == 0 || pr.fast_peak_bytes <= m.plan->fast_budget_bytes;
     s.rows.push_back(row);
   }
   if (m.run && !m.run->iterations.empty()) {
@@ -468,13 +460,14 @@ void fill_savings(ReportModel& m) {
           step += static_cast<double>(it.step_ns), stall += static_cast<double>(it.stall_ns);
     row.bytes_to_fast = static_cast<std::uint64_t>(to_fast / k);
     row.bytes_to_slow = static_cast<std::uint64_t>(to_slow / k);
-    row.copy_ns = static_cast<double>(std::max(row.bytes_to_fast, row.bytes_to_slow)) / s.bandwidth * 1e9;
+    row.moves = m.run->moves.size();
+    row.copy_ns = s.bandwidth > 0 ? static_cast<double>(std::max(row.bytes_to_fast, row.bytes_to_slow)) / s.bandwidth * 1e9 : 0;
     row.step_ns = step / k;
     row.stall_ns = stall / k;
     if (!m.memory.empty() && m.memory.back().source == "run") {
-      const auto fast = m.memory.back().fast_peak;
-      row.saved_bytes = dev.peak_bytes > fast ? dev.peak_bytes - fast : 0;
-      row.feasible = row.budget_bytes == 0 || fast <= row.budget_bytes;
+      row.fast_peak_bytes = m.memory.back().fast_peak;
+      row.saved_bytes = dev.peak_bytes > row.fast_peak_bytes ? dev.peak_bytes - row.fast_peak_bytes : 0;
+      row.fits = row.budget_bytes == 0 || row.fast_peak_bytes <= row.budget_bytes;
     }
     s.rows.push_back(row);
   }
@@ -556,17 +549,28 @@ void fill_sentences(ReportModel& m) {
       out.push_back(s + ". A plan made from this profile falls back to the default placement there.");
     }
   }
-  // The smallest budget the estimate can meet (rows are sorted by budget, largest first).
+  // The largest saving whose predicted step stays within kAcceptableSlowdown of the profiled one;
+  // failing that, the fitting plan with the least slowdown (rows come largest budget first).
+  constexpr double kAcceptableSlowdown = 1.10;
+  const double base = m.axis.end_ns();
   const SavingsRow* best = nullptr;
-  for (const auto& row : m.savings.rows)
-    if (row.source == "estimate" && row.saved_bytes > 0 && row.feasible) best = &row;
-  if (best) {
-    out.push_back("At a fast-tier budget of " + bytes_short(best->budget_bytes) + " (" + best->label + ", saving " +
-                  bytes_short(best->saved_bytes) + "), about " + bytes_short(best->bytes_to_slow) + " out and " +
-                  bytes_short(best->bytes_to_fast) + " back per iteration would move: " + duration_short(best->copy_ns) +
-                  " of copying against a " + duration_short(m.axis.end_ns()) + " iteration (estimate from the profile alone).");
+  const SavingsRow* fastest = nullptr;
+  for (const auto& row : m.savings.rows) {
+    if (row.source != "planner" || !row.fits || row.saved_bytes == 0 || row.note.rfind("no plan", 0) == 0) continue;
+    if (row.step_ns <= kAcceptableSlowdown * base && (!best || row.saved_bytes > best->saved_bytes)) best = &row;
+    if (!fastest || row.step_ns < fastest->step_ns) fastest = &row;
+  }
+  const SavingsRow* shown = best ? best : fastest;
+  if (shown) {
+    out.push_back(std::string(best ? "Within 10% of the profiled step time: with" : "No budget below the peak keeps the step within 10%; the least costly:") +
+                  " a fast-tier budget of " + bytes_short(shown->budget_bytes) + " (" + shown->label + "), tierpack's plan keeps " +
+                  bytes_short(shown->fast_peak_bytes) + " on the fast tier (saving " + bytes_short(shown->saved_bytes) + ") and moves " +
+                  bytes_short(shown->bytes_to_slow) + " out and " + bytes_short(shown->bytes_to_fast) +
+                  " back per iteration; predicted step " + duration_short(shown->step_ns) + " (" +
+                  (shown->step_ns >= base ? "+" : "") + percent(shown->step_ns - base, base) + " vs the profiled " +
+                  duration_short(base) + "; tier model " + m.savings.model + ").");
   } else if (!m.savings.rows.empty()) {
-    out.push_back("None of the budgets below the peak can be met by offloading idle tensors alone (estimate from the profile).");
+    out.push_back("The planner fits none of the budgets below the peak on " + m.savings.model + " (see What tierpack would save).");
   }
   if (m.plan) {
     const auto& pr = m.plan->prediction;
@@ -608,8 +612,9 @@ ReportModel build_model(const ReportInputs& inputs, const ReportOptions& options
   m.run = inputs.run_stats;
   m.inputs = inputs;
   m.options = options;
-  m.classes = classify_lifetimes(*m.profile);
-  m.classifier = "report-local lifetime rules (report/lifetime_class.hpp); the placer's classifier is not in this build";
+  m.classes.reserve(m.profile->tensors.size());
+  for (const auto& t : m.profile->tensors) m.classes.push_back(placer::classify_tensor(*m.profile, t));
+  m.classifier = "classes by the placer (placer/classify.hpp), the ones its plans use";
   m.idle_threshold_ns = idle_threshold_for(m.axis.end_ns());
   fill_devices(m);
   fill_idle_at_peak(m);

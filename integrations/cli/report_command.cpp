@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/plan.hpp"
 #include "core/profile.hpp"
+#include "core/tier_spec.hpp"
 #include "core/units.hpp"
 #include "integrations/cli/args.hpp"
 #include "integrations/cli/commands.hpp"
@@ -20,7 +21,7 @@ namespace tierpack::cli {
 
 const char* const kReportUsage =
     "usage: tierpack report run.tpk [--plan plan.json] [--run-stats stats.json] [-o DIR] [--budget SIZE]\n"
-    "                       [--link-bandwidth BW] [--quiet]\n"
+    "                       [--tiers SPEC|FILE|preset:NAME] [--quiet]\n"
     "  Writes an offline report of a profile into DIR (default: report):\n"
     "    index.html              one self-contained page: summary, memory by tier, tensor lifetimes, page map,\n"
     "                            migrations, tables (open it in any browser; no network needed)\n"
@@ -30,11 +31,12 @@ const char* const kReportUsage =
     "  --plan FILE             add the plan's planned memory, page groups and predicted moves\n"
     "  --run-stats FILE        add a run's measured counters (format: docs/report.md)\n"
     "  --budget SIZE           fast-tier budget to draw and to evaluate (\"24G\", \"40%\" of the peak)\n"
-    "  --link-bandwidth BW     copy bandwidth each way for the savings estimate (\"55GB/s\")\n"
+    "  --tiers T               tier model for \"what tierpack would save\" (as for tierpack plan); default: the\n"
+    "                          plan's, else the profile's tiers, else a preset (named on the page)\n"
     "  --quiet                 print only where the report is\n";
 
 int run_report(const std::vector<std::string>& argv) {
-  const Args args = parse_args(argv, {.valued = {"--plan", "--run-stats", "-o", "--budget", "--link-bandwidth"},
+  const Args args = parse_args(argv, {.valued = {"--plan", "--run-stats", "-o", "--budget", "--tiers"},
                                       .switches = {"--quiet"},
                                       .min_positional = 1,
                                       .max_positional = 1});
@@ -42,9 +44,18 @@ int run_report(const std::vector<std::string>& argv) {
   report::ReportOptions options;
   try {
     if (auto b = args.get("--budget")) budget = parse_budget(*b);
-    if (auto bw = args.get("--link-bandwidth")) options.link_bandwidth_bytes_per_s = parse_bandwidth(*bw);
   } catch (const logic_error& e) {
     throw usage_error(e.what());
+  }
+  if (auto tiers = args.get("--tiers")) {
+    try {
+      options.tier_model = load_tier_model(*tiers);
+    } catch (const format_error&) {
+      throw;  // a tier-model file that cannot be read is a failure, not a usage error
+    } catch (const logic_error& e) {
+      throw usage_error(std::string("--tiers: ") + e.what());
+    }
+    options.tier_model_source = "--tiers " + *tiers;
   }
   const std::string out_dir = args.get_or("-o", "report");
 

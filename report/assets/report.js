@@ -435,7 +435,10 @@
     const ctx = g.ctx;
     const labels = layout.map(l => l.row.name + ' (' + l.row.count.toLocaleString('en-US') + ')');
     const L = Math.ceil(Math.max.apply(null, labels.map(t => ctx.measureText(t).width))) + 16, R = g.width - 12;
-    const endNs = Math.max(D.iteration_ns, 1);
+    // Predicted moves are on the simulator's timeline, which runs past the profiled iteration when ops
+    // wait or read in place: the axis covers both.
+    let endNs = Math.max(D.iteration_ns, 1);
+    for (const row of D.migrations) for (const it of row.items) endNs = Math.max(endNs, it[1]);
     const X = t => L + (R - L) * t / endNs;
     let y = 10;
     const hits = [];
@@ -457,6 +460,19 @@
       y += h + gap;
     }
     timeAxis(ctx, L, R, y, endNs);
+    if (endNs > D.iteration_ns) {
+      const xe = X(D.iteration_ns);
+      ctx.strokeStyle = '#888';
+      ctx.setLineDash([3, 3]);
+      ctx.beginPath();
+      ctx.moveTo(xe + 0.5, 4);
+      ctx.lineTo(xe + 0.5, y);
+      ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = '#666';
+      ctx.textAlign = 'left';
+      ctx.fillText('end of the profiled iteration', xe + 4, 6);
+    }
     register(canvas, function (x, yy) {
       for (const h of hits) {
         if (x >= h.x0 && x <= h.x1 && yy >= h.y0 && yy < h.y1) {

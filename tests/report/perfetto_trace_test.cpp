@@ -42,6 +42,7 @@ TEST(PerfettoTrace, FollowsTheEventFormatRules) {
   Fixture f;
   double end_us = static_cast<double>(f.profile.iteration_ns) / 1000;
   for (const auto& mv : f.run.moves) end_us = std::max(end_us, static_cast<double>(mv.end_ns) / 1000);
+  for (const auto& mv : f.plan.schedule) end_us = std::max(end_us, mv.predicted_end_ns / 1000);  // simulated time
   const auto problems = validate_trace(f.trace, end_us);
   EXPECT_TRUE(problems.empty()) << problems.size() << " problems, first: " << (problems.empty() ? "" : problems.front());
 }

@@ -8,6 +8,8 @@
 #include <set>
 #include <unistd.h>
 
+#include "placer/planner.hpp"
+
 namespace tierpack::report::testing {
 namespace {
 
@@ -320,83 +322,10 @@ Profile make_training_profile(const FixtureOptions& o) {
 }
 
 Plan make_plan(const Profile& profile, std::uint64_t budget_bytes) {
-  Plan plan;
-  plan.policy = "page-aware";
-  plan.profile_command = profile.meta.command;
-  plan.profile_signature = profile.iterations.empty() ? 0 : profile.iterations.front().signature;
-  plan.topology = profile.topology;
-  int device = -1;
-  for (const auto& t : profile.tensors) device = std::max(device, t.device);
-  plan.device = device;
-  plan.fast_tier = 0;
-  plan.slow_tier = static_cast<TierId>(profile.topology.tiers.size() - 1);
-  plan.fast_budget_bytes = budget_bytes;
-  const std::uint64_t page = device >= 0 ? (2ull << 20) : kHostPage;
-  auto new_group = [&](TensorClass cls) {
-    PageGroup g;
-    g.id = static_cast<GroupId>(plan.groups.size());
-    g.cls = cls;
-    g.home = plan.fast_tier;
-    g.page_size = page;
-    g.offset = 0;
-    plan.groups.push_back(g);
-    return g.id;
-  };
-  // Persistent tensors share one group; every other tensor gets a group of its own.
-  const GroupId persistent = new_group(TensorClass::persistent);
-  std::vector<std::pair<GroupId, TensorId>> acts;
-  for (const auto& t : profile.tensors) {
-    if (t.device != device) continue;
-    GroupId g = persistent;
-    TensorClass cls = TensorClass::persistent;
-    if (t.birth_op != kBeforeIteration && !t.has(kTensorGradient)) {
-      cls = t.has(kTensorSavedForBackward) ? TensorClass::activation : TensorClass::temporary;
-      g = new_group(cls);
-      if (cls == TensorClass::activation) acts.push_back({g, t.id});
-    }
-    auto& grp = plan.groups[g];
-    plan.placements.push_back({t.id, t.seq, t.address, t.bytes, cls, g, grp.bytes});
-    grp.bytes += t.bytes;
-    grp.tensors.push_back(t.id);
-  }
-  std::uint64_t offset = 0;
-  for (auto& g : plan.groups) {
-    g.bytes = round_up(std::max<std::uint64_t>(g.bytes, 1), g.page_size);
-    g.offset = offset;
-    offset += g.bytes;
-  }
-  std::uint64_t moved = 0;
-  for (const auto& [g, id] : acts) {
-    const auto& t = profile.tensors[id];
-    const auto& grp = plan.groups[g];
-    const double copy = static_cast<double>(grp.bytes) / kBandwidth * 1e9;
-    // Last forward use and first backward use.
-    OpIndex last_fwd = t.birth_op, first_bwd = t.uses.back();
-    for (auto u : t.uses)
-      if (profile.ops[static_cast<std::size_t>(u)].phase == Phase::forward) last_fwd = u;
-    Move ev{g, MoveKind::evict, plan.fast_tier, plan.slow_tier, grp.bytes, last_fwd, kAfterIteration, 0, 0};
-    ev.predicted_start_ns = static_cast<double>(profile.ops[static_cast<std::size_t>(last_fwd)].end_ns);
-    ev.predicted_end_ns = ev.predicted_start_ns + copy;
-    Move pf{g, MoveKind::prefetch, plan.slow_tier, plan.fast_tier, grp.bytes, last_fwd, first_bwd, 0, 0};
-    pf.predicted_end_ns = static_cast<double>(profile.ops[static_cast<std::size_t>(first_bwd)].begin_ns) - 100;
-    pf.predicted_start_ns = pf.predicted_end_ns - copy;
-    if (pf.predicted_start_ns < ev.predicted_end_ns) continue;  // idle too briefly to move
-    plan.schedule.push_back(ev);
-    plan.schedule.push_back(pf);
-    moved += grp.bytes;
-  }
-  std::stable_sort(plan.schedule.begin(), plan.schedule.end(), [](const Move& a, const Move& b) { return a.issue_after < b.issue_after; });
-  auto& pr = plan.prediction;
-  pr.natural_peak_bytes = profile.peak_bytes(device);
-  pr.fast_peak_bytes = std::min(budget_bytes, pr.natural_peak_bytes);
-  pr.bytes_to_fast = moved;
-  pr.bytes_to_slow = moved;
-  pr.stall_ns = 25000;
-  pr.baseline_step_ns = static_cast<double>(profile.iteration_ns);
-  pr.step_ns = pr.baseline_step_ns + pr.stall_ns;
-  plan.notes.push_back("fixture plan");
-  plan.validate();
-  return plan;
+  placer::PlanOptions opts;
+  opts.device = placer::main_device(profile);
+  opts.fast_budget.bytes = budget_bytes;
+  return placer::make_plan(profile, profile.topology, opts);
 }
 
 RunStats make_run_stats(const Profile& profile, const Plan& plan) {

@@ -27,8 +27,7 @@ struct FixtureOptions {
 
 Profile make_training_profile(const FixtureOptions& opts = {});
 
-/// A plan for the profile: one page group per tensor class (per layer for activations), evicting
-/// activations after their last forward use and prefetching them before backward.
+/// The placer's plan for the profile's main device at this fast-tier budget, on the profile's tiers.
 Plan make_plan(const Profile& profile, std::uint64_t budget_bytes);
 
 /// Run statistics consistent with the plan: occupancy samples, moves, a stall.

@@ -1,11 +1,12 @@
 // The report's shared statistics: peaks equal the profile's, series keep their peaks through
-// downsampling, classes and idle gaps follow their rules, the savings estimate behaves.
+// downsampling, classes and idle gaps follow their rules, the savings rows are the planner's plans.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <numeric>
 
-#include "report/lifetime_class.hpp"
+#include "placer/classify.hpp"
+#include "placer/planner.hpp"
 #include "report/page_map.hpp"
 #include "report/savings.hpp"
 #include "report/summary.hpp"
@@ -111,18 +112,17 @@ TEST(ReportTimeline, ZeroWidthStepsKeepTheirOwnPoint) {
   EXPECT_EQ(s.peak_total(), 1010u);
 }
 
-TEST(ReportClasses, LifetimeRules) {
+TEST(ReportClasses, AreThePlacersClasses) {
   const Profile p = make_training_profile();
-  const auto cls = classify_lifetimes(p);
+  const auto m = model_of(p);
+  ASSERT_EQ(m.classes.size(), p.tensors.size());
   for (const auto& t : p.tensors) {
-    if (t.has(kTensorParameter) || t.has(kTensorOptimizerState) || t.has(kTensorGradient)) {
-      EXPECT_EQ(cls[t.id], TensorClass::persistent) << t.id;
-    }
-    if (t.has(kTensorSavedForBackward) && t.death_op - t.birth_op > kTemporaryMaxOps) {
-      EXPECT_EQ(cls[t.id], TensorClass::activation) << t.id;
+    EXPECT_EQ(m.classes[t.id], placer::classify_tensor(p, t)) << t.id;
+    if (t.has(kTensorParameter) || t.has(kTensorOptimizerState)) {
+      EXPECT_EQ(m.classes[t.id], TensorClass::persistent) << t.id;
     }
   }
-  EXPECT_EQ(classify_lifetimes(tiny())[1], TensorClass::temporary);
+  EXPECT_NE(m.classifier.find("placer"), std::string::npos);
 }
 
 TEST(ReportModel, PeaksMatchTheProfile) {
@@ -190,7 +190,7 @@ TEST(ReportModel, PageStatsCountTheProfilesPages) {
 
 TEST(ReportPageMap, CellsCoverEveryUsedPageAndMarkFalseSharing) {
   const Profile p = make_training_profile();
-  const auto cls = classify_lifetimes(p);
+  const auto cls = model_of(p).classes;
   const auto maps = build_page_maps(p, cls, 16384);
   ASSERT_EQ(maps.size(), 2u);
   const auto& host = maps[0];
@@ -208,30 +208,47 @@ TEST(ReportPageMap, CellsCoverEveryUsedPageAndMarkFalseSharing) {
   EXPECT_EQ(coarse[0].pages, host.pages);
 }
 
-TEST(ReportSavings, EstimateIsMonotoneAndFitsAtThePeak) {
+TEST(ReportSavings, RowsArePlansAtEachBudget) {
   const Profile p = make_training_profile({.layers = 8});
-  TimeAxis axis(p);
   const auto peak = p.peak_bytes(0);
-  const auto at_peak = estimate_offload(p, axis, 0, peak, peak, 55e9);
-  EXPECT_TRUE(at_peak.feasible);
-  EXPECT_EQ(at_peak.bytes_to_slow, 0u);
-  EXPECT_EQ(at_peak.saved_bytes, 0u);
-  std::uint64_t prev = 0;
-  for (double f : {0.9, 0.75, 0.6, 0.5}) {
-    const auto budget = static_cast<std::uint64_t>(f * static_cast<double>(peak));
-    const auto r = estimate_offload(p, axis, 0, peak, budget, 55e9);
-    EXPECT_EQ(r.saved_bytes, peak - budget);
-    EXPECT_GE(r.bytes_to_slow, prev) << f;
-    if (r.feasible) {
-      EXPECT_GE(r.bytes_to_slow, peak - budget) << "must move at least the excess";
+  ReportOptions opt;
+  opt.budget_fractions = {0.6, 0.45};
+  opt.budget_bytes = 2 * peak;  // room for everything, page-group rounding included
+  const auto m = model_of(p, nullptr, nullptr, opt);
+  const auto& s = m.savings;
+  EXPECT_EQ(s.peak_bytes, peak);
+  EXPECT_EQ(s.model_source, "the tiers recorded in the profile");
+  EXPECT_EQ(s.bandwidth, 55e9);
+  ASSERT_EQ(s.rows.size(), 3u);  // largest budget first
+  // With room for everything nothing moves.
+  EXPECT_EQ(s.rows[0].label.rfind("--budget ", 0), 0u);
+  EXPECT_TRUE(s.rows[0].fits);
+  EXPECT_EQ(s.rows[0].moves, 0u);
+  EXPECT_EQ(s.rows[0].bytes_to_slow, 0u);
+  const double fractions[] = {2.0, 0.6, 0.45};
+  for (std::size_t i = 0; i < s.rows.size(); ++i) {
+    const auto& r = s.rows[i];
+    EXPECT_EQ(r.source, "planner");
+    EXPECT_TRUE(r.note.rfind("no plan", 0) != 0) << r.note;
+    EXPECT_NEAR(static_cast<double>(r.budget_bytes), fractions[i] * static_cast<double>(peak), 1.0);
+    EXPECT_EQ(r.saved_bytes, peak > r.fast_peak_bytes ? peak - r.fast_peak_bytes : 0);
+    if (r.fits) {
+      EXPECT_LE(r.fast_peak_bytes, r.budget_bytes);
     }
-    EXPECT_GE(r.step_ns, axis.end_ns());
-    prev = r.bytes_to_slow;
   }
-  // Nothing can go below what ops use at once.
-  const auto zero = estimate_offload(p, axis, 0, peak, 0, 55e9);
-  EXPECT_FALSE(zero.feasible);
-  EXPECT_GT(zero.shortfall_bytes, 0u);
+  // Below the peak, fitting means moving or reading in place.
+  if (s.rows[1].fits) {
+    EXPECT_GT(s.rows[1].saved_bytes, 0u);
+    EXPECT_GE(s.rows[1].step_ns, m.axis.end_ns());
+  }
+  // The same numbers as `tierpack plan` gives.
+  placer::PlanOptions po;
+  po.device = 0;
+  po.fast_budget.fraction = 0.6;
+  const Plan plan = placer::make_plan(p, p.topology, po);
+  EXPECT_EQ(s.rows[1].fast_peak_bytes, plan.prediction.fast_peak_bytes);
+  EXPECT_EQ(s.rows[1].bytes_to_fast, plan.prediction.bytes_to_fast);
+  EXPECT_EQ(s.rows[1].moves, plan.schedule.size());
 }
 
 TEST(ReportModel, PlanAndRunAddChartsRowsAndMigrations) {
@@ -254,14 +271,17 @@ TEST(ReportModel, PlanAndRunAddChartsRowsAndMigrations) {
   for (const auto& r : m.savings.rows) plan_row |= r.source == "plan", run_row |= r.source == "run";
   EXPECT_TRUE(plan_row);
   EXPECT_TRUE(run_row);
-  // Planned occupancy: evicting activations lowers the fast tier below the profile's peak.
+  // Planned occupancy follows the placer's accounting: the fast tier within the budget, and below
+  // the profile's peak.
+  EXPECT_EQ(m.memory[1].fast_peak, plan.prediction.fast_peak_bytes);
+  EXPECT_LE(m.memory[1].fast_peak, budget);
   EXPECT_LT(m.memory[1].fast_peak, m.memory[0].fast_peak);
 }
 
 TEST(ReportModel, PlanForAnotherProfileIsWarnedAbout) {
   const Profile p = make_training_profile();
   const Profile other = make_training_profile({.layers = 3});
-  const Plan plan = make_plan(other, 1 << 20);
+  const Plan plan = make_plan(other, other.peak_bytes(0) / 2);
   const auto m = model_of(p, &plan);
   EXPECT_FALSE(m.warnings.empty());
 }
@@ -289,7 +309,9 @@ TEST(ReportModel, EmptyAndHostOnlyProfiles) {
   ASSERT_EQ(h.devices.size(), 1u);
   EXPECT_EQ(h.devices[0].name, "host");
   EXPECT_EQ(h.devices[0].peak_bytes, host.peak_bytes(-1));
-  EXPECT_EQ(h.savings.bandwidth_source.rfind("assumed", 0), 0u);  // no link in a one-tier topology
+  // A one-tier profile: the planner runs on a preset, and the page says so.
+  EXPECT_EQ(h.savings.model_source.rfind("assumed: preset:ddr5-cxl", 0), 0u) << h.savings.model_source;
+  ASSERT_FALSE(h.savings.rows.empty());
 }
 
 TEST(ReportModel, IdleThresholdIsRound) {
