@@ -51,12 +51,14 @@ const Link* Topology::link(TierId from, TierId to) const {
 
 void to_json(nlohmann::json& j, const Topology& t) {
   nlohmann::json links = nlohmann::json::array();
-  for (const auto& l : t.links)
+  for (const auto& l : t.links) {
     links.push_back({{"from", l.from},
                      {"to", l.to},
                      {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s},
                      {"full_duplex", l.full_duplex},
                      {"source", l.source}});
+    if (l.both_ways_bytes_per_s > 0) links.back()["both_ways_bytes_per_s"] = l.both_ways_bytes_per_s;
+  }
   j = nlohmann::json{{"hostname", t.hostname}, {"tiers", t.tiers}, {"links", links}};
 }
 
@@ -74,6 +76,7 @@ void from_json(const nlohmann::json& j, Topology& t) {
       detail::read(lj.at("to"), l.to);
       detail::read(lj.at("bandwidth_bytes_per_s"), l.bandwidth_bytes_per_s);
       detail::get_or(lj, "full_duplex", l.full_duplex);
+      detail::get_or(lj, "both_ways_bytes_per_s", l.both_ways_bytes_per_s);
       detail::get_or(lj, "source", l.source);
       if (l.from >= t.tiers.size() || l.to >= t.tiers.size())
         throw format_error("link refers to tier " + std::to_string(std::max(l.from, l.to)) + " which does not exist");
@@ -100,9 +103,11 @@ std::string format_topology_table(const Topology& topo) {
     out += line;
   }
   for (const auto& l : topo.links) {
-    std::snprintf(line, sizeof line, "link %s -> %s: %.1f GB/s per direction%s (%s)\n",
+    char both[48] = "";
+    if (l.both_ways_bytes_per_s > 0) std::snprintf(both, sizeof both, " (%.1f GB/s both ways)", l.both_ways_bytes_per_s / 1e9);
+    std::snprintf(line, sizeof line, "link %s -> %s: %.1f GB/s per direction%s%s (%s)\n",
                   topo.at(l.from).name.c_str(), topo.at(l.to).name.c_str(), l.bandwidth_bytes_per_s / 1e9,
-                  l.full_duplex ? ", full duplex" : "", l.source.c_str());
+                  l.full_duplex ? ", full duplex" : "", both, l.source.c_str());
     out += line;
   }
   return out;

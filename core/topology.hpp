@@ -17,8 +17,11 @@ struct Link {
   TierId from = kNoTier;
   TierId to = kNoTier;
   double bandwidth_bytes_per_s = 0;  ///< per direction
-  bool full_duplex = true;           ///< both directions can run at full bandwidth at once
+  bool full_duplex = true;           ///< both directions can run at once
   std::string source;
+  /// Total of both directions when both run at once, where measured (H200 PCIe: ~100 GB/s against
+  /// 2 x 55); 0 means 2 x bandwidth when full_duplex, else bandwidth.
+  double both_ways_bytes_per_s = 0;
 
   friend bool operator==(const Link&, const Link&) = default;
 };

@@ -6,6 +6,10 @@ namespace tierpack::cli {
 std::span<const Command> commands() {
   static const Command table[] = {
       {"topo", "list the memory tiers of this machine (hwloc + CUDA)", kTopoUsage, run_topo},
+      {"profile", "record a profile of a training command, or summarise one", kProfileUsage, run_profile},
+      {"report", "offline report of a profile: HTML, Perfetto trace, memory_viz snapshot", kReportUsage, run_report},
+      {"plan", "plan placement and migrations for a profile under a fast-tier budget", kPlanUsage, run_plan},
+      {"replay", "simulate a profile under tierpack's plan and baseline policies on a tier model", kReplayUsage, run_replay},
   };
   return table;
 }

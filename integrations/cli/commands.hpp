@@ -22,5 +22,13 @@ std::span<const Command> commands();
 // One function per subcommand, each in <name>_command.cpp.
 int run_topo(const std::vector<std::string>& args);
 extern const char* const kTopoUsage;
+int run_profile(const std::vector<std::string>& args);
+extern const char* const kProfileUsage;
+int run_report(const std::vector<std::string>& args);
+extern const char* const kReportUsage;
+int run_plan(const std::vector<std::string>& args);
+extern const char* const kPlanUsage;
+int run_replay(const std::vector<std::string>& args);
+extern const char* const kReplayUsage;
 
 }  // namespace tierpack::cli

@@ -1,0 +1,194 @@
+// VmmBackend on the CUDA VMM driver API (see cuda_backend.hpp).
+#include "alloc/gpu/cuda_backend.hpp"
+
+#include "core/error.hpp"
+
+namespace tierpack::gpu {
+
+CudaVmmBackend::CudaVmmBackend(CudaBackendOptions options) : api_(CudaDriverApi::load()) {
+  api_.check(api_.device_get(&device_, options.device), "cuDeviceGet");
+  api_.check(api_.primary_ctx_retain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
+  bind();
+  info_.name = "cuda";
+  info_.device = options.device;
+  char name[256] = {};
+  api_.check(api_.device_get_name(name, sizeof name, device_), "cuDeviceGetName");
+  info_.device_name = name;
+  std::size_t total = 0;
+  api_.check(api_.device_total_mem(&total, device_), "cuDeviceTotalMem");
+  info_.device_bytes = total;
+  int numa = options.host_numa_node;
+  if (numa < 0) {
+    if (api_.device_get_attribute(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, device_) != CUDA_SUCCESS || numa < 0) numa = 0;
+  }
+  info_.host_numa_node = numa;
+  int supported = 0;
+  if (api_.device_get_attribute(&supported, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                                device_) != CUDA_SUCCESS)
+    supported = 0;
+  host_numa_ = supported != 0;
+  std::size_t g_dev = 0, g_host = 0;
+  CUmemAllocationProp pd = prop(Residence::device), ph = prop(Residence::host);
+  api_.check(api_.mem_get_allocation_granularity(&g_dev, &pd, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+             "cuMemGetAllocationGranularity(device)");
+  if (api_.mem_get_allocation_granularity(&g_host, &ph, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS)
+    g_host = g_dev;
+  info_.granularity = std::max(g_dev, g_host);
+}
+
+CudaVmmBackend::~CudaVmmBackend() {
+  if (ctx_) api_.primary_ctx_release(device_);
+}
+
+void CudaVmmBackend::bind() const {
+  CUcontext cur = nullptr;
+  if (api_.ctx_get_current(&cur) != CUDA_SUCCESS || cur != ctx_) api_.check(api_.ctx_set_current(ctx_), "cuCtxSetCurrent");
+}
+
+CUmemAllocationProp CudaVmmBackend::prop(Residence where) const {
+  CUmemAllocationProp p{};
+  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  if (where == Residence::device) {
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = device_;
+  } else if (host_numa_) {
+    p.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    p.location.id = info_.host_numa_node;
+  } else {
+    p.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    p.location.id = 0;
+  }
+  return p;
+}
+
+std::uintptr_t CudaVmmBackend::reserve(std::size_t bytes) {
+  bind();
+  CUdeviceptr p = 0;
+  api_.check(api_.mem_address_reserve(&p, bytes, info_.granularity, 0, 0), "cuMemAddressReserve");
+  return static_cast<std::uintptr_t>(p);
+}
+
+void CudaVmmBackend::unreserve(std::uintptr_t va, std::size_t bytes) noexcept {
+  try {
+    bind();
+  } catch (...) {
+    return;
+  }
+  api_.mem_address_free(static_cast<CUdeviceptr>(va), bytes);
+}
+
+PhysHandle CudaVmmBackend::create(Residence where, std::size_t bytes) {
+  bind();
+  const CUmemAllocationProp p = prop(where);
+  CUmemGenericAllocationHandle h = 0;
+  const CUresult r = api_.mem_create(&h, bytes, &p, 0);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    std::size_t free_bytes = 0, total = 0;
+    if (where == Residence::device) api_.mem_get_info(&free_bytes, &total);
+    throw out_of_memory(bytes, where == Residence::device ? "gpu" + std::to_string(info_.device)
+                                                          : "host node " + std::to_string(info_.host_numa_node),
+                        free_bytes, "cuMemCreate");
+  }
+  api_.check(r, where == Residence::device ? "cuMemCreate(device)" : "cuMemCreate(host NUMA)");
+  return PhysHandle{static_cast<std::uint64_t>(h), bytes, where};
+}
+
+void CudaVmmBackend::release(PhysHandle h) noexcept {
+  if (!h) return;
+  try {
+    bind();
+  } catch (...) {
+    return;
+  }
+  api_.mem_release(static_cast<CUmemGenericAllocationHandle>(h.value));
+}
+
+void CudaVmmBackend::map(std::uintptr_t va, PhysHandle h) {
+  bind();
+  api_.check(api_.mem_map(static_cast<CUdeviceptr>(va), h.bytes, 0, static_cast<CUmemGenericAllocationHandle>(h.value), 0),
+             "cuMemMap");
+  CUmemAccessDesc desc{};
+  desc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  desc.location.id = device_;
+  desc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  const CUresult r = api_.mem_set_access(static_cast<CUdeviceptr>(va), h.bytes, &desc, 1);
+  if (r != CUDA_SUCCESS) {
+    api_.mem_unmap(static_cast<CUdeviceptr>(va), h.bytes);
+    api_.check(r, "cuMemSetAccess");
+  }
+}
+
+void CudaVmmBackend::unmap(std::uintptr_t va, std::size_t bytes) {
+  bind();
+  api_.check(api_.mem_unmap(static_cast<CUdeviceptr>(va), bytes), "cuMemUnmap");
+}
+
+StreamHandle CudaVmmBackend::create_stream() {
+  bind();
+  CUstream s = nullptr;
+  api_.check(api_.stream_create(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  return reinterpret_cast<StreamHandle>(s);
+}
+
+void CudaVmmBackend::destroy_stream(StreamHandle s) noexcept {
+  if (s) api_.stream_destroy(reinterpret_cast<CUstream>(s));
+}
+
+EventHandle CudaVmmBackend::create_event() {
+  bind();
+  CUevent e = nullptr;
+  api_.check(api_.event_create(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  return reinterpret_cast<EventHandle>(e);
+}
+
+void CudaVmmBackend::destroy_event(EventHandle e) noexcept {
+  if (e) api_.event_destroy(reinterpret_cast<CUevent>(e));
+}
+
+void CudaVmmBackend::record(EventHandle e, StreamHandle s) {
+  bind();
+  api_.check(api_.event_record(reinterpret_cast<CUevent>(e), reinterpret_cast<CUstream>(s)), "cuEventRecord");
+}
+
+bool CudaVmmBackend::query(EventHandle e) {
+  bind();
+  const CUresult r = api_.event_query(reinterpret_cast<CUevent>(e));
+  if (r == CUDA_ERROR_NOT_READY) return false;
+  api_.check(r, "cuEventQuery");
+  return true;
+}
+
+void CudaVmmBackend::synchronize(EventHandle e) {
+  bind();
+  api_.check(api_.event_synchronize(reinterpret_cast<CUevent>(e)), "cuEventSynchronize");
+}
+
+void CudaVmmBackend::wait(StreamHandle s, EventHandle e) {
+  bind();
+  api_.check(api_.stream_wait_event(reinterpret_cast<CUstream>(s), reinterpret_cast<CUevent>(e), 0), "cuStreamWaitEvent");
+}
+
+void CudaVmmBackend::synchronize_stream(StreamHandle s) {
+  bind();
+  api_.check(api_.stream_synchronize(reinterpret_cast<CUstream>(s)), "cuStreamSynchronize");
+}
+
+void CudaVmmBackend::copy_async(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, StreamHandle s) {
+  bind();
+  api_.check(api_.memcpy_async(static_cast<CUdeviceptr>(dst), static_cast<CUdeviceptr>(src), bytes,
+                               reinterpret_cast<CUstream>(s)),
+             "cuMemcpyAsync");
+}
+
+void CudaVmmBackend::read(void* dst, std::uintptr_t src, std::size_t bytes) {
+  bind();
+  api_.check(api_.memcpy(reinterpret_cast<CUdeviceptr>(dst), static_cast<CUdeviceptr>(src), bytes), "cuMemcpy(DtoH)");
+}
+
+void CudaVmmBackend::write(std::uintptr_t dst, const void* src, std::size_t bytes) {
+  bind();
+  api_.check(api_.memcpy(static_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src), bytes), "cuMemcpy(HtoD)");
+}
+
+}  // namespace tierpack::gpu

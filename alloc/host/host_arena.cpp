@@ -1,0 +1,315 @@
+// HostArena: a jemalloc arena with extent hooks that map and mbind extents to one node.
+// See Note [Extent hooks bind to the node] and Note [Purged pages refault] in host_arena.hpp.
+#include "alloc/host/host_arena.hpp"
+
+#include <cerrno>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace tierpack::host {
+
+// Note [Per-thread arena caches]
+// jemalloc's automatic thread cache may hand out memory of whatever arena filled it, so our arenas
+// cannot use it; without any cache (MALLOCX_TCACHE_NONE) every small allocation takes the arena's
+// bin lock and costs ~10x a cached one. So each thread gets one explicit tcache per arena
+// ("tcache.create"), found in a small thread_local table and used with MALLOCX_TCACHE(id): an
+// explicit tcache only ever caches what was allocated or freed through it, i.e. this arena's memory.
+// Lifetime: a thread's caches are destroyed (flushed back to their arenas) when the thread exits;
+// an arena destroys every cache made for it before the arena itself goes (its registry tells which),
+// and threads that outlive it find the registry gone and skip it. The table is per-thread state that
+// jemalloc's API forces on us; it holds caches only, no policy. jemalloc allows 4095 explicit
+// tcaches per process: past that, allocation falls back to MALLOCX_TCACHE_NONE.
+struct detail::ArenaCacheRegistry {
+  std::mutex mu;
+  bool alive = true;
+  std::vector<unsigned> ids;
+};
+
+namespace {
+
+constexpr unsigned kNoCache = ~0u;
+std::atomic<std::uint64_t> next_instance{1};
+
+void destroy_tcache(unsigned id) noexcept { mallctl("tcache.destroy", nullptr, nullptr, &id, sizeof(id)); }
+
+struct ThreadCaches {
+  struct Entry {
+    std::uint64_t arena;
+    unsigned id;
+    std::weak_ptr<detail::ArenaCacheRegistry> registry;
+  };
+  std::vector<Entry> entries;
+  ~ThreadCaches();
+};
+
+thread_local ThreadCaches tls_caches;
+
+// The hot path: a direct-mapped copy of the table in plain thread_locals (constant-initialised, so
+// no TLS guard call; initial-exec, so no __tls_get_addr call in PIC code: 128 bytes of the static
+// TLS surplus glibc keeps for libraries loaded later). Instances are never reused, so a slot of a
+// destroyed arena never matches.
+constexpr std::size_t kFastSlots = 8;
+struct FastSlot {
+  std::uint64_t arena;
+  int flag;
+};
+__attribute__((tls_model("initial-exec"))) thread_local FastSlot tls_fast[kFastSlots] = {};
+
+ThreadCaches::~ThreadCaches() {
+  for (Entry& e : entries) {
+    auto reg = e.registry.lock();
+    if (!reg || e.id == kNoCache) continue;
+    std::lock_guard lock(reg->mu);
+    if (!reg->alive) continue;  // the arena destroyed it already
+    destroy_tcache(e.id);
+    std::erase(reg->ids, e.id);
+  }
+}
+
+}  // namespace
+
+inline int HostArena::cache_flag() noexcept {
+  if (!caches_) return MALLOCX_TCACHE_NONE;
+  const FastSlot& slot = tls_fast[instance_ % kFastSlots];
+  if (slot.arena == instance_) [[likely]] return slot.flag;
+  return cache_flag_slow();
+}
+
+int HostArena::cache_flag_slow() noexcept {
+  FastSlot& slot = tls_fast[instance_ % kFastSlots];
+  for (const auto& e : tls_caches.entries) {
+    if (e.arena == instance_) {
+      slot = {instance_, e.id == kNoCache ? MALLOCX_TCACHE_NONE : static_cast<int>(MALLOCX_TCACHE(e.id))};
+      return slot.flag;
+    }
+  }
+  unsigned id = kNoCache;
+  try {
+    std::erase_if(tls_caches.entries, [](const ThreadCaches::Entry& e) { return e.registry.expired(); });
+    std::size_t sz = sizeof(id);
+    if (mallctl("tcache.create", &id, &sz, nullptr, 0) != 0) id = kNoCache;
+    if (id != kNoCache) {
+      std::lock_guard lock(caches_->mu);
+      caches_->ids.push_back(id);
+    }
+    tls_caches.entries.push_back({instance_, id, caches_});
+  } catch (...) {
+    if (id != kNoCache) destroy_tcache(id);  // not recorded anywhere: give it back
+    return MALLOCX_TCACHE_NONE;
+  }
+  slot = {instance_, id == kNoCache ? MALLOCX_TCACHE_NONE : static_cast<int>(MALLOCX_TCACHE(id))};
+  return slot.flag;
+}
+
+int HostArena::size_flags(std::size_t bytes) const noexcept {
+  // THP arenas: a block that spans huge pages starts on one, so its huge pages hold only it.
+  if (spec_.huge_pages && bytes >= kHugePage) return MALLOCX_ALIGN(kHugePage);
+  // jemalloc aligns small blocks only to their size class (a 48-byte block to 16 bytes).
+  return spec_.alignment > 16 ? static_cast<int>(MALLOCX_ALIGN(spec_.alignment)) : 0;
+}
+
+HostArena::HostArena(HostOs& os, ArenaSpec spec, ExtentObserver* observer)
+    : os_(os), spec_(spec), observer_(observer) {
+  TIERPACK_EXPECTS(spec.node >= 0 && spec.node < os.node_count(), "arena node out of range");
+  TIERPACK_EXPECTS(spec.alignment > 0 && (spec.alignment & (spec.alignment - 1)) == 0 && spec.alignment <= 4096,
+                   "arena alignment must be a power of two up to 4096");
+  block_.hooks = extent_hooks_t{&hook_alloc,     &hook_dalloc,      &hook_destroy,
+                                &hook_commit,    &hook_decommit,    &hook_purge_lazy,
+                                &hook_purge_forced, &hook_split,    &hook_merge};
+  block_.self = this;
+  extent_hooks_t* hooks = &block_.hooks;
+  std::size_t sz = sizeof(index_);
+  if (int err = mallctl("arenas.create", &index_, &sz, &hooks, sizeof(hooks))) {
+    throw os_error("mallctl(arenas.create)", err);
+  }
+  instance_ = next_instance.fetch_add(1, std::memory_order_relaxed);
+  if (spec_.thread_caches) caches_ = std::make_shared<detail::ArenaCacheRegistry>();
+}
+
+HostArena::~HostArena() {
+  if (caches_) {
+    std::lock_guard lock(caches_->mu);
+    caches_->alive = false;
+    for (unsigned id : caches_->ids) destroy_tcache(id);  // flushes their blocks into this arena
+    caches_->ids.clear();
+  }
+  destroying_ = true;
+  const std::string name = "arena." + std::to_string(index_) + ".destroy";
+  mallctl(name.c_str(), nullptr, nullptr, nullptr, 0);
+}
+
+void* HostArena::allocate(std::size_t bytes) noexcept {
+  return mallocx(bytes == 0 ? 1 : bytes, static_cast<int>(MALLOCX_ARENA(index_)) | cache_flag() | size_flags(bytes));
+}
+
+void HostArena::deallocate(void* p, std::size_t bytes) noexcept {
+  if (p == nullptr) return;
+  sdallocx(p, bytes == 0 ? 1 : bytes, cache_flag() | size_flags(bytes));
+}
+
+std::size_t HostArena::usable_size(std::size_t bytes) const noexcept {
+  return nallocx(bytes == 0 ? 1 : bytes, static_cast<int>(MALLOCX_ARENA(index_)) | size_flags(bytes));
+}
+
+std::vector<std::pair<void*, std::size_t>> HostArena::extents() const {
+  std::lock_guard lock(extents_mu_);
+  std::vector<std::pair<void*, std::size_t>> out;
+  for (const auto& [start, bytes] : extents_) {
+    if (!out.empty() && reinterpret_cast<std::uintptr_t>(out.back().first) + out.back().second == start) {
+      out.back().second += bytes;
+    } else {
+      out.emplace_back(reinterpret_cast<void*>(start), bytes);
+    }
+  }
+  return out;
+}
+
+void HostArena::note_error(int err) noexcept {
+  last_error_.store(err, std::memory_order_relaxed);
+  hook_failures_.fetch_add(1, std::memory_order_relaxed);
+}
+
+ExtentEvent HostArena::event(void* addr, std::size_t bytes) const noexcept {
+  return ExtentEvent{addr, bytes, spec_.cls, spec_.tier, spec_.node};
+}
+
+void* HostArena::map_extent(std::size_t size, std::size_t alignment) noexcept {
+  const std::size_t page = os_.page_size();
+  if (alignment < page) alignment = page;
+  // Over-map by the alignment and trim both ends: mmap only promises page alignment.
+  const std::size_t span = size + alignment - page;
+  void* raw = nullptr;
+  if (int err = os_.map(span, &raw)) {
+    note_error(err);
+    return nullptr;
+  }
+  const auto base = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t start = (base + alignment - 1) & ~(alignment - 1);
+  if (start > base) os_.unmap(raw, start - base);
+  if (const std::uintptr_t tail = base + span - (start + size); tail > 0) {
+    os_.unmap(reinterpret_cast<void*>(start + size), tail);
+  }
+  void* addr = reinterpret_cast<void*>(start);
+  // Bind before the first touch, so every page faults in on the arena's node.
+  if (int err = os_.bind(addr, size, spec_.node, spec_.bind, /*move=*/false)) {
+    note_error(err);
+    os_.unmap(addr, size);
+    return nullptr;
+  }
+  // Either THP on purpose (2 MiB-aligned large blocks) or none at all, whatever the system default
+  // says: a THP that spans blocks of several groups would move with any one of them.
+  os_.advise_huge(addr, size, spec_.huge_pages);  // advisory: failure changes nothing
+  try {
+    std::lock_guard lock(extents_mu_);
+    extents_[start] = size;
+  } catch (...) {
+    os_.unmap(addr, size);
+    note_error(ENOMEM);
+    return nullptr;
+  }
+  mapped_.fetch_add(size, std::memory_order_relaxed);
+  if (observer_ != nullptr) observer_->on_extent_mapped(event(addr, size));
+  return addr;
+}
+
+void HostArena::unmap_extent(void* addr, std::size_t size) noexcept {
+  if (observer_ != nullptr) observer_->on_extent_unmapped(event(addr, size));
+  const auto a = reinterpret_cast<std::uintptr_t>(addr);
+  const std::uintptr_t b = a + size;
+  {
+    // Remove [a, b) from the extent set; jemalloc may give back a piece of one extent or a merge
+    // of several, so cut entries at both ends.
+    std::lock_guard lock(extents_mu_);
+    auto it = extents_.upper_bound(a);
+    if (it != extents_.begin()) --it;
+    while (it != extents_.end() && it->first < b) {
+      const std::uintptr_t s = it->first;
+      const std::uintptr_t e = s + it->second;
+      if (e <= a) {
+        ++it;
+        continue;
+      }
+      it = extents_.erase(it);
+      try {
+        if (s < a) extents_[s] = a - s;
+        if (e > b) extents_[b] = e - b;
+      } catch (...) {
+        // Losing a bookkeeping entry only under-reports mapped extents; the memory is gone anyway.
+      }
+    }
+  }
+  mapped_.fetch_sub(size, std::memory_order_relaxed);
+  if (int err = os_.unmap(addr, size)) note_error(err);
+}
+
+void* HostArena::hook_alloc(extent_hooks_t* h, void* new_addr, std::size_t size, std::size_t alignment, bool* zero,
+                            bool* commit, unsigned) {
+  // Growing in place at new_addr is optional for hooks; refusing makes jemalloc map elsewhere.
+  if (new_addr != nullptr) return nullptr;
+  void* p = from(h).map_extent(size, alignment);
+  if (p != nullptr) {
+    *zero = true;  // fresh anonymous memory
+    *commit = true;
+  }
+  return p;
+}
+
+// Note [Extents are retained, not unmapped]
+// dalloc opts out (returns true), as jemalloc's own default hooks do on Linux with opt.retain: the
+// range stays mapped (already purged, so it holds no memory) and jemalloc reuses it; it is unmapped
+// by `destroy` when the arena is destroyed. Unmapping in dalloc and returning false is allowed by
+// the API, but jemalloc 5.3 (Debian's) then corrupts its extent heaps under concurrent allocation
+// (a null-pointer write in its pairing heap within seconds of the stress test); kept out on purpose.
+// Only while the arena is being destroyed (one thread, no allocations) does dalloc unmap: that is
+// how jemalloc gives back the arena's metadata blocks, which never reach `destroy`.
+bool HostArena::hook_dalloc(extent_hooks_t* h, void* addr, std::size_t size, bool, unsigned) {
+  HostArena& self = from(h);
+  if (!self.destroying_) return true;
+  self.unmap_extent(addr, size);
+  return false;
+}
+
+void HostArena::hook_destroy(extent_hooks_t* h, void* addr, std::size_t size, bool, unsigned) {
+  from(h).unmap_extent(addr, size);
+}
+
+// Extents are always committed (Linux overcommits); a commit is a no-op and a decommit is refused
+// (true), so jemalloc purges instead.
+bool HostArena::hook_commit(extent_hooks_t*, void*, std::size_t, std::size_t, std::size_t, unsigned) {
+  return false;
+}
+bool HostArena::hook_decommit(extent_hooks_t*, void*, std::size_t, std::size_t, std::size_t, unsigned) {
+  return true;
+}
+
+bool HostArena::hook_purge_lazy(extent_hooks_t* h, void* addr, std::size_t, std::size_t offset, std::size_t length,
+                                unsigned) {
+  HostArena& self = from(h);
+  if (int err = self.os_.purge(static_cast<char*>(addr) + offset, length, /*lazy=*/true)) {
+    self.note_error(err);
+    return true;
+  }
+  return false;
+}
+
+bool HostArena::hook_purge_forced(extent_hooks_t* h, void* addr, std::size_t, std::size_t offset,
+                                  std::size_t length, unsigned) {
+  HostArena& self = from(h);
+  if (int err = self.os_.purge(static_cast<char*>(addr) + offset, length, /*lazy=*/false)) {
+    self.note_error(err);
+    return true;
+  }
+  return false;
+}
+
+// Splitting and merging are bookkeeping inside jemalloc: any page-aligned piece of our mappings
+// can be unmapped on its own, so both are always allowed (false = success).
+bool HostArena::hook_split(extent_hooks_t*, void*, std::size_t, std::size_t, std::size_t, bool, unsigned) {
+  return false;
+}
+bool HostArena::hook_merge(extent_hooks_t*, void*, std::size_t, void*, std::size_t, bool, unsigned) {
+  return false;
+}
+
+}  // namespace tierpack::host

@@ -1,0 +1,96 @@
+// One allocate + free pair, by size: glibc malloc, plain jemalloc (automatic arena, thread cache),
+// jemalloc without a cache, jemalloc with an explicit arena + explicit tcache (raw mallctl), one
+// tierpack arena (mallocx with MALLOCX_ARENA | this thread's tcache for it), and the whole
+// HostArenaAllocator path (arena + block record + budget charge). Target (issue 5): the arena pair
+// within 1.2x of plain jemalloc.
+//   build/bench/alloc/bench_host_arena [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include <jemalloc/jemalloc.h>
+
+#include "alloc/host/host_arena.hpp"
+#include "alloc/host/host_arena_allocator.hpp"
+
+extern "C" void* __libc_malloc(std::size_t);
+extern "C" void __libc_free(void*);
+
+namespace tierpack::host {
+namespace {
+
+void sizes(benchmark::internal::Benchmark* b) {
+  for (long n : {64L, 4096L, 64L << 10, 1L << 20}) b->Arg(n);
+}
+
+void BM_GlibcMallocFree(benchmark::State& s) {
+  const auto n = static_cast<std::size_t>(s.range(0));
+  for (auto _ : s) {
+    void* p = __libc_malloc(n);
+    benchmark::DoNotOptimize(p);
+    __libc_free(p);
+  }
+}
+BENCHMARK(BM_GlibcMallocFree)->Apply(sizes);
+
+void BM_JemallocMallocFree(benchmark::State& s) {
+  const auto n = static_cast<std::size_t>(s.range(0));
+  for (auto _ : s) {
+    void* p = mallocx(n, 0);
+    benchmark::DoNotOptimize(p);
+    dallocx(p, 0);
+  }
+}
+BENCHMARK(BM_JemallocMallocFree)->Apply(sizes);
+
+void BM_JemallocNoTcache(benchmark::State& s) {
+  const auto n = static_cast<std::size_t>(s.range(0));
+  for (auto _ : s) {
+    void* p = mallocx(n, MALLOCX_TCACHE_NONE);
+    benchmark::DoNotOptimize(p);
+    dallocx(p, MALLOCX_TCACHE_NONE);
+  }
+}
+BENCHMARK(BM_JemallocNoTcache)->Apply(sizes);
+
+// The floor for any per-arena cache: jemalloc's own mallocx with flags (an explicit tcache and an
+// explicit arena) takes its general path, not malloc's inlined fast path.
+void BM_JemallocExplicitArenaTcache(benchmark::State& s) {
+  unsigned arena = 0, tc = 0;
+  std::size_t sz = sizeof(unsigned);
+  mallctl("arenas.create", &arena, &sz, nullptr, 0);
+  mallctl("tcache.create", &tc, &sz, nullptr, 0);
+  const auto n = static_cast<std::size_t>(s.range(0));
+  const int flags = static_cast<int>(MALLOCX_ARENA(arena)) | static_cast<int>(MALLOCX_TCACHE(tc));
+  for (auto _ : s) {
+    void* p = mallocx(n, flags);
+    benchmark::DoNotOptimize(p);
+    sdallocx(p, n, static_cast<int>(MALLOCX_TCACHE(tc)));
+  }
+  mallctl("tcache.destroy", nullptr, nullptr, &tc, sizeof(tc));
+}
+BENCHMARK(BM_JemallocExplicitArenaTcache)->Apply(sizes);
+
+void BM_TierpackArena(benchmark::State& s) {
+  HostArena arena(system_os(), ArenaSpec{TensorClass::activation, 0, 0}, nullptr);
+  const auto n = static_cast<std::size_t>(s.range(0));
+  for (auto _ : s) {
+    void* p = arena.allocate(n);
+    benchmark::DoNotOptimize(p);
+    arena.deallocate(p, n);
+  }
+}
+BENCHMARK(BM_TierpackArena)->Apply(sizes);
+
+void BM_HostArenaAllocator(benchmark::State& s) {
+  HostArenaAllocator alloc(Topology{});
+  const auto n = static_cast<std::size_t>(s.range(0));
+  const TierId tier = alloc.tiers().front();
+  for (auto _ : s) {
+    void* p = alloc.allocate(n, TensorClass::activation, tier);
+    benchmark::DoNotOptimize(p);
+    alloc.deallocate(p);
+  }
+}
+BENCHMARK(BM_HostArenaAllocator)->Apply(sizes);
+
+}  // namespace
+}  // namespace tierpack::host

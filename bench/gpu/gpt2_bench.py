@@ -1,0 +1,360 @@
+#!/usr/bin/env python3
+"""GPT-2 large training under GPU memory budgets, one table.
+
+Modes, each in a fresh process (the CUDA allocator is chosen before the first CUDA allocation):
+  default       plain PyTorch
+  ckpt          gradient checkpointing of every transformer block (torch.utils.checkpoint)
+  save_on_cpu   torch.autograd.graph.save_on_cpu(pin_memory=True)
+  tierpack      tierpack's GPU tier (python/tierpack/cuda.py) at budgets of the default run's peak
+
+Model: GPT-2 large written in plain torch (36 layers, d=1280, 20 heads, vocab 50257, T=1024), batch 8,
+bf16 autocast, AdamW, random init and random tokens (fixed seeds, no dropout: every mode computes the
+same losses). Step time: median over --steps steps after --warmup steps. Peak device memory: NVML
+"used" sampled every millisecond over the timed steps, minus the process's baseline, identically for
+every mode (not the allocator's own counter). Bytes moved per step: tierpack's counters (its modes
+only). Physical floor: max(default step, (default peak - budget) / pinned bandwidth per direction),
+with the pinned bandwidth measured in the default run.
+
+Usage: python3 bench/gpu/gpt2_bench.py [--steps 20] [--warmup 3] [--tierpack-warmup 6]
+         [--budgets 100,75,60,45,35] [--modes default,ckpt,save_on_cpu,tierpack] [--layers 36]
+         [--lib build/lib/libtierpack_cuda.so] [--gpu-opts chunk:32M] [--json out.json]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+GiB = float(1 << 30)
+
+
+# ---------------------------------------------------------------------------------------------- model
+def build_model(torch, layers, d, heads, vocab, seq, ckpt):
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from torch.utils.checkpoint import checkpoint
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+            q, k, v = (t.view(B, T, heads, C // heads).transpose(1, 2) for t in (q, k, v))
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+            return x + self.fc2(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+            self.blocks = nn.ModuleList(Block() for _ in range(layers))
+            self.ln_f = nn.LayerNorm(d)
+            self.head = nn.Linear(d, vocab, bias=False)
+            self.head.weight = self.wte.weight
+            for m in self.modules():
+                if isinstance(m, (nn.Linear, nn.Embedding)):
+                    nn.init.normal_(m.weight, std=0.02)
+                if isinstance(m, nn.Linear) and m.bias is not None:
+                    nn.init.zeros_(m.bias)
+
+        def forward(self, idx):
+            pos = torch.arange(idx.shape[1], device=idx.device)
+            x = self.wte(idx) + self.wpe(pos)
+            for b in self.blocks:
+                x = checkpoint(b, x, use_reentrant=False) if ckpt else b(x)
+            return self.head(self.ln_f(x))
+
+    return GPT()
+
+
+# ------------------------------------------------------------------------------------- memory sampler
+class NvmlSampler:
+    """Device memory in use (NVML), sampled every millisecond; the peak since reset()."""
+
+    def __init__(self):
+        import pynvml
+        pynvml.nvmlInit()
+        self.nv = pynvml
+        self.h = pynvml.nvmlDeviceGetHandleByIndex(int(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or 0))
+        self.base = self.used()
+        self.peak = 0
+        self.stop = False
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def used(self):
+        return self.nv.nvmlDeviceGetMemoryInfo(self.h).used
+
+    def run(self):
+        while not self.stop:
+            self.peak = max(self.peak, self.used())
+            time.sleep(0.001)
+
+    def reset(self):
+        self.peak = self.used()
+
+    def peak_bytes(self):
+        return max(self.peak - self.base, 0)
+
+
+# ----------------------------------------------------------------------------------------- one mode
+def run_child(a):
+    sampler = NvmlSampler()  # before CUDA exists in this process: its baseline excludes us
+    tc = None
+    if a.mode == "tierpack":
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        import tierpack.cuda as tc
+        tc.install(budget=int(a.alloc_budget), gpu=a.gpu_opts or None, path=a.lib)
+    import torch
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    dev = torch.device("cuda")
+    t_init = time.perf_counter()
+    with dev:
+        model = build_model(torch, a.layers, 1280, 20, 50257, a.seq, ckpt=a.mode == "ckpt")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    g = torch.Generator(device="cuda").manual_seed(1234)
+    batches = [torch.randint(0, 50257, (a.batch, a.seq + 1), device=dev, generator=g) for _ in range(4)]
+    init_s = time.perf_counter() - t_init
+
+    def step(i):
+        x = batches[i % len(batches)]
+        inp, tgt = x[:, :-1], x[:, 1:]
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            if a.mode == "save_on_cpu":
+                with torch.autograd.graph.save_on_cpu(pin_memory=True):
+                    logits = model(inp)
+                    loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), tgt.reshape(-1))
+            else:
+                logits = model(inp)
+                loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), tgt.reshape(-1))
+        del logits
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    warmup = a.warmup
+    losses, warm_times, times = [], [], []
+    for i in range(warmup):
+        t0 = time.perf_counter()
+        losses.append(step(i))
+        warm_times.append(time.perf_counter() - t0)
+    torch.cuda.synchronize()
+    sampler.reset()
+    for i in range(a.steps):
+        t0 = time.perf_counter()
+        losses.append(step(warmup + i))
+        times.append(time.perf_counter() - t0)
+    torch.cuda.synchronize()
+    peak = sampler.peak_bytes()
+    med = statistics.median(times)
+    res = {
+        "mode": a.mode, "budget": a.budget, "alloc_budget": a.alloc_budget, "layers": a.layers,
+        "median_step_s": med, "tokens_per_s": a.batch * a.seq / med, "peak_bytes": peak,
+        "losses": losses, "warmup_step_s": warm_times, "step_s": times, "init_s": init_s,
+    }
+    if a.mode != "tierpack":
+        res["torch_max_allocated"] = torch.cuda.max_memory_allocated()
+    if tc is not None:
+        st = tc.stats()
+        its = [r for r in st.get("iterations", []) if r["iteration"] > warmup]
+        n = max(len(its), 1)
+        res["tierpack"] = {
+            "phase": st.get("phase"), "divergence": st.get("divergence"), "plan": st.get("plan"),
+            "allocator": st.get("allocator"),
+            "to_host_bytes_per_step": sum(r["bytes_to_host"] for r in its) / n,
+            "to_device_bytes_per_step": sum(r["bytes_to_device"] for r in its) / n,
+            "stalls_per_step": sum(r["stalls"] for r in its) / n,
+            "stall_ms_per_step": sum(r["stall_ms"] for r in its) / n,
+            "misses_per_step": sum(r["misses"] for r in its) / n,
+            "remap_ms_per_step": sum(r["remap_ms"] for r in its) / n,
+            "failures": sum(r["failures"] for r in its),
+            "iterations": [{k: v for k, v in r.items() if k != "timeline"} for r in st.get("iterations", [])],
+            "timeline_last": (its[-1]["timeline"] if its else []),
+        }
+    if a.mode == "default":
+        # CUDA context and library overhead seen by NVML before any tensor exists in a process,
+        # and pinned copy bandwidth per direction (the link the floor is computed with).
+        n = 1 << 30
+        h = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+        d = torch.empty(n, dtype=torch.uint8, device=dev)
+        def timed(fn):
+            ts = []
+            for _ in range(6):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record(); fn(); e.record(); e.synchronize()
+                ts.append(s.elapsed_time(e) / 1e3)
+            return n / statistics.median(ts[1:])
+        res["pinned_h2d_Bps"] = timed(lambda: d.copy_(h, non_blocking=True))
+        res["pinned_d2h_Bps"] = timed(lambda: h.copy_(d, non_blocking=True))
+    sampler.stop = True
+    print("RESULT " + json.dumps(res), flush=True)
+
+
+# ------------------------------------------------------------------------------------------- driver
+def child(args, mode, budget=None, alloc_budget=None, warmup=None, timeout=None):
+    timeout = timeout or args.child_timeout
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", mode, "--steps", str(args.steps),
+           "--warmup", str(warmup if warmup is not None else args.warmup), "--layers", str(args.layers),
+           "--batch", str(args.batch), "--seq", str(args.seq), "--lib", args.lib]
+    if budget is not None:
+        cmd += ["--budget", str(int(budget)), "--alloc-budget", str(int(alloc_budget))]
+    if args.gpu_opts:
+        cmd += ["--gpu-opts", args.gpu_opts]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired as e:
+        return {"mode": mode, "budget": budget, "error": f"timed out after {timeout} s",
+                "stderr": (e.stderr or b"")[-3000:].decode(errors="replace") if isinstance(e.stderr, bytes) else str(e.stderr)[-3000:]}
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            r = json.loads(line[7:])
+            r["wall_s"] = time.time() - t0
+            r["stderr_tail"] = p.stderr[-2000:]
+            return r
+    return {"mode": mode, "budget": budget, "error": f"exit {p.returncode}", "stderr": p.stderr[-4000:]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--child")
+    ap.add_argument("--budget", type=float)
+    ap.add_argument("--alloc-budget", type=float)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--tierpack-warmup", type=int, default=6)
+    ap.add_argument("--layers", type=int, default=36)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--budgets", default="100,75,60,45,35")
+    ap.add_argument("--modes", default="default,ckpt,save_on_cpu,tierpack")
+    ap.add_argument("--lib", default=os.path.join(ROOT, "build", "lib", "libtierpack_cuda.so"))
+    ap.add_argument("--gpu-opts", default="")
+    ap.add_argument("--context-bytes", type=float, default=None,
+                    help="NVML bytes of a CUDA context; default: measured (peak of a 1-tensor process)")
+    ap.add_argument("--baseline", help="JSON written by an earlier run (--json): reuse its default run and context")
+    ap.add_argument("--child-timeout", type=int, default=240)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    if a.child:
+        a.mode = a.child
+        return run_child(a)
+
+    modes = a.modes.split(",")
+    results = []
+    if a.baseline:
+        prev = json.load(open(a.baseline))
+        base = next(r for r in prev["results"] if r["mode"] == "default")
+        a.context_bytes = prev["context_bytes"]
+        base["reused_from"] = a.baseline
+    else:
+        base = child(a, "default")
+    results.append(base)
+    print(json.dumps({k: v for k, v in base.items() if k not in ("losses", "step_s", "stderr_tail")}), flush=True)
+    if "error" in base:
+        print(base.get("stderr", ""), file=sys.stderr)
+        sys.exit(1)
+    peak = base["peak_bytes"]
+    ctx = a.context_bytes if a.context_bytes is not None else measure_context(a)
+    for m in modes:
+        if m in ("default",):
+            continue
+        if m == "tierpack":
+            for pct in [float(x) for x in a.budgets.split(",")]:
+                target = peak * pct / 100.0
+                r = child(a, "tierpack", budget=target, alloc_budget=max(target - ctx, 1 << 30), warmup=a.tierpack_warmup)
+                r["pct"] = pct
+                results.append(r)
+                print(json.dumps({k: v for k, v in r.items() if k not in ("losses", "step_s", "stderr_tail", "tierpack")}), flush=True)
+        else:
+            r = child(a, m)
+            results.append(r)
+            print(json.dumps({k: v for k, v in r.items() if k not in ("losses", "step_s", "stderr_tail")}), flush=True)
+    table = render(results, base, ctx)
+    print(table)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"results": results, "context_bytes": ctx, "table": table, "argv": sys.argv}, f, indent=1)
+
+
+def measure_context(a):
+    """NVML bytes held by a process that made a CUDA context and one small tensor (default allocator)."""
+    code = (
+        "import pynvml, torch, time\n"
+        "pynvml.nvmlInit(); h = pynvml.nvmlDeviceGetHandleByIndex(0); b = pynvml.nvmlDeviceGetMemoryInfo(h).used\n"
+        "x = torch.ones(1, device='cuda'); y = x @ x.view(1,1)\n"
+        "torch.cuda.synchronize(); time.sleep(0.2)\n"
+        "print(pynvml.nvmlDeviceGetMemoryInfo(h).used - b - torch.cuda.memory_reserved())\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    try:
+        return float(p.stdout.strip().splitlines()[-1])
+    except Exception:
+        return 600e6
+
+
+def render(results, base, ctx):
+    peak = base["peak_bytes"]
+    step0 = base["median_step_s"]
+    bw_h2d = base.get("pinned_h2d_Bps", 55e9)
+    bw_d2h = base.get("pinned_d2h_Bps", 55e9)
+    losses0 = base["losses"]
+    rows = []
+    hdr = ("mode", "budget", "step ms", "tokens/s", "peak GiB", "to host GB/step", "to dev GB/step",
+           "floor ms", "floor/step", "stalls/step", "max loss rel.diff", "note")
+    for r in results:
+        if "error" in r:
+            rows.append((r["mode"], f"{r.get('pct', '')}%" if r.get("pct") else "", "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                         r["error"]))
+            continue
+        step = r["median_step_s"]
+        budget = r.get("budget")
+        if budget:
+            move = max(peak - budget, 0)
+            floor = max(step0, move / bw_h2d, move / bw_d2h)
+        else:
+            floor = step0
+        tp = r.get("tierpack", {})
+        n = min(len(r["losses"]), len(losses0))
+        diff = max(abs(r["losses"][i] - losses0[i]) / abs(losses0[i]) for i in range(n)) if n else float("nan")
+        note = ""
+        if tp:
+            note = f"phase {tp.get('phase')}"
+            if tp.get("divergence"):
+                note += " (diverged)"
+            if tp.get("misses_per_step"):
+                note += f", misses/step {tp['misses_per_step']:.1f}"
+        label = r["mode"] + (f" {r['pct']:.0f}%" if r.get("pct") else "")
+        rows.append((label, f"{budget / GiB:.1f} GiB" if budget else "-", f"{step * 1e3:.0f}", f"{r['tokens_per_s']:.0f}",
+                     f"{r['peak_bytes'] / GiB:.1f}",
+                     f"{tp['to_host_bytes_per_step'] / 1e9:.2f}" if tp else "-",
+                     f"{tp['to_device_bytes_per_step'] / 1e9:.2f}" if tp else "-",
+                     f"{floor * 1e3:.0f}", f"{floor / step:.2f}",
+                     f"{tp['stalls_per_step']:.1f}" if tp else "-", f"{diff:.1e}", note))
+    widths = [max(len(str(x[i])) for x in rows + [hdr]) for i in range(len(hdr))]
+    line = lambda row: "| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths)) + " |"
+    out = [line(hdr), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(r) for r in rows]
+    out.append(f"default peak {peak / GiB:.2f} GiB (NVML, over the timed steps); CUDA context ~{ctx / GiB:.2f} GiB "
+               f"(tierpack's allocator budget = budget - context); pinned bandwidth H2D {bw_h2d / 1e9:.1f} GB/s, "
+               f"D2H {bw_d2h / 1e9:.1f} GB/s; floor = max(default step, (default peak - budget) / bandwidth)")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+// Built without CUDA: the CUDA benchmarks report "no CUDA device" (see bench_device.hpp).
+#include "bench/gpu/bench_device.hpp"
+
+namespace tierpack::gpu::bench {
+
+std::unique_ptr<VmmBackend> make_cuda_backend(std::string* why) {
+  if (why) *why = "no CUDA device (built without CUDA support)";
+  return nullptr;
+}
+PinnedBuffer pinned_alloc(VmmBackend&, std::size_t) { return {}; }
+void pinned_free(VmmBackend&, PinnedBuffer) {}
+
+}  // namespace tierpack::gpu::bench

@@ -1,0 +1,191 @@
+// Child launching for tierpack subcommands (see child_launch.hpp).
+#include "integrations/cli/child_launch.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/error.hpp"
+
+namespace tierpack::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Space for libjemalloc's initial-exec TLS when a Python process dlopen()s the integration
+// (integrations/session/profiling_arena.hpp).
+constexpr const char* kStaticTlsTunable = "glibc.rtld.optional_static_tls=65536";
+
+bool is_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+std::string self_exe() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw os_error("readlink(/proc/self/exe)", ec.value());
+  return p.string();
+}
+
+/// argv[0] as execvp would find it.
+std::string resolve_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    if (::access(name.c_str(), X_OK) != 0) throw error("cannot run '" + name + "': " + std::strerror(errno));
+    return name;
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  std::size_t pos = 0;
+  while (pos <= dirs.size()) {
+    std::size_t end = dirs.find(':', pos);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = dirs.substr(pos, end - pos);
+    const std::string cand = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    if (::access(cand.c_str(), X_OK) == 0 && is_file(cand)) return cand;
+    pos = end + 1;
+  }
+  throw error("command not found: " + name);
+}
+
+bool looks_like_python(const std::string& program) {
+  const std::string base = fs::path(program).filename().string();
+  return base.rfind("python", 0) == 0;
+}
+
+/// Whether `python` can import torch (find_spec only: importing torch takes seconds).
+bool python_has_torch(const std::string& python) {
+  const pid_t pid = ::fork();
+  if (pid < 0) throw os_error("fork", errno);
+  if (pid == 0) {
+    const char* code = "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('torch') else 3)";
+    ::execl(python.c_str(), python.c_str(), "-c", code, static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+std::string prepend(const std::string& head, const char* existing) {
+  if (!existing || !*existing) return head;
+  return head + ":" + existing;
+}
+
+}  // namespace
+
+TierpackPaths find_tierpack_paths() {
+  TierpackPaths p;
+  const fs::path exe_dir = fs::path(self_exe()).parent_path();  // <build>/bin or <prefix>/bin
+  if (const char* env = std::getenv("TIERPACK_LIB"); env && *env) {
+    p.torch_lib = env;
+  } else if (is_file(exe_dir / ".." / "lib" / "libtierpack_torch.so")) {
+    p.torch_lib = fs::weakly_canonical(exe_dir / ".." / "lib" / "libtierpack_torch.so").string();
+  }
+  if (p.torch_lib.empty() || !is_file(p.torch_lib))
+    throw error("libtierpack_torch.so not found next to " + exe_dir.string() +
+                " (build tierpack with -DTIERPACK_WITH_TORCH=ON, or set TIERPACK_LIB)");
+  // Install tree first (<prefix>/lib/tierpack/python), then the source tree this binary was built from.
+  const fs::path installed = exe_dir / ".." / "lib" / "tierpack" / "python";
+#ifdef TIERPACK_SOURCE_PYTHON_DIR
+  const fs::path source = TIERPACK_SOURCE_PYTHON_DIR;
+#else
+  const fs::path source;
+#endif
+  for (const fs::path& dir : {installed, source}) {
+    if (!dir.empty() && is_file(dir / "tierpack" / "__init__.py") && is_file(dir / "sitecustomize" / "sitecustomize.py")) {
+      p.python_dir = fs::weakly_canonical(dir).string();
+      p.sitecustomize_dir = fs::weakly_canonical(dir / "sitecustomize").string();
+      break;
+    }
+  }
+  return p;
+}
+
+ChildLaunch prepare_child(const std::vector<std::string>& command, const std::string& conf, const TierpackPaths& paths) {
+  TIERPACK_EXPECTS(!command.empty(), "empty command");
+  ChildLaunch c;
+  c.argv = command;
+  c.argv[0] = resolve_program(command[0]);
+  c.env["TIERPACK_CONF"] = conf;
+  c.env["TIERPACK_LIB"] = paths.torch_lib;
+  c.python = looks_like_python(c.argv[0]);
+  if (c.python) {
+    if (paths.python_dir.empty())
+      throw error("the tierpack Python bootstrap (python/tierpack, python/sitecustomize) was not found");
+    if (!python_has_torch(c.argv[0])) {
+      std::string hint;
+      for (const char* cand : {"/usr/bin/python3", "/usr/local/bin/python3"})
+        if (cand != c.argv[0] && ::access(cand, X_OK) == 0 && python_has_torch(cand)) {
+          hint = "; " + std::string(cand) + " can (use it: tierpack profile ... -- " + cand + " script.py)";
+          break;
+        }
+      throw error(c.argv[0] + " cannot import torch" + hint);
+    }
+    c.env["PYTHONPATH"] = prepend(paths.sitecustomize_dir + ":" + paths.python_dir, std::getenv("PYTHONPATH"));
+    const char* tunables = std::getenv("GLIBC_TUNABLES");
+    c.env["GLIBC_TUNABLES"] = (tunables && *tunables) ? std::string(tunables) + ":" + kStaticTlsTunable : kStaticTlsTunable;
+    c.how = "Python: bootstrap through sitecustomize (" + paths.sitecustomize_dir + ")";
+  } else {
+    c.env["LD_PRELOAD"] = prepend(paths.torch_lib, std::getenv("LD_PRELOAD"));
+    c.how = "LD_PRELOAD=" + paths.torch_lib;
+  }
+  return c;
+}
+
+namespace {
+volatile sig_atomic_t g_child = 0;
+void forward_signal(int sig) {
+  if (g_child > 0) ::kill(static_cast<pid_t>(g_child), sig);
+}
+}  // namespace
+
+int run_child(const ChildLaunch& launch) {
+  std::vector<char*> argv;
+  for (const auto& a : launch.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw os_error("fork", errno);
+  if (pid == 0) {
+    for (const auto& [k, v] : launch.env) ::setenv(k.c_str(), v.c_str(), 1);
+    ::execv(argv[0], argv.data());
+    std::fprintf(stderr, "tierpack: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  g_child = pid;
+  // Ctrl-C reaches the child from the terminal (same process group): tierpack only waits for it to
+  // finish writing. A SIGTERM aimed at tierpack is passed on.
+  struct sigaction sa {}, ign {}, old_int {}, old_term {};
+  sa.sa_handler = forward_signal;
+  ::sigemptyset(&sa.sa_mask);
+  ign.sa_handler = SIG_IGN;
+  ::sigemptyset(&ign.sa_mask);
+  ::sigaction(SIGINT, &ign, &old_int);
+  ::sigaction(SIGTERM, &sa, &old_term);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw os_error("waitpid", errno);
+  }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGTERM, &old_term, nullptr);
+  g_child = 0;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+std::string describe_status(int status) {
+  if (status > 128 && status < 128 + 65) {
+    const int sig = status - 128;
+    return "killed by signal " + std::to_string(sig) + " (" + ::strsignal(sig) + ")";
+  }
+  return "exit status " + std::to_string(status);
+}
+
+}  // namespace tierpack::cli

@@ -1,0 +1,42 @@
+// Launching a training command under tierpack (`tierpack profile`, `tierpack run`): find the torch
+// integration library and the Python bootstrap, prepare the child's environment (TIERPACK_CONF,
+// sitecustomize on PYTHONPATH for Python, LD_PRELOAD for LibTorch programs), run it and return its
+// exit status.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tierpack::cli {
+
+/// Where the pieces a child needs are (build tree or install tree).
+struct TierpackPaths {
+  std::string torch_lib;          ///< libtierpack_torch.so
+  std::string python_dir;         ///< holds the `tierpack` package
+  std::string sitecustomize_dir;  ///< holds the bootstrap sitecustomize.py
+};
+
+/// Finds them relative to this executable ($TIERPACK_LIB overrides the library). Throws
+/// tierpack::error naming what is missing (e.g. a build without -DTIERPACK_WITH_TORCH=ON).
+TierpackPaths find_tierpack_paths();
+
+struct ChildLaunch {
+  std::vector<std::string> argv;              ///< argv[0] resolved through PATH
+  std::map<std::string, std::string> env;     ///< variables to set (on top of this environment)
+  bool python = false;                        ///< bootstrapped through sitecustomize (else LD_PRELOAD)
+  std::string how;                            ///< one line for the status output
+};
+
+/// Prepares `command` to run with `conf` (TIERPACK_CONF). For a Python interpreter, checks that it can
+/// import torch and throws tierpack::error naming one that can when it cannot.
+ChildLaunch prepare_child(const std::vector<std::string>& command, const std::string& conf, const TierpackPaths& paths);
+
+/// Runs the child and waits. Returns its exit status, or 128 + signal number when a signal ended it.
+/// SIGTERM reaching tierpack is passed on to the child; Ctrl-C reaches the child from the terminal.
+int run_child(const ChildLaunch& launch);
+
+/// "exit status 3" / "killed by signal 9 (Killed)".
+std::string describe_status(int status);
+
+}  // namespace tierpack::cli

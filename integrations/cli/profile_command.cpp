@@ -1,0 +1,116 @@
+// `tierpack profile`: record a Profile of a training command, or print a profile's summary.
+#include <filesystem>
+#include <cstdio>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/profile.hpp"
+#include "integrations/cli/args.hpp"
+#include "integrations/cli/child_launch.hpp"
+#include "integrations/cli/commands.hpp"
+#include "profiler/profile_summary.hpp"
+
+namespace tierpack::cli {
+
+const char* const kProfileUsage =
+    "usage: tierpack profile -o run.tpk [--warmup N] [--iterations N] [--max-iterations N]\n"
+    "                        [--page-tracer auto|mprotect|uffd|off] [--quiet] -- command ...\n"
+    "       tierpack profile --summary run.tpk [--top N]\n"
+    "  Runs a PyTorch training command and records one iteration: tensors (size, birth, death, the ops\n"
+    "  that used them), ops, host pages touched per op, page false sharing, hidden accesses, and\n"
+    "  whether later iterations allocate the same way. Python commands are bootstrapped through a\n"
+    "  sitecustomize (no code change); other commands (LibTorch programs) get libtierpack_torch.so\n"
+    "  through LD_PRELOAD.\n"
+    "  -o FILE              where the profile goes\n"
+    "  --warmup N           iterations to skip first (default 1)\n"
+    "  --iterations N       iterations compared to build the profile; the first is recorded (default 1)\n"
+    "  --max-iterations N   stop observing after N iterations (default: until the program ends)\n"
+    "  --page-tracer KIND   host page access tracer: auto (uffd-wp where the kernel has it, else\n"
+    "                       mprotect), mprotect (sees reads and writes), uffd (writes only), off\n"
+    "  --quiet              no status lines from the profiled process\n"
+    "  --summary FILE       print a readable summary of a profile instead\n"
+    "  --top N              rows in the summary's top-tensors table (default 15)\n"
+    "  Iteration boundaries: the end of torch's Optimizer.step, tierpack.step() / tierpack::step(),\n"
+    "  or a period found in the allocation sequence.\n";
+
+namespace {
+
+int parse_count(const Args& args, const std::string& flag, int fallback, int min) {
+  const auto v = args.get(flag);
+  if (!v) return fallback;
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(*v, &used);
+    if (used != v->size() || n < min) throw std::invalid_argument("range");
+    return n;
+  } catch (const std::exception&) {
+    throw usage_error("flag " + flag + " needs an integer >= " + std::to_string(min) + ", not '" + *v + "'");
+  }
+}
+
+int summary(const Args& args) {
+  if (args.has("-o") || !args.child.empty()) throw usage_error("--summary takes a profile file, not -o or a command");
+  SummaryOptions opt;
+  opt.top_tensors = static_cast<std::size_t>(parse_count(args, "--top", 15, 1));
+  const Profile p = read_profile(*args.get("--summary"));
+  std::fputs(format_profile_summary(p, opt).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+int run_profile(const std::vector<std::string>& argv) {
+  const Args args = parse_args(argv, {.valued = {"-o", "--warmup", "--iterations", "--max-iterations", "--page-tracer",
+                                                 "--summary", "--top"},
+                                      .switches = {"--quiet"},
+                                      .allow_child = true});
+  if (args.has("--summary")) return summary(args);
+  if (!args.has("-o")) throw usage_error("missing -o FILE (where the profile goes)");
+  if (args.child.empty()) throw usage_error("missing the command to profile: tierpack profile -o run.tpk -- python train.py");
+
+  namespace fs = std::filesystem;
+  const std::string out = fs::absolute(*args.get("-o")).lexically_normal().string();
+  if (out.find(',') != std::string::npos) throw usage_error("the output path cannot contain ','");
+  Config c;
+  c.mode = RunMode::profile;
+  c.profile_out = out;
+  c.warmup_iterations = parse_count(args, "--warmup", 1, 0);
+  c.profile_iterations = parse_count(args, "--iterations", 1, 1);
+  c.max_iterations = parse_count(args, "--max-iterations", 0, 0);
+  if (auto t = args.get("--page-tracer")) {
+    try {
+      c.page_tracer = parse_config("page_tracer:" + *t).page_tracer;
+    } catch (const logic_error&) {
+      throw usage_error("--page-tracer must be auto, mprotect, uffd or off, not '" + *t + "'");
+    }
+  }
+  if (args.has("--quiet")) c.log = LogLevel::quiet;
+  if (c.max_iterations > 0 && c.max_iterations < c.warmup_iterations + c.profile_iterations)
+    throw usage_error("--max-iterations must leave room for the warm-up and profiled iterations");
+
+  const TierpackPaths paths = find_tierpack_paths();
+  const ChildLaunch launch = prepare_child(args.child, format_config(c), paths);
+  std::error_code ec;
+  fs::remove(out, ec);  // so a missing file afterwards means "not written"
+
+  std::fprintf(stderr, "tierpack profile: running %s (%s)\n", launch.argv[0].c_str(), launch.how.c_str());
+  const int status = run_child(launch);
+  const bool written = fs::exists(out, ec);
+  std::fprintf(stderr, "tierpack profile: the command ended with %s\n", describe_status(status).c_str());
+  if (!written) {
+    std::fprintf(stderr,
+                 "tierpack profile: error: no profile was written to %s (see the messages above: too few iterations, "
+                 "no iteration boundary, or torch never loaded)\n",
+                 out.c_str());
+    return status != 0 ? status : 1;
+  }
+  const Profile p = read_profile(out);  // validates what the child wrote
+  std::fprintf(stderr,
+               "tierpack profile: %s: iteration %d of %d (%s), %zu ops, %zu tensors, %zu divergent iteration(s); "
+               "see `tierpack profile --summary %s`\n",
+               out.c_str(), p.meta.profiled_iteration, p.meta.iterations_observed, p.meta.iteration_source.c_str(),
+               p.ops.size(), p.tensors.size(), p.divergences.size(), out.c_str());
+  return status;
+}
+
+}  // namespace tierpack::cli

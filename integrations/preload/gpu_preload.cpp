@@ -1,0 +1,282 @@
+// libtierpack_cuda.so: the C functions PyTorch's CUDAPluggableAllocator loads, plus the op/iteration
+// events and statistics the Python side (python/tierpack/cuda.py) and the torch integration call.
+//
+// The process-wide state PyTorch's C ABI forces on us lives here, in one registry created on first
+// use and never destroyed (tensors are still freed while the interpreter shuts down). Every entry
+// point catches everything, with one deliberate exception below.
+//
+// Note [Out of memory through the pluggable allocator]
+// PyTorch (2.11) does not check the pointer a pluggable allocator returns: a nullptr becomes a tensor
+// whose first kernel faults with an illegal address, which kills the CUDA context (measured on the
+// H200, bench/results/). So tierpack_cuda_malloc reports out-of-memory by throwing a C++ exception
+// derived from std::exception through PyTorch's std::function call; PyTorch turns it into a Python
+// RuntimeError carrying our message (requested size, tier, budget, what is resident where), and the
+// process can free memory and continue. A torch.OutOfMemoryError proper needs c10::OutOfMemoryError,
+// i.e. torch headers: the torch integration can wrap tierpack_cuda_malloc_nothrow (nullptr on
+// failure, message in tierpack_gpu_last_error()) and throw it. Every other failure is caught here.
+#include <sys/types.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "alloc/gpu/cuda_backend.hpp"
+#include "core/error.hpp"
+#include "integrations/preload/gpu_runtime.hpp"
+
+#define TIERPACK_C_API extern "C" __attribute__((visibility("default")))
+
+namespace tierpack::gpu {
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+struct Registry {
+  std::mutex m;
+  std::array<std::atomic<GpuRuntime*>, kMaxDevices> devices{};
+  std::optional<GpuRuntimeOptions> options;  // from tierpack_gpu_configure, else the environment
+  std::string last_error;
+  bool announced_failure = false;
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // never destroyed: frees arrive during interpreter shutdown
+  return *r;
+}
+
+void remember(const std::string& msg) {
+  Registry& r = registry();
+  std::lock_guard lk(r.m);
+  r.last_error = msg;
+}
+
+GpuRuntime& runtime(int device) {
+  if (device < 0 || device >= kMaxDevices) throw logic_error("CUDA device " + std::to_string(device) + " out of range");
+  Registry& r = registry();
+  if (GpuRuntime* rt = r.devices[device].load(std::memory_order_acquire)) return *rt;
+  std::lock_guard lk(r.m);
+  if (GpuRuntime* rt = r.devices[device].load(std::memory_order_acquire)) return *rt;
+  if (!r.options) r.options = gpu_options_from_env();
+  CudaBackendOptions bo;
+  bo.device = device;
+  auto* rt = new GpuRuntime(std::make_unique<CudaVmmBackend>(bo), *r.options, device);
+  if (r.options->log != LogLevel::quiet) std::fprintf(stderr, "tierpack: %s\n", rt->describe().c_str());
+  r.devices[device].store(rt, std::memory_order_release);
+  return *rt;
+}
+
+template <class F>
+void each_runtime(F&& f) {
+  for (auto& d : registry().devices)
+    if (GpuRuntime* rt = d.load(std::memory_order_acquire)) f(*rt);
+}
+
+GpuRuntime* runtime_owning(const void* p) {
+  for (auto& d : registry().devices)
+    if (GpuRuntime* rt = d.load(std::memory_order_acquire); rt && rt->owns(p)) return rt;
+  return nullptr;
+}
+
+void report(const char* where, const std::exception& e) {
+  const std::string msg = std::string("tierpack: ") + where + ": " + e.what();
+  std::fprintf(stderr, "%s\n", msg.c_str());
+  remember(msg);
+}
+
+thread_local std::string t_json;
+
+}  // namespace
+}  // namespace tierpack::gpu
+
+using namespace tierpack::gpu;
+
+TIERPACK_C_API const char* tierpack_gpu_last_error(void);
+
+namespace {
+struct CudaOutOfMemory : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void* malloc_or_report(ssize_t size, int device, void* stream, bool* oom) noexcept {
+  try {
+    if (size <= 0) return nullptr;
+    return runtime(device).allocate(static_cast<std::size_t>(size), reinterpret_cast<StreamHandle>(stream));
+  } catch (const tierpack::out_of_memory& e) {
+    report("CUDA out of memory", e);
+    *oom = true;
+  } catch (const std::exception& e) {
+    report("allocation failed", e);
+    *oom = true;
+  } catch (...) {
+    remember("tierpack: allocation failed (unknown exception)");
+    *oom = true;
+  }
+  return nullptr;
+}
+}  // namespace
+
+/// PyTorch's pluggable-allocator malloc. Out of memory throws (Note [Out of memory through the
+/// pluggable allocator]); PyTorch raises it as a RuntimeError with tierpack's message.
+TIERPACK_C_API void* tierpack_cuda_malloc(ssize_t size, int device, void* stream) {
+  bool oom = false;
+  void* p = malloc_or_report(size, device, stream, &oom);
+  if (oom) throw CudaOutOfMemory(tierpack_gpu_last_error());
+  return p;
+}
+
+/// The same, returning nullptr on failure (message in tierpack_gpu_last_error()): for callers that
+/// raise their own error, such as a torch-side shim throwing c10::OutOfMemoryError.
+TIERPACK_C_API void* tierpack_cuda_malloc_nothrow(ssize_t size, int device, void* stream) {
+  bool oom = false;
+  return malloc_or_report(size, device, stream, &oom);
+}
+
+TIERPACK_C_API void tierpack_cuda_free(void* ptr, ssize_t /*size*/, int device, void* /*stream*/) {
+  try {
+    if (!ptr) return;
+    GpuRuntime* rt = device >= 0 && device < 64 ? registry().devices[device].load(std::memory_order_acquire) : nullptr;
+    if (!rt || !rt->owns(ptr)) rt = runtime_owning(ptr);
+    if (rt) rt->deallocate(ptr);
+  } catch (const std::exception& e) {
+    report("free failed", e);
+  } catch (...) {
+  }
+}
+
+TIERPACK_C_API void tierpack_cuda_record_stream(void* ptr, void* stream) {
+  try {
+    if (GpuRuntime* rt = runtime_owning(ptr)) rt->record_stream(ptr, reinterpret_cast<StreamHandle>(stream));
+  } catch (const std::exception& e) {
+    report("record_stream failed", e);
+  } catch (...) {
+  }
+}
+
+TIERPACK_C_API void tierpack_cuda_empty_cache(void) {
+  try {
+    each_runtime([](GpuRuntime& rt) { rt.empty_cache(); });
+  } catch (const std::exception& e) {
+    report("empty_cache failed", e);
+  } catch (...) {
+  }
+}
+
+/// Sets the options before the first allocation: `conf` in TIERPACK_CONF syntax and `gpu` in
+/// TIERPACK_GPU syntax (either may be null: the environment's value is used). Returns 0, or -1 with
+/// tierpack_gpu_last_error() saying why (bad option, or called after the first allocation).
+TIERPACK_C_API int tierpack_gpu_configure(const char* conf, const char* gpu) {
+  try {
+    Registry& r = registry();
+    std::lock_guard lk(r.m);
+    for (auto& d : r.devices)
+      if (d.load()) throw tierpack::logic_error("tierpack_gpu_configure: the allocator is already in use");
+    GpuRuntimeOptions o = conf ? apply_core_config(tierpack::parse_config(conf), GpuRuntimeOptions{}) : gpu_options_from_env();
+    if (gpu) o = parse_gpu_options(gpu, o);
+    r.options = o;
+    return 0;
+  } catch (const std::exception& e) {
+    Registry& r = registry();
+    r.last_error = e.what();
+    return -1;
+  }
+}
+
+/// An iteration ended (optimizer step or tierpack.step()). Returns 1 when the next iteration is
+/// traced, so the caller should report ops (tierpack_gpu_op_*), else 0.
+TIERPACK_C_API int tierpack_gpu_iteration(void) {
+  int traced = 0;
+  try {
+    each_runtime([&](GpuRuntime& rt) { traced |= rt.iteration() ? 1 : 0; });
+  } catch (const std::exception& e) {
+    report("iteration boundary failed", e);
+  } catch (...) {
+  }
+  return traced;
+}
+
+TIERPACK_C_API int tierpack_gpu_tracing(void) {
+  int traced = 0;
+  each_runtime([&](GpuRuntime& rt) { traced |= rt.tracing() ? 1 : 0; });
+  return traced;
+}
+
+TIERPACK_C_API void tierpack_gpu_op_begin(std::int64_t /*op*/) {
+  try {
+    each_runtime([](GpuRuntime& rt) { rt.op_begin(); });
+  } catch (...) {
+  }
+}
+
+TIERPACK_C_API void tierpack_gpu_op_tensor(const void* p) {
+  try {
+    if (GpuRuntime* rt = runtime_owning(p)) rt->op_tensor(p);
+  } catch (...) {
+  }
+}
+
+TIERPACK_C_API void tierpack_gpu_op_tensors(const std::uint64_t* ptrs, std::int64_t n) {
+  try {
+    for (std::int64_t i = 0; i < n; ++i)
+      if (GpuRuntime* rt = runtime_owning(reinterpret_cast<const void*>(ptrs[i]))) rt->op_tensor(reinterpret_cast<const void*>(ptrs[i]));
+  } catch (...) {
+  }
+}
+
+TIERPACK_C_API void tierpack_gpu_op_end(std::int64_t /*op*/) {
+  try {
+    each_runtime([](GpuRuntime& rt) { rt.op_end(); });
+  } catch (...) {
+  }
+}
+
+/// JSON statistics of one device ("{}" when it has no runtime). Valid until the next call on this thread.
+TIERPACK_C_API const char* tierpack_gpu_stats_json(int device) {
+  try {
+    GpuRuntime* rt = device >= 0 && device < 64 ? registry().devices[device].load() : nullptr;
+    t_json = rt ? rt->stats_json() : "{}";
+  } catch (const std::exception& e) {
+    t_json = "{}";
+    report("stats failed", e);
+  }
+  return t_json.c_str();
+}
+
+/// 0 allocated, 1 peak allocated, 2 device bytes held (what the budget limits), 3 its peak,
+/// 4 bytes of chunks on the host, 5 budget.
+TIERPACK_C_API std::uint64_t tierpack_gpu_memory_stat(int device, int which) {
+  try {
+    GpuRuntime* rt = device >= 0 && device < 64 ? registry().devices[device].load() : nullptr;
+    if (!rt) return 0;
+    const tierpack::gpu::AllocatorStats s = rt->allocator_stats();
+    switch (which) {
+      case 0: return s.allocated;
+      case 1: return s.peak_allocated;
+      case 2: return s.device_handles;
+      case 3: return s.peak_device_handles;
+      case 4: return s.segment_bytes[1];
+      case 5: return s.device_budget;
+      default: return 0;
+    }
+  } catch (...) {
+    return 0;
+  }
+}
+
+TIERPACK_C_API void tierpack_gpu_reset_peak(int device) {
+  try {
+    if (GpuRuntime* rt = device >= 0 && device < 64 ? registry().devices[device].load() : nullptr) rt->reset_peaks();
+  } catch (...) {
+  }
+}
+
+TIERPACK_C_API const char* tierpack_gpu_last_error(void) {
+  thread_local std::string copy;
+  Registry& r = registry();
+  std::lock_guard lk(r.m);
+  copy = r.last_error;
+  return copy.c_str();
+}

@@ -1,0 +1,403 @@
+// The GPU tier of one device behind the pluggable allocator (see gpu_runtime.hpp).
+#include "integrations/preload/gpu_runtime.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "migrate/gpu/trace_align.hpp"
+
+namespace tierpack::gpu {
+
+const char* GpuRuntime::phase_name(Phase p) {
+  switch (p) {
+    case Phase::warmup: return "warm-up";
+    case Phase::traced: return "observed";
+    case Phase::reference: return "reference";
+    case Phase::planned: return "planned";
+    case Phase::fallback: return "fallback";
+  }
+  return "?";
+}
+
+GpuRuntime::GpuRuntime(std::unique_ptr<VmmBackend> backend, GpuRuntimeOptions options, int device)
+    : options_(std::move(options)), device_(device), backend_(std::move(backend)) {
+  GpuAllocatorOptions ao;
+  ao.chunk_bytes = options_.chunk_bytes;
+  const std::size_t g = backend_->info().granularity;
+  ao.page_bytes = std::min<std::size_t>(g, ao.chunk_bytes);
+  ao.small_threshold = std::min<std::size_t>(std::size_t{1} << 20, ao.page_bytes / 2);
+  ao.host_limit = options_.host_limit;
+  ao.spill_to_host = options_.spill;
+  ao.tier_name = "gpu" + std::to_string(device);
+  if (options_.budget.bytes) ao.device_budget = *options_.budget.bytes;
+  alloc_ = std::make_unique<GpuAllocator>(*backend_, ao);
+  budget_bytes_ = alloc_->device_budget();
+  mover_ = std::make_unique<GroupMover>(*alloc_);
+  alloc_->set_pressure_handler([m = mover_.get()] { return m->wait_for_eviction(); });
+  iteration_start_ = std::chrono::steady_clock::now();
+  if (options_.migrate && options_.warmup_iterations == 0) start_trace_locked(Phase::traced);
+  timeline_stride_ = 64;
+}
+
+GpuRuntime::~GpuRuntime() {
+  for (std::thread& t : prewarm_) t.join();
+  executor_.reset();
+  mover_.reset();
+  alloc_.reset();
+}
+
+void GpuRuntime::log(const std::string& line) const {
+  if (options_.log != LogLevel::quiet) std::fprintf(stderr, "tierpack: %s\n", line.c_str());
+}
+
+std::string GpuRuntime::describe() const {
+  return "GPU tier on gpu" + std::to_string(device_) + " (" + backend_->info().device_name + ", " +
+         backend_->info().name + "): budget " + format_bytes(budget_bytes_) +
+         (options_.budget.fraction ? " until the traced iteration resolves " + options_.budget.to_string() : "") +
+         ", chunk " + format_bytes(options_.chunk_bytes) + ", spill to host " + (options_.spill ? "on" : "off") +
+         ", migration " + (options_.migrate ? "on" : "off");
+}
+
+bool GpuRuntime::owns(const void* p) const {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  return a >= alloc_->base() && a < alloc_->base() + alloc_->reservation_bytes();
+}
+
+bool GpuRuntime::tracing() const {
+  std::lock_guard lk(m_);
+  return phase_ == Phase::traced;
+}
+
+void GpuRuntime::tick_locked(StreamHandle stream) {
+  ++clock_;
+  if (phase_ == Phase::planned && executor_) executor_->advance(clock_, stream);
+  if (clock_ % timeline_stride_ == 0 && timeline_.size() < 4096) timeline_.emplace_back(clock_, alloc_->device_bytes());
+}
+
+void* GpuRuntime::allocate(std::size_t bytes, StreamHandle stream) {
+  if (bytes == 0) return nullptr;
+  ArenaId arena = kDefaultArena;
+  std::int64_t seq = 0, birth = 0;
+  bool traced = false;
+  {
+    std::lock_guard lk(m_);
+    stream_ = stream;
+    tick_locked(stream);
+    birth = clock_;
+    seq = seq_++;
+    if (phase_ == Phase::planned) {
+      if (seq >= planned_allocations_) {
+        diverge_locked("iteration " + std::to_string(iteration_) + " allocates more than the traced one (" +
+                       std::to_string(planned_allocations_) + " allocations)");
+      } else if (planned_[static_cast<std::size_t>(seq)].bytes != bytes) {
+        diverge_locked("allocation " + std::to_string(seq) + " of iteration " + std::to_string(iteration_) + " is " +
+                       format_bytes(bytes) + ", the traced one was " +
+                       format_bytes(planned_[static_cast<std::size_t>(seq)].bytes));
+      } else {
+        arena = planned_[static_cast<std::size_t>(seq)].arena;
+      }
+    }
+    traced = phase_ == Phase::traced || phase_ == Phase::reference;
+  }
+  void* p = alloc_->allocate(bytes, stream, arena);
+  if (traced) {
+    std::lock_guard lk(m_);
+    if (phase_ == Phase::traced || phase_ == Phase::reference) {
+      TracedTensor t;
+      t.seq = seq;
+      t.address = reinterpret_cast<std::uintptr_t>(p);
+      t.bytes = bytes;
+      t.birth = birth;
+      const auto idx = static_cast<std::uint32_t>(trace_.tensors.size());
+      live_[t.address] = idx;
+      trace_.tensors.push_back(std::move(t));
+      trace_.events.push_back({true, idx});
+    }
+  }
+  return p;
+}
+
+void GpuRuntime::deallocate(void* p) noexcept {
+  if (!p) return;
+  try {
+    std::lock_guard lk(m_);
+    tick_locked(stream_);
+    if (phase_ == Phase::traced || phase_ == Phase::reference) {
+      auto it = live_.find(reinterpret_cast<std::uintptr_t>(p));
+      if (it != live_.end()) {
+        trace_.tensors[it->second].death = clock_;
+        trace_.events.push_back({false, it->second});
+        live_.erase(it);
+      }
+    }
+  } catch (const std::exception& e) {
+    log(std::string("migration step failed while freeing (the free still happens): ") + e.what());
+  } catch (...) {
+  }
+  alloc_->deallocate(p);
+}
+
+void GpuRuntime::record_stream(void* p, StreamHandle stream) { alloc_->record_stream(p, stream); }
+
+void GpuRuntime::empty_cache() { alloc_->empty_cache(); }
+
+void GpuRuntime::op_begin() {
+  std::lock_guard lk(m_);
+  if (phase_ == Phase::traced) frames_.push_back(Frame{clock_, {}});
+}
+
+void GpuRuntime::op_tensor(const void* p) {
+  std::lock_guard lk(m_);
+  if (phase_ != Phase::traced || frames_.empty()) return;
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  auto it = live_.upper_bound(a);
+  if (it == live_.begin()) return;
+  --it;
+  const TracedTensor& t = trace_.tensors[it->second];
+  if (a < t.address + std::max<std::uint64_t>(t.bytes, 1)) frames_.back().tensors.push_back(it->second);
+}
+
+void GpuRuntime::op_end() {
+  std::lock_guard lk(m_);
+  if (phase_ != Phase::traced || frames_.empty()) return;
+  Frame f = std::move(frames_.back());
+  frames_.pop_back();
+  for (std::uint32_t t : f.tensors) trace_.tensors[t].uses.push_back({f.from, clock_});
+}
+
+void GpuRuntime::start_trace_locked(Phase phase) {
+  phase_ = phase;
+  trace_ = IterationTrace{};
+  live_.clear();
+  frames_.clear();
+  for (const LiveBlock& b : alloc_->live_blocks()) {
+    TracedTensor t;
+    t.seq = -1;
+    t.address = b.addr;
+    t.bytes = b.size;
+    t.segment = b.segment;
+    t.segment_bytes = b.segment_bytes;
+    live_[t.address] = static_cast<std::uint32_t>(trace_.tensors.size());
+    trace_.tensors.push_back(std::move(t));
+  }
+}
+
+void GpuRuntime::finish_trace_locked() {
+  trace_.clock_end = clock_;
+  planned_allocations_ = seq_;
+  AlignmentStats as;
+  trace_ = align_traces(observed_, trace_, &as);
+  observed_ = IterationTrace{};
+  log("trace of gpu" + std::to_string(device_) + ": " + as.summary());
+  TracePlannerOptions po;
+  po.chunk_bytes = options_.chunk_bytes;
+  po.group_bytes = options_.group_bytes;
+  po.move_persistent = options_.move_persistent;
+  // When the live peak fits the budget, nothing moves: the caching allocator reclaims cached
+  // segments under pressure (and spills a chunk at worst), which costs less than a round trip of
+  // page groups every iteration. Otherwise the plan fills `headroom` of the budget (the allocator
+  // needs the rest for chunk rounding and caching).
+  bool fits = false;
+  {
+    TracePlannerOptions probe = po;
+    probe.budget = 0;
+    const std::uint64_t live_peak = plan_from_trace(trace_, probe).prediction.natural_peak_bytes;
+    fits = static_cast<double>(live_peak) <= 0.97 * static_cast<double>(budget_bytes_);
+  }
+  po.headroom = options_.headroom > 0 ? options_.headroom : 0.85;
+  po.min_tensor_bytes = options_.min_move_bytes;
+  po.device = device_;
+  if (options_.budget.fraction) {
+    po.budget = 0;
+    const Plan natural = plan_from_trace(trace_, po);
+    budget_bytes_ = static_cast<std::uint64_t>(*options_.budget.fraction *
+                                               static_cast<double>(natural.prediction.natural_peak_bytes));
+    alloc_->set_device_budget(budget_bytes_);
+    budget_bytes_ = alloc_->device_budget();
+  }
+  po.budget = fits && !options_.budget.fraction ? 0 : budget_bytes_;
+  plan_ = plan_from_trace(trace_, po);
+  plan_.fast_budget_bytes = budget_bytes_;
+  have_plan_ = true;
+  if (!options_.plan_out.empty()) {
+    try {
+      write_plan(plan_, options_.plan_out);
+    } catch (const std::exception& e) {
+      log(std::string("could not write the plan: ") + e.what());
+    }
+  }
+  apply_plan_locked();
+  live_.clear();
+  frames_.clear();
+}
+
+void GpuRuntime::apply_plan_locked() {
+  std::unordered_map<GroupId, ArenaId> arenas;
+  for (const PageGroup& g : plan_.groups) {
+    const ArenaId a = alloc_->create_arena("group " + std::to_string(g.id),
+                                           g.cls == TensorClass::persistent ? 0 : g.bytes);
+    arenas[g.id] = a;
+    group_arenas_.push_back(a);
+  }
+  planned_.assign(static_cast<std::size_t>(planned_allocations_), Planned{});
+  for (const TracedTensor& t : trace_.tensors)
+    if (t.seq >= 0 && t.seq < planned_allocations_) planned_[static_cast<std::size_t>(t.seq)].bytes = t.bytes;
+  std::uint64_t adopted = 0;
+  for (const TensorPlacement& p : plan_.placements) {
+    if (p.seq >= 0) planned_[static_cast<std::size_t>(p.seq)].arena = arenas.at(p.group);
+    else adopted += alloc_->adopt(arenas.at(p.group), reinterpret_cast<const void*>(p.address));
+  }
+  if (!plan_.schedule.empty()) executor_ = std::make_unique<ScheduleExecutor>(*mover_, plan_.schedule, arenas);
+  for (const std::string& n : plan_.notes) log("plan for gpu" + std::to_string(device_) + ": " + n);
+  // Host handles are slow to create: make the ones the evictions need now, off the training thread.
+  const std::uint64_t host_need = plan_.prediction.bytes_to_slow;
+  if (host_need > 0 && options_.prewarm_threads > 0) {
+    for (int i = 0; i < options_.prewarm_threads; ++i)
+      prewarm_.emplace_back([a = alloc_.get(), host_need] {
+        try {
+          a->prewarm_host(host_need);
+        } catch (...) {
+          // Evictions create what is missing themselves.
+        }
+      });
+  }
+  (void)adopted;
+}
+
+void GpuRuntime::diverge_locked(const std::string& why) {
+  if (phase_ != Phase::planned) return;
+  phase_ = Phase::fallback;
+  divergence_ = why;
+  executor_.reset();
+  log(why + ": this iteration no longer matches the traced one; migrations stop and every page group is brought "
+            "back to the device where the budget allows (allocations continue under the budget)");
+  for (ArenaId a : group_arenas_) mover_->prefetch(a, stream_);
+}
+
+bool GpuRuntime::iteration() {
+  std::lock_guard lk(m_);
+  IterationRecord r;
+  r.iteration = iteration_;
+  r.phase = phase_;
+  r.events = clock_;
+  r.allocations = seq_;
+  if (phase_ == Phase::planned && executor_) executor_->end_iteration(stream_);
+  if (phase_ == Phase::planned && seq_ != planned_allocations_)
+    diverge_locked("iteration " + std::to_string(iteration_) + " made " + std::to_string(seq_) +
+                   " allocations, the traced one " + std::to_string(planned_allocations_));
+  r.moves = mover_->take_counters();
+  const AllocatorStats st = alloc_->stats();
+  r.peak_device_bytes = st.peak_device_handles;
+  r.device_bytes_end = st.device_handles;
+  r.host_bytes_end = st.segment_bytes[static_cast<int>(Residence::host)];
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - iteration_start_).count();
+  r.timeline = std::move(timeline_);
+  timeline_.clear();
+  timeline_stride_ = std::max<std::int64_t>(1, clock_ / 256);  // ~256 samples an iteration
+  if (history_.size() >= 256) history_.erase(history_.begin());
+  history_.push_back(std::move(r));
+
+  const Phase finished = phase_;
+  if (finished == Phase::traced) {
+    trace_.clock_end = clock_;
+    observed_ = std::move(trace_);
+  }
+  if (finished == Phase::reference) {
+    try {
+      finish_trace_locked();
+      phase_ = Phase::planned;
+    } catch (const std::exception& e) {
+      phase_ = Phase::fallback;
+      divergence_ = std::string("planning failed: ") + e.what();
+      log(divergence_ + "; continuing as a caching allocator under the budget");
+    }
+  }
+  ++iteration_;
+  clock_ = 0;
+  seq_ = 0;
+  alloc_->reset_peaks();
+  iteration_start_ = std::chrono::steady_clock::now();
+  if (options_.migrate && finished == Phase::warmup && iteration_ == options_.warmup_iterations + 1)
+    start_trace_locked(Phase::traced);
+  if (finished == Phase::traced) start_trace_locked(Phase::reference);
+  if (phase_ == Phase::planned && executor_) executor_->begin_iteration(stream_);
+  return phase_ == Phase::traced;
+}
+
+std::string GpuRuntime::stats_json() const {
+  std::lock_guard lk(m_);
+  using nlohmann::json;
+  const AllocatorStats st = alloc_->stats();
+  json j;
+  j["device"] = device_;
+  j["backend"] = backend_->info().name;
+  j["device_name"] = backend_->info().device_name;
+  j["budget"] = budget_bytes_;
+  j["chunk"] = options_.chunk_bytes;
+  j["spill"] = options_.spill;
+  j["phase"] = phase_name(phase_);
+  j["iteration"] = iteration_;
+  j["divergence"] = divergence_;
+  j["allocator"] = {{"allocated", st.allocated},
+                    {"peak_allocated", st.peak_allocated},
+                    {"requested", st.requested},
+                    {"device_bytes", st.device_handles},
+                    {"peak_device_bytes", st.peak_device_handles},
+                    {"host_handle_bytes", st.host_handles},
+                    {"segment_device_bytes", st.segment_bytes[0]},
+                    {"segment_host_bytes", st.segment_bytes[1]},
+                    {"allocations", st.allocations},
+                    {"frees", st.frees},
+                    {"segments_created", st.segments_created},
+                    {"segments_reclaimed", st.segments_reclaimed},
+                    {"cross_stream_reuses", st.cross_stream_reuses},
+                    {"spilled_chunks", st.spilled_chunks},
+                    {"pressure_waits", st.pressure_waits},
+                    {"closed_arena_fallbacks", st.closed_arena_fallbacks},
+                    {"out_of_memory", st.out_of_memory}};
+  if (have_plan_) {
+    json notes = json::array();
+    for (const auto& n : plan_.notes) notes.push_back(n);
+    j["plan"] = {{"groups", plan_.groups.size()},
+                 {"moves", plan_.schedule.size()},
+                 {"bytes_to_host", plan_.prediction.bytes_to_slow},
+                 {"bytes_to_device", plan_.prediction.bytes_to_fast},
+                 {"natural_peak", plan_.prediction.natural_peak_bytes},
+                 {"predicted_peak", plan_.prediction.fast_peak_bytes},
+                 {"traced_allocations", planned_allocations_},
+                 {"notes", notes}};
+  }
+  json its = json::array();
+  for (const IterationRecord& r : history_) {
+    json tl = json::array();
+    for (auto& [c, b] : r.timeline) tl.push_back({c, b});
+    its.push_back({{"iteration", r.iteration},
+                   {"phase", phase_name(r.phase)},
+                   {"events", r.events},
+                   {"allocations", r.allocations},
+                   {"seconds", r.seconds},
+                   {"bytes_to_host", r.moves.bytes_to_host},
+                   {"bytes_to_device", r.moves.bytes_to_device},
+                   {"evictions", r.moves.evictions},
+                   {"prefetches", r.moves.prefetches},
+                   {"chunks_remapped", r.moves.chunks_remapped},
+                   {"stalls", r.moves.stalls},
+                   {"stall_ms", r.moves.stall_ns / 1e6},
+                   {"misses", r.moves.misses},
+                   {"failures", r.moves.failures},
+                   {"remap_ms", r.moves.remap_ns / 1e6},
+                   {"peak_device_bytes", r.peak_device_bytes},
+                   {"device_bytes_end", r.device_bytes_end},
+                   {"host_bytes_end", r.host_bytes_end},
+                   {"timeline", tl}});
+  }
+  j["iterations"] = its;
+  return j.dump();
+}
+
+}  // namespace tierpack::gpu

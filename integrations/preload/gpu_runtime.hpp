@@ -1,0 +1,133 @@
+// GpuRuntime: the GPU tier for one device as a PyTorch run sees it through the pluggable allocator.
+// It owns the allocator, the mover and, once a plan exists, the schedule executor, and runs the
+// phases of a `tierpack run`:
+//
+//   warm-up   (iterations 1..warmup): a stream-ordered caching allocator under the budget (chunks
+//             over the budget spill to host memory, still mapped, so still correct);
+//   observed  (the next iteration): also records every allocation, free and op access on the
+//             allocator's event clock (Note [Trace clock] in migrate/gpu/trace_planner.hpp);
+//   reference (the one after): records allocations and frees only, without the op observer, whose
+//             presence can change the allocation sequence (Note [Observed and reference
+//             iterations] in migrate/gpu/trace_align.hpp); the observed uses are carried over;
+//   planned   (from then on): plans from the trace (or uses the plan it was given), puts each planned
+//             allocation into its page group's arena by its sequence position, and runs the
+//             schedule on the event clock;
+//   fallback  when an iteration's allocation sequence stops matching the traced one (dynamic
+//             shapes): migrations stop, every group is brought back where the budget allows, the
+//             runtime says so once, and allocation goes on under the budget.
+//
+// Iteration boundaries come from the integration (the optimizer-step hook or an explicit
+// tierpack.step()); op accesses from its op observer, needed in the traced iteration only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "alloc/gpu/gpu_allocator.hpp"
+#include "core/plan.hpp"
+#include "integrations/preload/gpu_runtime_options.hpp"
+#include "migrate/gpu/group_mover.hpp"
+#include "migrate/gpu/schedule_executor.hpp"
+#include "migrate/gpu/trace_planner.hpp"
+
+namespace tierpack::gpu {
+
+class GpuRuntime {
+ public:
+  GpuRuntime(std::unique_ptr<VmmBackend> backend, GpuRuntimeOptions options, int device = 0);
+  ~GpuRuntime();
+  GpuRuntime(const GpuRuntime&) = delete;
+  GpuRuntime& operator=(const GpuRuntime&) = delete;
+
+  /// Throws out_of_memory (the message names request, tier, budget and residency).
+  void* allocate(std::size_t bytes, StreamHandle stream);
+  void deallocate(void* p) noexcept;
+  void record_stream(void* p, StreamHandle stream);
+  void empty_cache();
+
+  // Op observer (only the traced iteration needs it).
+  void op_begin();
+  void op_tensor(const void* p);
+  void op_end();
+
+  /// An iteration ended. Returns true when the next iteration is observed (ops should be reported).
+  bool iteration();
+  bool tracing() const;
+  bool owns(const void* p) const;
+
+  std::string stats_json() const;
+  AllocatorStats allocator_stats() const { return alloc_->stats(); }
+  void reset_peaks() { alloc_->reset_peaks(); }
+  GpuAllocator& allocator() { return *alloc_; }
+  const GpuRuntimeOptions& options() const { return options_; }
+  /// One line for the log: device, budget, chunk, spill, migrate.
+  std::string describe() const;
+
+ private:
+  enum class Phase { warmup, traced, reference, planned, fallback };
+  struct Frame {
+    std::int64_t from = 0;
+    std::vector<std::uint32_t> tensors;
+  };
+  struct Planned {
+    std::uint64_t bytes = 0;
+    ArenaId arena = kDefaultArena;
+  };
+  struct IterationRecord {
+    int iteration = 0;
+    Phase phase = Phase::warmup;
+    std::int64_t events = 0;
+    std::int64_t allocations = 0;
+    MoverCounters moves;
+    std::uint64_t peak_device_bytes = 0;
+    std::uint64_t device_bytes_end = 0;
+    std::uint64_t host_bytes_end = 0;
+    double seconds = 0;
+    std::vector<std::pair<std::int64_t, std::uint64_t>> timeline;  // (clock, device bytes)
+  };
+
+  void tick_locked(StreamHandle stream);  // advances the clock and the executor
+  void start_trace_locked(Phase phase);
+  void finish_trace_locked();
+  void apply_plan_locked();
+  void diverge_locked(const std::string& why);
+  void log(const std::string& line) const;
+  static const char* phase_name(Phase p);
+
+  GpuRuntimeOptions options_;
+  int device_ = 0;
+  std::unique_ptr<VmmBackend> backend_;
+  std::unique_ptr<GpuAllocator> alloc_;
+  std::unique_ptr<GroupMover> mover_;
+  std::unique_ptr<ScheduleExecutor> executor_;
+
+  mutable std::mutex m_;
+  Phase phase_ = Phase::warmup;
+  int iteration_ = 1;
+  std::int64_t clock_ = 0;
+  std::int64_t seq_ = 0;
+  StreamHandle stream_ = 0;  // the compute stream: the stream of the latest allocation
+  std::chrono::steady_clock::time_point iteration_start_;
+  IterationTrace trace_;
+  IterationTrace observed_;  // the observed iteration, kept while the reference one is traced
+  std::map<std::uintptr_t, std::uint32_t> live_;  // traced tensors alive now, by address
+  std::vector<Frame> frames_;
+  std::vector<Planned> planned_;
+  std::int64_t planned_allocations_ = 0;
+  std::vector<ArenaId> group_arenas_;
+  Plan plan_;
+  bool have_plan_ = false;
+  std::uint64_t budget_bytes_ = 0;
+  std::string divergence_;
+  std::vector<IterationRecord> history_;
+  std::vector<std::pair<std::int64_t, std::uint64_t>> timeline_;
+  std::int64_t timeline_stride_ = 1;
+  std::vector<std::thread> prewarm_;
+};
+
+}  // namespace tierpack::gpu

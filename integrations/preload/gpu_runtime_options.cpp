@@ -1,0 +1,112 @@
+// Parsing of the GPU runtime's options (see gpu_runtime_options.hpp).
+//
+// TIERPACK_GPU keys:
+//   chunk:32M           mapping/migration unit (a multiple of the GPU's 2 MiB granularity)
+//   host_limit:64G      most host memory backing chunks (evicted groups, spilled chunks)
+//   spill:on|off        over budget, back new chunks with host memory (on) or raise out of memory (off)
+//   migrate:on|off      trace an iteration, plan, and move page groups (off: budgeted caching allocator)
+//   group:512M          target page-group size of the built-in planner
+//   headroom:0.85       fraction of the budget the planner fills (default: measured allocator overhead)
+//   persistent:on|off   also move tensors that live across iterations (parameters, optimizer state)
+//   min_move:1M         smaller tensors never move
+//   prewarm_threads:4   threads creating host handles ahead of the first evictions
+//   plan_out:PATH       write the plan the runtime made (JSON)
+#include "integrations/preload/gpu_runtime_options.hpp"
+
+#include <charconv>
+#include <cstdlib>
+
+#include "core/error.hpp"
+
+namespace tierpack::gpu {
+namespace {
+
+[[noreturn]] void bad(std::string_view key, std::string_view value, std::string_view accepted) {
+  throw logic_error("TIERPACK_GPU: invalid value '" + std::string(value) + "' for key '" + std::string(key) +
+                    "' (accepted: " + std::string(accepted) + ")");
+}
+
+bool parse_switch(std::string_view key, std::string_view v) {
+  if (v == "on" || v == "1" || v == "true") return true;
+  if (v == "off" || v == "0" || v == "false") return false;
+  bad(key, v, "on, off");
+}
+
+std::uint64_t parse_size(std::string_view key, std::string_view v) {
+  try {
+    return parse_bytes(v);
+  } catch (const logic_error&) {
+    bad(key, v, "a size such as 32M");
+  }
+}
+
+}  // namespace
+
+GpuRuntimeOptions apply_core_config(const Config& c, GpuRuntimeOptions o) {
+  if (c.gpu_budget.is_set()) o.budget = c.gpu_budget;
+  o.stats_out = c.stats_out;
+  o.log = c.log;
+  o.warmup_iterations = c.warmup_iterations;
+  return o;
+}
+
+GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find(',', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view item = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    const std::size_t colon = item.find(':');
+    if (colon == std::string_view::npos) throw logic_error("TIERPACK_GPU: '" + std::string(item) + "' is not key:value");
+    const std::string_view key = item.substr(0, colon), value = item.substr(colon + 1);
+    if (key == "chunk") {
+      o.chunk_bytes = parse_size(key, value);
+      if (o.chunk_bytes == 0 || o.chunk_bytes % (std::uint64_t{2} << 20) != 0) bad(key, value, "a multiple of 2M");
+    } else if (key == "host_limit") {
+      o.host_limit = parse_size(key, value);
+    } else if (key == "spill") {
+      o.spill = parse_switch(key, value);
+    } else if (key == "migrate") {
+      o.migrate = parse_switch(key, value);
+    } else if (key == "persistent") {
+      o.move_persistent = parse_switch(key, value);
+    } else if (key == "group") {
+      o.group_bytes = parse_size(key, value);
+    } else if (key == "min_move") {
+      o.min_move_bytes = parse_size(key, value);
+    } else if (key == "headroom") {
+      double h = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), h);
+      if (ec != std::errc{} || p != value.data() + value.size() || h <= 0 || h > 1) bad(key, value, "a number in (0, 1]");
+      o.headroom = h;
+    } else if (key == "prewarm_threads") {
+      int n = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc{} || p != value.data() + value.size() || n < 0 || n > 64) bad(key, value, "0..64");
+      o.prewarm_threads = n;
+    } else if (key == "plan_out") {
+      o.plan_out = std::string(value);
+    } else if (key == "budget") {  // convenience: same as TIERPACK_CONF's gpu_budget
+      try {
+        o.budget = parse_budget(value);
+      } catch (const logic_error&) {
+        bad(key, value, "a size such as 24G or a percentage such as 60%");
+      }
+    } else {
+      throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
+                        "' (accepted keys: chunk, host_limit, spill, migrate, persistent, group, headroom, "
+                        "min_move, prewarm_threads, plan_out, budget)");
+    }
+  }
+  return o;
+}
+
+GpuRuntimeOptions gpu_options_from_env() {
+  GpuRuntimeOptions o = apply_core_config(config_from_env(), GpuRuntimeOptions{});
+  if (const char* g = std::getenv("TIERPACK_GPU")) o = parse_gpu_options(g, o);
+  return o;
+}
+
+}  // namespace tierpack::gpu

@@ -1,0 +1,39 @@
+// Options of the GPU runtime behind the PyTorch pluggable allocator: what TIERPACK_CONF says (budget,
+// stats file, log level, warm-up iterations; core/config.hpp) plus GPU-tier knobs from
+// TIERPACK_GPU="key:value,..." (docs in gpu_runtime_options.cpp's table).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/config.hpp"
+#include "core/units.hpp"
+
+namespace tierpack::gpu {
+
+struct GpuRuntimeOptions {
+  Budget budget;                                    ///< unset: the device's memory
+  std::uint64_t chunk_bytes = std::uint64_t{32} << 20;
+  std::uint64_t host_limit = std::uint64_t{64} << 30;
+  bool spill = true;          ///< over budget, back chunks with host memory rather than fail
+  bool migrate = true;        ///< trace an iteration, plan, move page groups (off: budgeted caching allocator)
+  int warmup_iterations = 1;  ///< iterations before the traced one
+  std::uint64_t group_bytes = std::uint64_t{512} << 20;
+  double headroom = 0;         ///< 0: from the measured allocator overhead (see finish_trace_locked)
+  bool move_persistent = true;
+  std::uint64_t min_move_bytes = std::uint64_t{1} << 20;
+  int prewarm_threads = 4;    ///< threads creating host handles for the plan's evictions
+  std::string stats_out;
+  std::string plan_out;
+  LogLevel log = LogLevel::info;
+};
+
+/// Defaults from $TIERPACK_CONF, then $TIERPACK_GPU. Throws logic_error naming a bad key or value.
+GpuRuntimeOptions gpu_options_from_env();
+/// Applies "key:value,..." (TIERPACK_GPU syntax) over `base`.
+GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions base);
+/// Applies a TIERPACK_CONF text (core keys) over `base`.
+GpuRuntimeOptions apply_core_config(const Config& c, GpuRuntimeOptions base);
+
+}  // namespace tierpack::gpu

@@ -1,0 +1,112 @@
+// The profiling arena (see profiling_arena.hpp, Note [Arena extents]).
+#include "integrations/session/profiling_arena.hpp"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <string>
+
+#include <jemalloc/jemalloc.h>
+
+#include "core/error.hpp"
+
+namespace tierpack {
+namespace {
+
+// One hooks table per arena: jemalloc passes the table pointer back, and we embed it first in a
+// struct that also points at the arena object.
+struct Hooks {
+  extent_hooks_t table;
+  ProfilingArena* arena;
+};
+
+void* extent_alloc(extent_hooks_t* h, void* new_addr, std::size_t size, std::size_t alignment, bool* zero, bool* commit,
+                 unsigned) {
+  if (new_addr != nullptr) return nullptr;  // cannot place an extent at a given address: let jemalloc pick
+  void* p = reinterpret_cast<Hooks*>(h)->arena->hook_alloc(size, alignment);
+  if (p) {
+    *zero = true;  // fresh anonymous pages
+    *commit = true;
+  }
+  return p;
+}
+
+// Refuse: jemalloc keeps ("retains") the extent and reuses it later (Note [Arena extents]).
+bool hook_dalloc(extent_hooks_t*, void*, std::size_t, bool, unsigned) { return true; }
+
+void hook_destroy(extent_hooks_t*, void* addr, std::size_t size, bool, unsigned) {
+  ::madvise(addr, size, MADV_DONTNEED);
+}
+
+bool hook_purge_forced(extent_hooks_t*, void* addr, std::size_t, std::size_t offset, std::size_t length, unsigned) {
+  return ::madvise(static_cast<char*>(addr) + offset, length, MADV_DONTNEED) != 0;
+}
+
+bool hook_purge_lazy(extent_hooks_t*, void* addr, std::size_t, std::size_t offset, std::size_t length, unsigned) {
+  return ::madvise(static_cast<char*>(addr) + offset, length, MADV_FREE) != 0;
+}
+
+bool hook_split(extent_hooks_t*, void*, std::size_t, std::size_t, std::size_t, bool, unsigned) { return false; }
+bool hook_merge(extent_hooks_t*, void*, std::size_t, void*, std::size_t, bool, unsigned) { return false; }
+
+}  // namespace
+
+ProfilingArena::ProfilingArena(std::size_t reserve_bytes) {
+  void* base = ::mmap(nullptr, reserve_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED) throw os_error("mmap(reserve " + std::to_string(reserve_bytes) + ")", errno);
+  base_ = reinterpret_cast<std::uintptr_t>(base);
+  size_ = reserve_bytes;
+  next_ = base_;
+  // Leaked on purpose with the arena: jemalloc keeps the pointer for the arena's whole life.
+  auto* hooks = new Hooks{};
+  hooks->table.alloc = extent_alloc;
+  hooks->table.dalloc = hook_dalloc;
+  hooks->table.destroy = hook_destroy;
+  hooks->table.commit = nullptr;
+  hooks->table.decommit = nullptr;
+  hooks->table.purge_lazy = hook_purge_lazy;
+  hooks->table.purge_forced = hook_purge_forced;
+  hooks->table.split = hook_split;
+  hooks->table.merge = hook_merge;
+  hooks->arena = this;
+  extent_hooks_t* table = &hooks->table;
+  unsigned index = 0;
+  std::size_t len = sizeof index;
+  if (const int rc = mallctl("arenas.create", &index, &len, &table, sizeof table); rc != 0) {
+    ::munmap(base, reserve_bytes);
+    throw error("jemalloc arenas.create failed (error " + std::to_string(rc) + ")");
+  }
+  arena_ = index;
+  arena_created_ = true;
+}
+
+ProfilingArena::~ProfilingArena() {
+  if (arena_created_) {
+    const std::string cmd = "arena." + std::to_string(arena_) + ".destroy";
+    mallctl(cmd.c_str(), nullptr, nullptr, nullptr, 0);
+  }
+  if (base_) ::munmap(reinterpret_cast<void*>(base_), size_);
+}
+
+void* ProfilingArena::hook_alloc(std::size_t size, std::size_t alignment) noexcept {
+  std::lock_guard lock(grow_mu_);
+  if (alignment == 0) alignment = 4096;
+  const std::uintptr_t start = (next_.load() + alignment - 1) & ~(alignment - 1);
+  if (start + size > base_ + size_ || start + size < start) return nullptr;
+  if (::mprotect(reinterpret_cast<void*>(start), size, PROT_READ | PROT_WRITE) != 0) return nullptr;
+  next_.store(start + size);
+  return reinterpret_cast<void*>(start);
+}
+
+void* ProfilingArena::allocate(std::size_t bytes) noexcept {
+  // Tensors of a page or more start on a page boundary: jemalloc otherwise shifts large allocations
+  // by a random number of cache lines (opt.cache_oblivious), so each would straddle one more page.
+  const int align = bytes >= 4096 ? MALLOCX_ALIGN(4096) : MALLOCX_ALIGN(64);
+  return mallocx(bytes == 0 ? 1 : bytes, MALLOCX_ARENA(arena_) | MALLOCX_TCACHE_NONE | align);
+}
+
+void ProfilingArena::deallocate(void* p) noexcept {
+  if (p) dallocx(p, MALLOCX_TCACHE_NONE);
+}
+
+}  // namespace tierpack

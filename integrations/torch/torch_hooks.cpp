@@ -1,0 +1,186 @@
+// The c10 CPU allocator and the global RecordFunction observer (see torch_hooks.hpp).
+//
+// Note [CPU allocator]
+// While a profile is recorded (or a host runtime is installed) CPU tensors come from the session's
+// HostMemory (page-aligned, trackable); otherwise from c10::alloc_cpu like PyTorch's default
+// allocator. Every DataPtr has context == data and one deleter that asks the HostMemory whether it owns
+// the pointer, so raw_allocate/raw_deallocate keep working and tensors outlive any mode change.
+// Allocation failure in HostMemory raises c10::OutOfMemoryError (Python: torch.OutOfMemoryError /
+// RuntimeError) naming the source.
+//
+// Note [Op observer]
+// One global callback, registered once and never removed (removing callbacks while other threads run
+// ops is a known PyTorch pitfall). It asks for inputs and outputs and passes tensor *storage* data
+// pointers (the allocation's base; views map to their base tensor). Phases: autograd nodes
+// (RecordScope::BACKWARD_FUNCTION) are backward, `Optimizer.step#` / `Optimizer.zero_grad#` scopes
+// are optimizer, the rest inherit from the enclosing op. The end of `Optimizer.step#...` marks an
+// iteration. When the session wants no ops any more the callback is disabled (at::disableCallback),
+// so the steady state pays nothing.
+#include "integrations/torch/torch_hooks.hpp"
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include <ATen/record_function.h>
+#include <ATen/core/ivalue.h>
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+#include <c10/util/Exception.h>
+
+#include "integrations/session/session.hpp"
+#include "integrations/torch/torch_compat.hpp"
+
+namespace tierpack::torch_hooks {
+namespace {
+
+// Process-wide (torch forces it: allocators and callbacks are global). Set once by install().
+std::atomic<Session*> g_session{nullptr};
+std::atomic<bool> g_observer_enabled{false};
+at::CallbackHandle g_callback = 0;
+std::mutex g_install_mu;
+
+void delete_cpu(void* p) {
+  if (!p) return;
+  Session* s = g_session.load(std::memory_order_acquire);
+  HostMemory* mem = s ? s->host_memory() : nullptr;
+  if (s) s->on_free(p, -1);
+  if (mem && mem->owns(p)) mem->deallocate(p);
+  else c10::free_cpu(p);
+}
+
+class CpuAllocator final : public c10::Allocator {
+ public:
+  c10::DataPtr allocate(size_t n) TIERPACK_ALLOCATE_CONST override {
+    const c10::Device cpu(c10::DeviceType::CPU);
+    if (n == 0) return {nullptr, nullptr, &delete_cpu, cpu};
+    Session* s = g_session.load(std::memory_order_acquire);
+    HostMemory* mem = s ? s->host_memory_for_new() : nullptr;
+    void* p = nullptr;
+    bool trackable = false;
+    if (mem) {
+      p = mem->allocate(n);
+      TORCH_CHECK_WITH(OutOfMemoryError, p != nullptr, "tierpack: ", std::string(mem->name()),
+                       " could not allocate ", n, " bytes");
+      trackable = mem->page_trackable();
+    } else {
+      p = c10::alloc_cpu(n);  // throws like PyTorch's default allocator
+    }
+    if (s) s->on_alloc(p, n, -1, 0, trackable);
+    return {p, p, &delete_cpu, cpu};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &delete_cpu; }
+  TIERPACK_ALLOCATOR_COPY_DATA
+};
+
+CpuAllocator& cpu_allocator() {
+  static CpuAllocator* a = new CpuAllocator();  // static lifetime, as c10::SetAllocator requires
+  return *a;
+}
+
+// ---- op observer ---------------------------------------------------------------------------------
+
+using Pointers = std::vector<const void*>;
+
+void add_tensor(const at::Tensor& t, Pointers& out) {
+  if (!t.defined() || !t.has_storage()) return;
+  const void* p = t.storage().data();
+  if (p) out.push_back(p);
+}
+
+void collect(const c10::IValue& v, Pointers& out, int depth = 0) {
+  if (v.isTensor()) {
+    add_tensor(v.toTensor(), out);
+  } else if (v.isTensorList()) {
+    for (const at::Tensor& t : v.toTensorList()) add_tensor(t, out);
+  } else if (depth < 2 && v.isList()) {
+    for (const c10::IValue& e : v.toListRef()) collect(e, out, depth + 1);
+  } else if (depth < 2 && v.isTuple()) {
+    for (const c10::IValue& e : v.toTupleRef().elements()) collect(e, out, depth + 1);
+  }
+}
+
+bool starts_with(const char* s, const char* prefix) { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }
+
+struct OpContext final : at::ObserverContext {
+  Session::OpToken token = 0;
+  bool optimizer_step = false;
+};
+
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
+  Session* s = g_session.load(std::memory_order_acquire);
+  if (!s || !s->wants_ops()) return nullptr;
+  const char* name = fn.name();
+  if (!name) return nullptr;
+  Phase phase = Phase::unknown;
+  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) phase = Phase::backward;
+  const bool step = starts_with(name, "Optimizer.step#");
+  if (step || starts_with(name, "Optimizer.zero_grad#")) phase = Phase::optimizer;
+  thread_local Pointers inputs;
+  inputs.clear();
+  try {
+    for (const c10::IValue& v : fn.inputs()) collect(v, inputs);
+  } catch (...) {
+    inputs.clear();  // an input we cannot read: record the op without it
+  }
+  const Session::OpToken token = s->op_begin(name, inputs, phase);
+  if (token == 0 && !step) return nullptr;
+  auto ctx = std::make_unique<OpContext>();
+  ctx->token = token;
+  ctx->optimizer_step = step;
+  return ctx;
+}
+
+void on_op_end(const at::RecordFunction& fn, at::ObserverContext* raw) {
+  if (!raw) return;
+  Session* s = g_session.load(std::memory_order_acquire);
+  if (!s) return;
+  auto* ctx = static_cast<OpContext*>(raw);
+  thread_local Pointers outputs;
+  outputs.clear();
+  try {
+    for (const c10::IValue& v : fn.outputs()) collect(v, outputs);
+  } catch (...) {
+    outputs.clear();
+  }
+  const char* name = fn.name();
+  s->op_end(ctx->token, name ? std::string_view(name) : std::string_view(), outputs);
+  if (ctx->optimizer_step) s->mark_iteration(IterationSource::optimizer_step);
+  if (!s->wants_ops()) refresh_observer();
+}
+
+}  // namespace
+
+void install(Session* session) {
+  std::lock_guard lock(g_install_mu);
+  if (g_session.load()) return;
+  g_session.store(session, std::memory_order_release);
+  // Priority above PyTorch's default registration (0): c10 keeps the highest.
+  c10::SetAllocator(c10::DeviceType::CPU, &cpu_allocator(), /*priority=*/100);
+  g_callback = at::addGlobalCallback(
+      at::RecordFunctionCallback(&on_op_start, &on_op_end).needsInputs(true).needsOutputs(true));
+  g_observer_enabled.store(true);
+}
+
+void refresh_observer() noexcept {
+  Session* s = g_session.load(std::memory_order_acquire);
+  if (!s || g_callback == 0) return;
+  const bool want = s->wants_ops();
+  bool enabled = g_observer_enabled.load();
+  if (want == enabled || !g_observer_enabled.compare_exchange_strong(enabled, want)) return;
+  try {
+    if (want) at::reenableCallback(g_callback);
+    else at::disableCallback(g_callback);
+  } catch (...) {
+    // Keep the previous state: the callback stays cheap when the session wants nothing.
+  }
+}
+
+std::string torch_version() {
+  return "torch " + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+         std::to_string(TORCH_VERSION_PATCH);
+}
+
+}  // namespace tierpack::torch_hooks

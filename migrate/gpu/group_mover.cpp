@@ -1,0 +1,372 @@
+// Page-group migration between device and host memory (see Note [Migration protocol] in
+// group_mover.hpp).
+#include "migrate/gpu/group_mover.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "core/error.hpp"
+
+namespace tierpack::gpu {
+namespace {
+double since_ns(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+MoverCounters& MoverCounters::operator+=(const MoverCounters& o) {
+  bytes_to_host += o.bytes_to_host;
+  bytes_to_device += o.bytes_to_device;
+  evictions += o.evictions;
+  prefetches += o.prefetches;
+  chunks_remapped += o.chunks_remapped;
+  stalls += o.stalls;
+  stall_ns += o.stall_ns;
+  misses += o.misses;
+  failures += o.failures;
+  remap_ns += o.remap_ns;
+  return *this;
+}
+
+GroupMover::GroupMover(GpuAllocator& allocator, MoverOptions options)
+    : alloc_(allocator), backend_(allocator.backend()), options_(options) {
+  copy_stream_[0] = backend_.create_stream();
+  copy_stream_[1] = backend_.create_stream();
+  worker_ = std::thread([this] { run(); });
+}
+
+GroupMover::~GroupMover() {
+  drain();
+  {
+    std::lock_guard lk(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+  for (EventHandle e : events_) backend_.destroy_event(e);
+  backend_.destroy_stream(copy_stream_[0]);
+  backend_.destroy_stream(copy_stream_[1]);
+}
+
+EventHandle GroupMover::take_event() {
+  {
+    std::lock_guard lk(mutex_);
+    if (!events_.empty()) {
+      EventHandle e = events_.back();
+      events_.pop_back();
+      return e;
+    }
+  }
+  return backend_.create_event();
+}
+
+void GroupMover::give_event(EventHandle e) {
+  if (e) events_.push_back(e);  // mutex_ held by the caller
+}
+
+void GroupMover::evict(ArenaId arena, StreamHandle after) {
+  alloc_.set_arena_closed(arena, true);  // from now on no new tensor lands in it
+  Job job;
+  job.arena = arena;
+  job.to = Residence::host;
+  job.after = take_event();
+  backend_.record(job.after, after);
+  {
+    std::lock_guard lk(mutex_);
+    ++outstanding_[arena];
+    ++eviction_jobs_;
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_all();
+}
+
+void GroupMover::prefetch(ArenaId arena, StreamHandle after) {
+  Job job;
+  job.arena = arena;
+  job.to = Residence::device;
+  job.after = take_event();
+  backend_.record(job.after, after);
+  {
+    std::lock_guard lk(mutex_);
+    ++outstanding_[arena];
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_all();
+}
+
+bool GroupMover::busy_locked(ArenaId arena) const {
+  auto it = outstanding_.find(arena);
+  return it != outstanding_.end() && it->second > 0;
+}
+
+bool GroupMover::idle(ArenaId arena) const {
+  std::lock_guard lk(mutex_);
+  return !busy_locked(arena);
+}
+
+std::uint64_t GroupMover::evictions_pending_locked() const {
+  // Every eviction job not parked for host memory: queued, being issued, running or completing.
+  std::uint64_t parked = 0;
+  for (const Job& j : queue_)
+    if (j.to == Residence::host && (j.parked || j.cancelled)) ++parked;
+  return eviction_jobs_ - parked;
+}
+
+bool GroupMover::any_outstanding_locked() const {
+  for (const auto& [arena, n] : outstanding_)
+    if (n > 0) return true;
+  return false;
+}
+
+// Acquires destination handles and issues the copies, one event per chunk so that each chunk can be
+// remapped as soon as its own copy is done (remaps of early chunks overlap later chunks' copies).
+// Called with the lock held; drops it around allocator and driver calls. Returns false when the
+// job was parked for lack of memory.
+bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
+  lk.unlock();
+  const StreamHandle stream = copy_stream_[static_cast<int>(job.to)];
+  MigrationTicket ticket;
+  std::vector<EventHandle> chunk_events;
+  bool ok = true;
+  try {
+    ticket = alloc_.begin_migration(job.arena, job.to);
+    if (!ticket.moves.empty()) {
+      if (job.after) backend_.wait(stream, job.after);
+      for (const ChunkMove& m : ticket.moves) {
+        if (m.copy) backend_.copy_async(m.to.shadow, m.va, m.bytes, stream);
+        // Also for chunks without live data: the event orders their remap after `after`.
+        chunk_events.push_back(take_event());
+        backend_.record(chunk_events.back(), stream);
+      }
+    }
+  } catch (...) {
+    alloc_.abort_migration(ticket);
+    ticket = {};
+    ok = false;
+  }
+  lk.lock();
+  if (!ok) {
+    for (EventHandle e : chunk_events) give_event(e);
+    chunk_events.clear();
+  }
+  job.ticket = std::move(ticket);
+  job.chunk_events = std::move(chunk_events);
+  job.remapped = 0;
+  if (!ok) {
+    ++counters_.failures;
+    job.ticket.chunks_left = 0;
+  }
+  const std::size_t left = job.ticket.chunks_left;
+  if (job.ticket.moves.empty()) {
+    if (left > 0) {
+      job.parked = true;
+      job.evictions_seen = evictions_done_;
+      queue_.push_front(std::move(job));
+      return false;
+    }
+    finish(job);  // nothing (more) to move
+    return true;
+  }
+  if (left > 0) {
+    // Move the rest once memory frees up; the copy stream already waits for job.after.
+    Job rest;
+    rest.arena = job.arena;
+    rest.to = job.to;
+    rest.parked = true;
+    rest.evictions_seen = evictions_done_;
+    ++outstanding_[job.arena];
+    if (rest.to == Residence::host) ++eviction_jobs_;
+    queue_.push_front(std::move(rest));
+  }
+  running_.push_back(std::move(job));
+  return true;
+}
+
+// Remaps the chunks [job.remapped, end) whose copies are done and gives their old handles back.
+// Lock held on entry and exit; only the worker touches running_, so `job` stays valid unlocked.
+void GroupMover::remap_ready(std::unique_lock<std::mutex>& lk, Job& job, std::size_t end) {
+  MigrationTicket done, failed;
+  done.arena = failed.arena = job.ticket.arena;
+  done.to = failed.to = job.ticket.to;
+  lk.unlock();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t i = job.remapped; i < end; ++i) {
+    const ChunkMove& m = job.ticket.moves[i];
+    try {
+      backend_.unmap(m.va, m.bytes);
+    } catch (...) {
+      failed.moves.push_back(m);  // still mapped to `from`: nothing changed
+      continue;
+    }
+    try {
+      backend_.map(m.va, m.to.phys);
+      done.moves.push_back(m);
+    } catch (...) {
+      try {
+        backend_.map(m.va, m.from.phys);  // put the old mapping back: the data is unchanged there
+      } catch (...) {
+        // Nothing else can be done: the chunk stays unmapped and the failure is counted.
+      }
+      failed.moves.push_back(m);
+    }
+  }
+  const double remap_ns = since_ns(t0);
+  alloc_.finish_migration(done);  // device handles of evicted chunks are usable again from here
+  alloc_.abort_migration(failed);
+  lk.lock();
+  for (std::size_t i = job.remapped; i < end; ++i) give_event(job.chunk_events[i]);
+  job.remapped = end;
+  const std::uint64_t bytes = done.copy_bytes();
+  (job.to == Residence::host ? counters_.bytes_to_host : counters_.bytes_to_device) += bytes;
+  counters_.chunks_remapped += done.moves.size();
+  counters_.remap_ns += remap_ns;
+  job.moved |= !done.moves.empty();
+  job.failed |= !failed.moves.empty();
+  if (job.to == Residence::host && !done.moves.empty()) ++eviction_progress_;
+  cv_.notify_all();  // a pressure waiter may use the returned handles
+}
+
+// A job is over: bookkeeping. Lock held.
+void GroupMover::finish(Job& job) {
+  if (job.to == Residence::host) {
+    counters_.evictions += job.moved ? 1 : 0;
+    ++evictions_done_;
+    --eviction_jobs_;
+  } else {
+    counters_.prefetches += job.moved ? 1 : 0;
+  }
+  counters_.failures += job.failed ? 1 : 0;
+  give_event(job.after);
+  job.after = 0;
+  if (--outstanding_[job.arena] == 0 && job.to == Residence::device) alloc_.set_arena_closed(job.arena, false);
+  cv_.notify_all();
+}
+
+void GroupMover::run() {
+  std::unique_lock lk(mutex_);
+  for (;;) {
+    bool progressed = false;
+    for (std::size_t i = 0; i < running_.size();) {
+      Job& job = running_[i];
+      std::size_t end = job.remapped;
+      try {
+        while (end < job.ticket.moves.size() && backend_.query(job.chunk_events[end])) ++end;
+      } catch (...) {
+        end = job.ticket.moves.size();  // a failing driver: the remap attempts fail and are counted
+      }
+      if (end > job.remapped) {
+        remap_ready(lk, job, end);
+        progressed = true;
+      }
+      if (job.remapped == job.ticket.moves.size()) {
+        Job over = std::move(job);
+        running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+        finish(over);
+        continue;
+      }
+      ++i;
+    }
+    // Issue the first queued job of an arena that has no job running.
+    std::unordered_set<ArenaId> blocked;
+    for (const Job& j : running_) blocked.insert(j.arena);
+    for (std::size_t i = 0; i < queue_.size(); ++i) {
+      Job& j = queue_[i];
+      if (blocked.count(j.arena)) continue;
+      blocked.insert(j.arena);
+      if (j.cancelled) {
+        Job job = std::move(j);
+        queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(i));
+        finish(job);
+        progressed = true;
+        break;
+      }
+      if (j.parked && j.evictions_seen == evictions_done_ && !progressed) continue;  // retried on the next poll
+      Job job = std::move(j);
+      queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(i));
+      job.parked = false;
+      if (try_issue(lk, job)) progressed = true;
+      break;  // the queue may have changed while unlocked
+    }
+    if (stop_ && queue_.empty() && running_.empty()) return;
+    if (progressed) continue;
+    if (running_.empty() && queue_.empty()) cv_.wait(lk);
+    else cv_.wait_for(lk, options_.poll);
+  }
+}
+
+bool GroupMover::ensure_resident(ArenaId arena) {
+  const auto t0 = std::chrono::steady_clock::now();
+  bool waited = false;
+  {
+    std::unique_lock lk(mutex_);
+    while (busy_locked(arena)) {
+      if (evictions_pending_locked() == 0) {
+        // A prefetch parked for memory that no eviction will free (it has retried since the last
+        // eviction finished): free cached device memory for it (this thread is stalled anyway), and
+        // when there is none, give it up: a miss, not a fault.
+        Job* stuck = nullptr;
+        for (Job& j : queue_)
+          if (j.arena == arena && j.parked && !j.cancelled && j.evictions_seen == evictions_done_) stuck = &j;
+        if (stuck) {
+          lk.unlock();
+          const std::uint64_t freed = alloc_.reclaim_device(alloc_.options().chunk_bytes * 64, true);
+          lk.lock();
+          for (Job& j : queue_)
+            if (j.arena == arena && j.parked) {
+              if (freed > 0) j.evictions_seen = ~std::uint64_t{0};  // retry now
+              else j.cancelled = true;
+            }
+        }
+        cv_.notify_all();
+      }
+      waited = true;
+      cv_.wait_for(lk, options_.poll * 10);
+    }
+    if (waited) {
+      ++counters_.stalls;
+      counters_.stall_ns += since_ns(t0);
+    }
+  }
+  const ArenaResidency r = alloc_.residency(arena);
+  const bool resident = r.host_bytes == 0 && r.moving_bytes == 0;
+  if (!resident) {
+    std::lock_guard lk(mutex_);
+    ++counters_.misses;
+  }
+  return resident;
+}
+
+void GroupMover::drain() {
+  std::unique_lock lk(mutex_);
+  while (any_outstanding_locked()) {
+    if (evictions_pending_locked() == 0)
+      for (Job& j : queue_)
+        if (j.parked && j.evictions_seen == evictions_done_) j.cancelled = true;
+    cv_.notify_all();
+    cv_.wait_for(lk, options_.poll * 10);
+  }
+}
+
+bool GroupMover::wait_for_eviction() {
+  std::unique_lock lk(mutex_);
+  if (evictions_pending_locked() == 0) return false;
+  const std::uint64_t seen = eviction_progress_, seen_done = evictions_done_;
+  cv_.wait(lk, [&] {
+    return eviction_progress_ != seen || evictions_done_ != seen_done || stop_ || evictions_pending_locked() == 0;
+  });
+  return eviction_progress_ != seen || evictions_done_ != seen_done;
+}
+
+MoverCounters GroupMover::counters() const {
+  std::lock_guard lk(mutex_);
+  return counters_;
+}
+
+MoverCounters GroupMover::take_counters() {
+  std::lock_guard lk(mutex_);
+  MoverCounters c = counters_;
+  counters_ = {};
+  return c;
+}
+
+}  // namespace tierpack::gpu

@@ -1,0 +1,46 @@
+// ScheduleExecutor: runs a Plan's migration schedule against a clock of the iteration (op indices,
+// or the allocator's event count when no op observer is attached), through a GroupMover.
+//
+// At each clock value c it first makes sure every prefetch with needed_by <= c has landed (a stall
+// when it has not; see GroupMover::ensure_resident), then issues every move with issue_after < c in
+// schedule order. A move is issued once per iteration; end_iteration() issues what is left.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "migrate/gpu/group_mover.hpp"
+
+namespace tierpack::gpu {
+
+class ScheduleExecutor {
+ public:
+  ScheduleExecutor(GroupMover& mover, std::vector<Move> schedule, std::unordered_map<GroupId, ArenaId> arenas);
+
+  /// Resets the clock to 0 and acts on it (moves issued "before the iteration", prefetches needed at 0).
+  void begin_iteration(StreamHandle stream);
+  /// The clock reached `now` (monotonic within an iteration); `stream` is the compute stream whose
+  /// work so far orders the copies.
+  void advance(std::int64_t now, StreamHandle stream);
+  /// Issues every move not issued yet in this iteration.
+  void end_iteration(StreamHandle stream);
+
+  std::size_t moves() const { return by_issue_.size(); }
+  std::uint64_t ensured_misses() const { return misses_; }
+
+ private:
+  void issue(const Move& m, StreamHandle stream);
+
+  GroupMover& mover_;
+  std::vector<Move> by_issue_;             // sorted by issue_after
+  std::vector<std::size_t> prefetch_need_; // indices into by_issue_ of prefetches, by needed_by
+  std::unordered_map<GroupId, ArenaId> arenas_;
+  std::vector<bool> issued_;
+  std::size_t next_issue_ = 0;
+  std::size_t next_need_ = 0;
+  std::uint64_t misses_ = 0;
+};
+
+}  // namespace tierpack::gpu

@@ -1,0 +1,306 @@
+// A planner from one traced iteration to a GPU migration plan (see trace_planner.hpp).
+#include "migrate/gpu/trace_planner.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace tierpack::gpu {
+namespace {
+
+constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+
+// A movable unit: one in-iteration tensor, or one segment of persistent tensors.
+struct Unit {
+  std::vector<std::uint32_t> tensors;
+  std::uint64_t bytes = 0;
+  bool persistent = false;
+  std::int64_t order = 0;  // grouping order (birth, or segment address rank)
+  std::int64_t a = 0;      // evict after this tick
+  std::int64_t b = kNever; // needed again at this tick (kNever: not in this iteration)
+  bool cyclic = false;     // the idle window wraps to the next iteration (b < a)
+};
+
+// Largest idle window between uses. `cyclic` units (alive across iterations) may wrap around.
+bool idle_window(std::vector<TracedUse> uses, std::int64_t end_tick, bool cyclic, std::int64_t death, Unit& u) {
+  if (uses.empty()) return false;
+  std::sort(uses.begin(), uses.end(), [](const TracedUse& x, const TracedUse& y) { return x.from < y.from; });
+  std::int64_t best = -1;
+  std::int64_t reach = uses.front().to;
+  for (std::size_t i = 1; i < uses.size(); ++i) {
+    if (uses[i].from - reach > best) {
+      best = uses[i].from - reach;
+      u.a = reach;
+      u.b = uses[i].from;
+      u.cyclic = false;
+    }
+    reach = std::max(reach, uses[i].to);
+  }
+  if (cyclic) {
+    const std::int64_t wrap = end_tick - reach + uses.front().from;
+    if (wrap > best) {
+      best = wrap;
+      u.a = reach;
+      u.b = uses.front().from;
+      u.cyclic = true;
+    }
+  } else if (death >= 0 && death - reach > best) {
+    best = death - reach;  // idle until it dies: evict, bring the (empty) group back at death
+    u.a = reach;
+    u.b = kNever;
+    u.cyclic = false;
+  }
+  return best > 0;
+}
+
+std::int64_t gap_of(const Unit& u, std::int64_t end_tick, std::int64_t death_or_end) {
+  if (u.cyclic) return end_tick - u.a + u.b;
+  return (u.b == kNever ? death_or_end : u.b) - u.a;
+}
+
+// Device occupancy over the iteration, one slot per tick (difference-free: direct add over ranges).
+struct Occupancy {
+  std::vector<std::int64_t> bytes;
+  explicit Occupancy(std::int64_t ticks) : bytes(static_cast<std::size_t>(ticks) + 1, 0) {}
+  std::int64_t n() const { return static_cast<std::int64_t>(bytes.size()); }
+  void add(std::int64_t from, std::int64_t to, std::int64_t v) {  // [from, to)
+    from = std::clamp<std::int64_t>(from, 0, n());
+    to = std::clamp<std::int64_t>(to, 0, n());
+    for (std::int64_t c = from; c < to; ++c) bytes[static_cast<std::size_t>(c)] += v;
+  }
+  std::int64_t peak(std::int64_t from = 0, std::int64_t to = -1) const {
+    if (to < 0) to = n();
+    std::int64_t p = 0;
+    for (std::int64_t c = std::max<std::int64_t>(from, 0); c < std::min(to, n()); ++c)
+      p = std::max(p, bytes[static_cast<std::size_t>(c)]);
+    return p;
+  }
+};
+
+}  // namespace
+
+Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) {
+  TIERPACK_EXPECTS(trace.clock_end >= 0, "trace clock must not be negative");
+  TIERPACK_EXPECTS(o.chunk_bytes > 0, "chunk size must be positive");
+  const std::int64_t end = trace.clock_end;
+  Plan plan;
+  plan.policy = "gpu-trace";
+  plan.device = o.device;
+  {
+    Tier gpu;
+    gpu.kind = TierKind::gpu;
+    gpu.name = "gpu" + std::to_string(o.device);
+    gpu.device = o.device;
+    gpu.page_size = o.chunk_bytes;
+    plan.fast_tier = plan.topology.add(gpu);
+    Tier host;
+    host.kind = TierKind::host_dram;
+    host.name = "host";
+    host.page_size = o.chunk_bytes;
+    plan.slow_tier = plan.topology.add(host);
+  }
+  plan.fast_budget_bytes = o.budget;
+
+  // Device occupancy with everything resident.
+  Occupancy occ(end);
+  for (const TracedTensor& t : trace.tensors) {
+    TIERPACK_EXPECTS(t.death < 0 || t.death >= t.birth, "a traced tensor dies before it is born");
+    occ.add(t.birth, t.death < 0 ? end + 1 : t.death, static_cast<std::int64_t>(t.bytes));
+  }
+  const std::int64_t natural_peak = occ.peak();
+  plan.prediction.natural_peak_bytes = static_cast<std::uint64_t>(natural_peak);
+
+  // ---- units
+  std::vector<Unit> units;
+  for (std::uint32_t i = 0; i < trace.tensors.size(); ++i) {
+    const TracedTensor& t = trace.tensors[i];
+    if (t.seq < 0 || t.bytes < o.min_tensor_bytes) continue;
+    Unit u;
+    u.tensors = {i};
+    u.bytes = t.bytes;
+    u.order = t.birth;
+    std::vector<TracedUse> uses = t.uses;
+    uses.push_back({t.birth, t.birth});
+    if (!idle_window(uses, end, false, t.death, u)) continue;
+    if (gap_of(u, end, t.death < 0 ? end : t.death) < o.min_gap) continue;
+    units.push_back(std::move(u));
+  }
+  // Persistent tensors (alive at both ends) move by segment, only where the whole segment is theirs.
+  std::map<std::uint64_t, std::vector<std::uint32_t>> by_segment;
+  std::map<std::uint64_t, bool> pure;
+  for (std::uint32_t i = 0; i < trace.tensors.size(); ++i) {
+    const TracedTensor& t = trace.tensors[i];
+    if (t.seq >= 0 || t.segment == 0) continue;
+    by_segment[t.segment].push_back(i);
+    auto [it, fresh] = pure.emplace(t.segment, true);
+    if (t.death >= 0) it->second = false;
+  }
+  std::int64_t rank = 0;
+  for (auto& [seg, members] : by_segment) {
+    ++rank;
+    if (!pure[seg] || !o.move_persistent) continue;
+    Unit u;
+    u.persistent = true;
+    u.tensors = members;
+    u.bytes = trace.tensors[members.front()].segment_bytes;
+    u.order = rank;
+    std::vector<TracedUse> uses;
+    for (std::uint32_t m : members) uses.insert(uses.end(), trace.tensors[m].uses.begin(), trace.tensors[m].uses.end());
+    if (!idle_window(uses, end, true, -1, u)) continue;
+    if (gap_of(u, end, end) < o.min_gap) continue;
+    units.push_back(std::move(u));
+  }
+
+  // ---- groups: consecutive units (in birth / address order) whose windows overlap well
+  std::stable_sort(units.begin(), units.end(), [](const Unit& x, const Unit& y) {
+    return std::tie(x.persistent, x.cyclic, x.order) < std::tie(y.persistent, y.cyclic, y.order);
+  });
+  std::vector<Unit> groups;
+  for (Unit& u : units) {
+    if (!groups.empty()) {
+      Unit& g = groups.back();
+      if (g.persistent == u.persistent && g.cyclic == u.cyclic && g.bytes + u.bytes <= o.group_bytes) {
+        Unit merged = g;
+        merged.a = std::max(g.a, u.a);
+        merged.b = std::min(g.b, u.b);
+        const std::int64_t gm = gap_of(merged, end, end), gg = gap_of(g, end, end), gu = gap_of(u, end, end);
+        if (merged.b > merged.a || merged.cyclic) {
+          if (gm >= o.min_gap && 4 * gm >= 3 * std::min(gg, gu)) {
+            merged.tensors.insert(merged.tensors.end(), u.tensors.begin(), u.tensors.end());
+            merged.bytes += u.bytes;
+            g = std::move(merged);
+            continue;
+          }
+        }
+      }
+    }
+    groups.push_back(std::move(u));
+  }
+
+  // ---- choose groups until the predicted peak fits
+  const auto budget_eff = static_cast<std::int64_t>(static_cast<double>(o.budget) * o.headroom);
+  auto offloaded = [&](const Unit& g, std::int64_t sign) {
+    const std::int64_t v = sign * static_cast<std::int64_t>(g.bytes);
+    const std::int64_t from = g.a + o.eviction_lag + 1;
+    if (g.cyclic) {
+      occ.add(from, end + 1, -v);
+      occ.add(0, g.b, -v);
+    } else {
+      std::int64_t until = g.b;
+      if (g.b == kNever) {
+        until = 0;
+        for (std::uint32_t m : g.tensors) until = std::max(until, trace.tensors[m].death < 0 ? end + 1 : trace.tensors[m].death);
+      }
+      occ.add(from, until, -v);
+    }
+  };
+  std::vector<std::size_t> order(groups.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return static_cast<double>(groups[x].bytes) * static_cast<double>(gap_of(groups[x], end, end)) >
+           static_cast<double>(groups[y].bytes) * static_cast<double>(gap_of(groups[y], end, end));
+  });
+  std::vector<std::size_t> chosen;
+  if (o.budget > 0) {
+    for (std::size_t i : order) {
+      if (occ.peak() <= budget_eff) break;
+      offloaded(groups[i], 1);
+      chosen.push_back(i);
+    }
+  }
+  const bool feasible = occ.peak() <= budget_eff;
+
+  // ---- prefetch issue points: as early as the budget allows, needed ones first
+  std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) { return groups[x].b < groups[y].b; });
+  for (std::size_t gi : chosen) {
+    const Unit& g = groups[gi];
+    const auto gb = static_cast<GroupId>(plan.groups.size());
+    PageGroup pg;
+    pg.id = gb;
+    pg.cls = g.persistent ? TensorClass::persistent : TensorClass::activation;
+    pg.home = plan.fast_tier;
+    pg.page_size = o.chunk_bytes;
+    pg.bytes = (g.bytes + o.chunk_bytes - 1) / o.chunk_bytes * o.chunk_bytes;
+    pg.last_use = static_cast<OpIndex>(g.a);
+    pg.first_use = g.b == kNever ? kAfterIteration : static_cast<OpIndex>(g.b);
+    for (std::uint32_t m : g.tensors) {
+      pg.tensors.push_back(m);
+      const TracedTensor& t = trace.tensors[m];
+      TensorPlacement p;
+      p.tensor = m;
+      p.seq = t.seq;
+      p.address = t.address;
+      p.bytes = t.bytes;
+      p.cls = pg.cls;
+      p.group = gb;
+      plan.placements.push_back(p);
+    }
+    plan.groups.push_back(pg);
+
+    Move ev;
+    ev.group = gb;
+    ev.kind = MoveKind::evict;
+    ev.from = plan.fast_tier;
+    ev.to = plan.slow_tier;
+    ev.bytes = pg.bytes;
+    ev.issue_after = static_cast<OpIndex>(g.a);
+    plan.schedule.push_back(ev);
+    plan.prediction.bytes_to_slow += pg.bytes;
+
+    Move pf = ev;
+    pf.kind = MoveKind::prefetch;
+    std::swap(pf.from, pf.to);
+    std::int64_t need = g.b;
+    if (need == kNever) {  // dies on the host: bring the emptied group back (no copy) when it is dead
+      need = 0;
+      for (std::uint32_t m : g.tensors) need = std::max(need, trace.tensors[m].death < 0 ? end : trace.tensors[m].death);
+      pf.bytes = 0;
+    } else {
+      plan.prediction.bytes_to_fast += pg.bytes;
+    }
+    // Earliest tick p in the idle window from which the group fits back under the budget until `need`.
+    const std::int64_t v = static_cast<std::int64_t>(g.bytes);
+    std::int64_t p = need;
+    if (!g.cyclic) {
+      for (std::int64_t c = need - 1; c > g.a + o.eviction_lag; --c) {
+        if (occ.bytes[static_cast<std::size_t>(c)] + v > budget_eff) break;
+        p = c;
+      }
+      occ.add(p, need, v);
+    } else {
+      // Walk back from `need` through the wrap.
+      std::int64_t c = need - 1, steps = 0;
+      const std::int64_t window = gap_of(g, end, end) - o.eviction_lag - 1;
+      while (steps < window) {
+        const std::int64_t cc = c < 0 ? c + end + 1 : c;
+        if (occ.bytes[static_cast<std::size_t>(cc)] + v > budget_eff) break;
+        occ.bytes[static_cast<std::size_t>(cc)] += v;
+        p = cc;
+        --c;
+        ++steps;
+      }
+    }
+    pf.issue_after = static_cast<OpIndex>(p - 1);
+    pf.needed_by = static_cast<OpIndex>(need);
+    plan.schedule.push_back(pf);
+  }
+  std::stable_sort(plan.schedule.begin(), plan.schedule.end(),
+                   [](const Move& x, const Move& y) { return x.issue_after < y.issue_after; });
+  std::stable_sort(plan.placements.begin(), plan.placements.end(),
+                   [](const TensorPlacement& x, const TensorPlacement& y) { return x.seq < y.seq; });
+  plan.prediction.fast_peak_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(occ.peak(), 0));
+  plan.notes.push_back(std::to_string(plan.groups.size()) + " page groups move; natural peak " +
+                       format_bytes(static_cast<std::uint64_t>(natural_peak)) + ", predicted peak " +
+                       format_bytes(plan.prediction.fast_peak_bytes) + " (budget " + format_bytes(o.budget) +
+                       ", planned to " + format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(budget_eff, 0))) +
+                       "), " + format_bytes(plan.prediction.bytes_to_slow) + " to host and " +
+                       format_bytes(plan.prediction.bytes_to_fast) + " back per iteration");
+  if (!feasible)
+    plan.notes.push_back("the budget cannot be met by moving traced tensors alone: the remaining peak spills to host memory");
+  return plan;
+}
+
+}  // namespace tierpack::gpu

@@ -1,0 +1,68 @@
+// plan_from_trace: a small planner that turns one traced iteration of the GPU runtime (allocations,
+// frees and op accesses on the allocator's event clock) into a Plan the GPU runtime can execute:
+// page groups of tensors with similar idle windows, and evict/prefetch moves that keep the device
+// under its budget at every point of the iteration.
+//
+// It is the runtime's built-in planner for `tierpack run` when no plan file is given and the
+// placer's plan for the GPU is not available; like the placer it is a pure function of values.
+//
+// Note [Trace clock]
+// The clock is the allocator's event count within the iteration (every malloc and free advances it
+// by one). Every iteration of a training loop has the same allocation sequence, so the clock means
+// the same thing in every iteration even when no op observer runs. An op that touched a tensor is
+// recorded as the interval [clock at op begin, clock at op end]: its `from` bounds the first use
+// (prefetch must be done by then), its `to` the last use (eviction may start after it).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/plan.hpp"
+
+namespace tierpack::gpu {
+
+struct TracedUse {
+  std::int64_t from = 0;
+  std::int64_t to = 0;
+};
+
+struct TracedTensor {
+  std::int64_t seq = -1;  ///< allocation position in the iteration; -1: alive when it began
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t segment = 0;  ///< allocator segment base (carried tensors move by segment)
+  std::uint64_t segment_bytes = 0;
+  std::int64_t birth = 0;   ///< clock at allocation (0 for carried tensors)
+  std::int64_t death = -1;  ///< clock at free; -1: alive at the end
+  std::vector<TracedUse> uses;
+};
+
+/// One allocator event of the iteration; event i moves the clock from i to i + 1.
+struct TraceEvent {
+  bool alloc = true;          ///< allocation (else free)
+  std::uint32_t tensor = 0;   ///< index into IterationTrace::tensors
+};
+
+struct IterationTrace {
+  std::int64_t clock_end = 0;  ///< clock value when the iteration ended
+  std::vector<TracedTensor> tensors;
+  std::vector<TraceEvent> events;  ///< in order (optional for planning; align_traces needs it)
+};
+
+struct TracePlannerOptions {
+  std::uint64_t budget = 0;                        ///< device bytes the plan must fit in
+  std::uint64_t chunk_bytes = std::uint64_t{32} << 20;
+  std::uint64_t min_tensor_bytes = std::uint64_t{1} << 20;  ///< smaller in-iteration tensors never move
+  std::uint64_t group_bytes = std::uint64_t{512} << 20;     ///< target page-group size
+  std::int64_t min_gap = 16;      ///< shortest idle window (clock ticks) worth a round trip
+  std::int64_t eviction_lag = 4;  ///< ticks between issuing an eviction and its memory being free
+  double headroom = 0.85;         ///< fraction of the budget the plan may fill (fragmentation, caching)
+  bool move_persistent = true;    ///< also move segments of tensors alive across iterations
+  int device = 0;
+};
+
+/// Builds the plan; never throws for an infeasible budget (it says so in Plan::notes and plans the
+/// best it can). Throws logic_error on an inconsistent trace.
+Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& options);
+
+}  // namespace tierpack::gpu

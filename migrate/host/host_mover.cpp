@@ -1,0 +1,315 @@
+// HostMover: the worker thread, move_pages batches with per-page status, mbind moves, retries.
+// See Note [Host move outcomes] and Note [Transparent huge pages and moves] in host_mover.hpp.
+#include "migrate/host/host_mover.hpp"
+
+#include <cerrno>
+
+#include "core/error.hpp"
+
+namespace tierpack::host {
+namespace {
+
+constexpr std::uintptr_t kHuge = 2u << 20;
+
+bool is_busy(int err) { return err == EBUSY || err == EAGAIN; }
+
+}  // namespace
+
+HostMover::HostMover(HostArenaAllocator& alloc, MoverOptions options)
+    : alloc_(alloc), os_(alloc.os()), options_(options) {
+  TIERPACK_EXPECTS(options_.batch_pages > 0, "batch_pages must be positive");
+  if (options_.worker) worker_ = std::thread([this] { run(); });
+}
+
+HostMover::~HostMover() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    counters_.moves_dropped += queue_.size();
+    queue_.clear();
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void HostMover::submit(const Move& m) {
+  TIERPACK_EXPECTS(alloc_.serves(m.to), "move target is not a host tier of the allocator");
+  Job job;
+  job.move = m;
+  {
+    std::lock_guard lock(mu_);
+    ++counters_.moves_submitted;
+    job.generation = ++generation_[m.group];
+    if (options_.worker) {
+      queue_.push_back(std::move(job));
+      cv_.notify_one();
+      return;
+    }
+  }
+  // Synchronous mode: the same path as the worker, on this thread.
+  for (;;) {
+    MoveResult r = execute(job);
+    std::lock_guard lock(mu_);
+    finish(job, r);
+    if (r.busy_pages.empty() || stop_) return;
+    job.pages = std::move(r.busy_pages);
+    ++job.attempt;
+  }
+}
+
+void HostMover::on_op_begin(OpIndex op) {
+  std::lock_guard lock(mu_);
+  auto mark = [&](Job& j) {
+    if (j.move.kind == MoveKind::prefetch && !j.late && j.move.needed_by <= op) {
+      j.late = true;
+      ++counters_.moves_late;
+    }
+  };
+  for (Job& j : queue_) mark(j);
+  if (running_job_) mark(current_);
+}
+
+bool HostMover::in_flight(GroupId group) const {
+  std::lock_guard lock(mu_);
+  if (running_job_ && current_.move.group == group) return true;
+  for (const Job& j : queue_) {
+    if (j.move.group == group) return true;
+  }
+  return false;
+}
+
+void HostMover::wait_idle() {
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [&] { return queue_.empty() && !running_job_; });
+}
+
+MoveCounters HostMover::counters() const {
+  std::lock_guard lock(mu_);
+  return counters_;
+}
+
+MoveCounters HostMover::take_counters() {
+  std::lock_guard lock(mu_);
+  MoveCounters c = counters_;
+  counters_ = MoveCounters{};
+  return c;
+}
+
+MoveResult HostMover::move_now(GroupId group, TierId to, MoveKind kind) {
+  TIERPACK_EXPECTS(alloc_.serves(to), "move target is not a host tier of the allocator");
+  Job job;
+  job.move.group = group;
+  job.move.kind = kind;
+  job.move.to = to;
+  MoveResult total;
+  {
+    std::lock_guard lock(mu_);
+    ++counters_.moves_submitted;
+    total.counters.moves_submitted = 1;
+    job.generation = ++generation_[group];
+  }
+  for (;;) {
+    MoveResult r = execute(job);
+    {
+      std::lock_guard lock(mu_);
+      total.counters.add(finish(job, r));
+    }
+    if (r.busy_pages.empty()) break;
+    job.pages = std::move(r.busy_pages);
+    ++job.attempt;
+    std::this_thread::yield();
+  }
+  total.complete = total.counters.moves_complete == 1;
+  return total;
+}
+
+void HostMover::run() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) break;
+    current_ = std::move(queue_.front());
+    queue_.pop_front();
+    running_job_ = true;
+    const Job job = current_;
+    lock.unlock();
+    MoveResult r;
+    try {
+      r = execute(job);
+    } catch (const std::exception&) {
+      // Bookkeeping ran out of memory; the pages are where they were. Count and go on.
+      r = MoveResult{};
+      r.counters.failures_by_errno[ENOMEM] += 1;
+    }
+    lock.lock();
+    current_.pages.clear();
+    Job done = current_;  // keeps the late flag set by on_op_begin while it ran
+    running_job_ = false;
+    finish(done, r);
+    if (!r.busy_pages.empty()) {
+      // finish() asked for a retry: requeue behind the other moves (Note [Host move outcomes]).
+      done.pages = std::move(r.busy_pages);
+      ++done.attempt;
+      queue_.push_back(std::move(done));
+    }
+    if (queue_.empty() && !running_job_) idle_cv_.notify_all();
+  }
+  idle_cv_.notify_all();
+}
+
+// Called with mu_ held. Folds one attempt's result into the counters and returns its share; leaves
+// r.busy_pages non-empty only when the caller should retry them.
+MoveCounters HostMover::finish(Job& job, MoveResult& r) {
+  MoveCounters d = r.counters;
+  const bool superseded = generation_[job.move.group] != job.generation;
+  if (!r.busy_pages.empty()) {
+    if (job.attempt < options_.max_retries && !superseded && !stop_) {
+      d.pages_retried += r.busy_pages.size();
+    } else {
+      d.failures_by_errno[EBUSY] += r.busy_pages.size();
+      d.pages_failed += r.busy_pages.size();
+      r.busy_pages.clear();
+      if (superseded) ++d.moves_dropped;
+    }
+  }
+  const std::uint64_t bytes = d.pages_moved * os_.page_size();
+  (job.move.kind == MoveKind::prefetch ? d.bytes_to_fast : d.bytes_to_slow) += bytes;
+  job.failed = job.failed || d.pages_failed > 0 || !d.failures_by_errno.empty();
+  if (r.busy_pages.empty()) {  // final attempt
+    if (job.failed) {
+      ++d.moves_partial;
+    } else {
+      ++d.moves_complete;
+      try {
+        alloc_.set_group_tier(job.move.group, job.move.to);
+      } catch (...) {
+        // Only accounting: the pages did move.
+      }
+    }
+  }
+  counters_.add(d);
+  return d;
+}
+
+MoveResult HostMover::execute(const Job& job) {
+  MoveResult out;
+  const int node = alloc_.node_of(job.move.to);
+  const std::uintptr_t page = os_.page_size();
+  if (!job.pages.empty()) {  // a retry of busy pages
+    move_page_list(job.pages, node, out);
+    return out;
+  }
+  const std::vector<PageRange> ranges = alloc_.group_ranges(job.move.group);
+  if (ranges.empty()) {
+    out.counters.moves_empty = 1;
+    return out;
+  }
+
+  if (options_.method == MoverOptions::Method::mbind) {
+    for (const PageRange& r : ranges) {
+      void* addr = reinterpret_cast<void*>(r.begin);
+      const int err = os_.bind(addr, r.bytes(), node, alloc_.bind_mode(), /*move=*/true);
+      if (err == 0) {
+        out.counters.pages_moved += r.bytes() / page;
+      } else if (is_busy(err)) {
+        for (std::uintptr_t a = r.begin; a < r.end; a += page) out.busy_pages.push_back(reinterpret_cast<void*>(a));
+      } else {
+        out.counters.failures_by_errno[err] += 1;  // EIO: some pages stayed; the call does not say which
+        out.counters.pages_failed += 1;
+      }
+    }
+    return out;
+  }
+
+  std::vector<void*> base_pages;
+  std::vector<void*> chunks;
+  for (const PageRange& r : ranges) {
+    std::uintptr_t a = r.begin;
+    while (a < r.end) {
+      if (options_.huge_page_stride && a % kHuge == 0 && a + kHuge <= r.end) {
+        chunks.push_back(reinterpret_cast<void*>(a));
+        a += kHuge;
+      } else {
+        base_pages.push_back(reinterpret_cast<void*>(a));
+        a += page;
+      }
+    }
+  }
+  if (!chunks.empty()) {
+    // One address per huge page, then find and move the base pages that did not come along.
+    MoveResult first;
+    move_page_list(chunks, node, first);
+    std::vector<void*> all;
+    all.reserve(chunks.size() * (kHuge / page));
+    for (void* c : chunks) {
+      for (std::uintptr_t a = reinterpret_cast<std::uintptr_t>(c); a < reinterpret_cast<std::uintptr_t>(c) + kHuge;
+           a += page) {
+        all.push_back(reinterpret_cast<void*>(a));
+      }
+    }
+    std::vector<int> status(all.size());
+    if (os_.move_pages(all, {}, status) == 0) {
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        if (status[i] == node) {
+          ++out.counters.pages_moved;
+        } else if (status[i] == -ENOENT) {
+          ++out.counters.pages_absent;
+        } else if (status[i] == -EFAULT) {
+          ++out.counters.pages_zero;
+        } else {
+          base_pages.push_back(all[i]);
+        }
+      }
+    } else {
+      base_pages.insert(base_pages.end(), all.begin(), all.end());
+    }
+  }
+  move_page_list(base_pages, node, out);
+
+  // Pages that fault in later (untouched or purged) must come from the target too.
+  for (const PageRange& r : ranges) {
+    if (int err = os_.bind(reinterpret_cast<void*>(r.begin), r.bytes(), node, alloc_.bind_mode(), false)) {
+      out.counters.failures_by_errno[err] += 1;
+    }
+  }
+  return out;
+}
+
+void HostMover::move_page_list(const std::vector<void*>& pages, int node, MoveResult& out) {
+  const std::size_t batch = options_.batch_pages;
+  std::vector<int> nodes;
+  std::vector<int> status;
+  for (std::size_t start = 0; start < pages.size(); start += batch) {
+    const std::size_t n = std::min(batch, pages.size() - start);
+    nodes.assign(n, node);
+    status.assign(n, 0);
+    const std::span<void* const> span(pages.data() + start, n);
+    const int err = os_.move_pages(span, nodes, status);
+    if (err != 0) {
+      if (is_busy(err)) {
+        out.busy_pages.insert(out.busy_pages.end(), span.begin(), span.end());
+      } else {
+        out.counters.failures_by_errno[err] += n;
+        out.counters.pages_failed += n;
+      }
+      continue;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const int s = status[i];
+      if (s == node) {
+        ++out.counters.pages_moved;
+      } else if (s == -ENOENT) {
+        ++out.counters.pages_absent;
+      } else if (s == -EFAULT) {
+        ++out.counters.pages_zero;
+      } else if (s == -EBUSY || s == -EAGAIN) {
+        out.busy_pages.push_back(span[i]);
+      } else {
+        ++out.counters.failures_by_errno[s < 0 ? -s : 0];
+        ++out.counters.pages_failed;
+      }
+    }
+  }
+}
+
+}  // namespace tierpack::host

@@ -1,0 +1,118 @@
+// HostMover: moves page groups of a HostArenaAllocator between NUMA nodes on a worker thread, with
+// move_pages (batched, per-page status) or mbind(MPOL_MF_MOVE) per group range. The runtime submits
+// the plan's moves at op boundaries; the worker executes them while compute goes on.
+//
+// Note [Host move outcomes]
+// The kernel copies a page before it remaps it, so a failed move never loses data: the page stays
+// where it was and is still correct. Per page, move_pages answers:
+//  - the target node: moved (or already there);
+//  - -ENOENT: never touched; it will fault in on the target, because after moving a range the mover
+//    re-mbinds it to the target (Note [Purged pages refault] in alloc/host/host_arena.hpp);
+//  - -EFAULT: the shared zero page (read but never written; Linux 6.12 reports it so, newer kernels
+//    report the node) or an unmapped page: there is no data to move; a later write faults a page in
+//    on the target (the range is re-bound). Counted as pages_zero, not as a failure;
+//  - -EBUSY / -EAGAIN (pinned, under I/O, locked, or not yet on an LRU list because it was just
+//    faulted or migrated on another CPU): retried later, up to max_retries, by requeueing
+//    the leftover pages behind the other queued moves; a newer move of the same group supersedes it;
+//  - any other -errno (-EACCES shared with another process, -ENOMEM target full, ...):
+//    left where it is and counted by errno.
+// A move whose pages all reached the target (or were absent) is complete and the group's blocks are
+// re-charged to the target tier; otherwise it is partial and the charge stays on the source tier.
+//
+// Note [Transparent huge pages and moves]
+// move_pages on any address inside a THP moves the whole 2 MiB page. With huge_page_stride the
+// mover passes one address per 2 MiB-aligned chunk that a range covers fully, then queries every
+// base page of those chunks and moves the stragglers (chunks the kernel had not backed by a THP)
+// one by one. A range that covers a THP only partly drags its neighbours along: the placer rounds
+// THP groups to 2 MiB (and THP arenas align large blocks to 2 MiB) so that this does not happen.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "alloc/host/host_arena_allocator.hpp"
+#include "core/plan.hpp"
+#include "migrate/host/move_counters.hpp"
+
+namespace tierpack::host {
+
+struct MoverOptions {
+  enum class Method : unsigned char { move_pages, mbind };
+  Method method = Method::move_pages;
+  std::size_t batch_pages = 4096;  ///< base pages per move_pages call
+  int max_retries = 3;             ///< for -EBUSY / EAGAIN
+  bool huge_page_stride = false;   ///< see Note [Transparent huge pages and moves]
+  bool worker = true;              ///< false: submit() runs the move on the caller's thread
+};
+
+/// What one execution of a move did (tests and benchmarks look at it).
+struct MoveResult {
+  MoveCounters counters;
+  std::vector<void*> busy_pages;  ///< pages to retry later
+  bool complete = false;
+};
+
+class HostMover {
+ public:
+  explicit HostMover(HostArenaAllocator& alloc, MoverOptions options = {});
+  /// Drops queued moves (counted as dropped), lets the running one finish, joins the worker.
+  ~HostMover();
+  HostMover(const HostMover&) = delete;
+  HostMover& operator=(const HostMover&) = delete;
+
+  /// Queues a move of m.group to m.to (m.kind says which direction the bytes count for).
+  void submit(const Move& m);
+  /// Counts a late move for every queued or running prefetch whose needed_by <= op (once each).
+  /// Never waits: a late group is still correct where it is, only slower.
+  void on_op_begin(OpIndex op);
+  /// Whether a move of the group is queued or running.
+  bool in_flight(GroupId group) const;
+  /// Waits until nothing is queued or running (iteration end in tests; never on the hot path).
+  void wait_idle();
+
+  /// Runs one move on the calling thread, retrying busy pages inline (tests, benchmarks).
+  MoveResult move_now(GroupId group, TierId to, MoveKind kind);
+
+  MoveCounters counters() const;
+  /// Returns the counters and resets them (per-iteration reporting).
+  MoveCounters take_counters();
+  const MoverOptions& options() const noexcept { return options_; }
+
+ private:
+  struct Job {
+    Move move;
+    int attempt = 0;
+    std::uint64_t generation = 0;
+    std::vector<void*> pages;  ///< retry: only these pages; empty: the whole group
+    bool late = false;
+    bool failed = false;       ///< some attempt left pages behind
+  };
+
+  void run();
+  /// Executes one job; the returned busy pages are what is left to retry.
+  MoveResult execute(const Job& job);
+  void move_page_list(const std::vector<void*>& pages, int node, MoveResult& out);
+  MoveCounters finish(Job& job, MoveResult& r);
+
+  HostArenaAllocator& alloc_;
+  HostOs& os_;
+  MoverOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable idle_cv_;
+  std::deque<Job> queue_;
+  bool running_job_ = false;
+  Job current_;  // valid while running_job_
+  bool stop_ = false;
+  std::unordered_map<GroupId, std::uint64_t> generation_;
+  MoveCounters counters_;
+  std::thread worker_;
+};
+
+}  // namespace tierpack::host

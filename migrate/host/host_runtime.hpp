@@ -1,0 +1,121 @@
+// HostRuntime: applies a Plan to host memory during a run. It owns the host allocator and mover,
+// routes every new allocation to its planned (class, tier) arena by its position in the iteration's
+// allocation sequence, and issues the plan's moves at op boundaries. The integration layer (torch
+// CPU allocator, preload, LibTorch) calls it; it knows nothing of torch.
+//
+// Note [Routing allocations by sequence position]
+// Allocation i of an iteration (counted from begin_iteration()) is the plan's placement with seq i,
+// if the plan has one of the same size: it goes to its group's class arena on the group's home
+// tier and is tagged with the group, so the group's moves carry it. Anything else (no plan yet,
+// beyond the plan, a different size) goes to the default class on the fast tier. A size mismatch
+// means this iteration diverged from the profiled one (dynamic shapes): the runtime stops using the
+// plan for the rest of the iteration (no more routing, no more moves), counts it, and says why in
+// IterationStats::divergence; after `max_divergent_iterations` in a row it turns the plan off.
+// A block that does not fit the fast tier's budget goes to the slow tier instead (counted as a
+// fallback), so a budget is never exceeded by an allocation and a run never fails for it while
+// another tier has room.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "alloc/host/host_arena_allocator.hpp"
+#include "core/config.hpp"
+#include "core/plan.hpp"
+#include "migrate/host/host_mover.hpp"
+
+namespace tierpack::host {
+
+struct HostRuntimeOptions {
+  HostAllocatorOptions alloc;
+  MoverOptions mover;
+  TensorClass default_class = TensorClass::iteration;
+  int max_divergent_iterations = 2;
+};
+
+/// What happened in one iteration (begin_iteration .. end_iteration).
+struct IterationStats {
+  std::int64_t iteration = -1;
+  std::uint64_t allocations = 0;  ///< blocks allocated
+  std::uint64_t planned = 0;      ///< routed by the plan
+  std::uint64_t unplanned = 0;    ///< default class: no plan, or no placement for the seq
+  std::uint64_t mismatched = 0;   ///< placement found but of another size (divergence)
+  std::uint64_t fallbacks = 0;    ///< fast tier over budget: placed on the slow tier
+  std::uint64_t fast_peak = 0;    ///< highest bytes resident on the fast tier (allocator charge)
+  MoveCounters moves;
+  std::string divergence;         ///< first reason the plan was not followed ("" when it was)
+};
+
+class HostRuntime {
+ public:
+  /// `topo`: the machine's tiers (host tiers are used). Config gives the fast budget
+  /// (config.fast_budget; a percentage needs a plan's natural peak to resolve).
+  HostRuntime(const Config& config, const Topology& topo, HostRuntimeOptions options = {});
+  ~HostRuntime();
+
+  /// Installs a plan (from the profile just taken, or config.plan_in). Throws logic_error when
+  /// the plan names tiers this machine lacks; the runtime then keeps running without one.
+  /// Live blocks of persistent placements (seq -1) are found by address, tagged with their group,
+  /// and moved to the group's home tier if they are elsewhere.
+  void set_plan(Plan plan);
+  bool has_plan() const;
+  /// One line saying what the plan does here ("plan: 3 groups, 12 moves/iteration, fast budget 4 GiB").
+  std::string plan_summary() const;
+
+  /// A block for the next allocation of the iteration (see Note [Routing allocations by sequence
+  /// position]). Throws out_of_memory only when no host tier has room.
+  void* allocate(std::size_t bytes);
+  void deallocate(void* p) noexcept;
+
+  void begin_iteration();
+  void end_iteration();
+  void on_op_begin(OpIndex op);
+  void on_op_end(OpIndex op);
+
+  /// Stats of the last finished iteration, and of the current one so far.
+  IterationStats last_iteration() const;
+  IterationStats current_iteration() const;
+
+  TierId fast_tier() const noexcept { return fast_; }
+  std::optional<TierId> slow_tier() const noexcept { return slow_; }
+  HostArenaAllocator& allocator() noexcept { return *alloc_; }
+  HostMover& mover() noexcept { return *mover_; }
+
+ private:
+  struct ActivePlan {
+    Plan plan;
+    std::vector<TierId> group_home;  // plan group id -> runtime tier
+    std::unordered_map<std::int64_t, std::size_t> by_seq;       // seq -> placement index
+    std::unordered_map<OpIndex, std::vector<std::size_t>> moves_after;  // issue_after -> schedule indices
+  };
+
+  TierId map_tier(const Plan& plan, TierId plan_tier) const;
+  void issue_moves(OpIndex after);
+  void* allocate_on(std::size_t bytes, TensorClass cls, TierId tier, AllocationTag tag);
+  void note_divergence(const std::string& why);
+
+  Config config_;
+  Topology topo_;
+  HostRuntimeOptions options_;
+  std::unique_ptr<HostArenaAllocator> alloc_;
+  std::unique_ptr<HostMover> mover_;
+  TierId fast_ = kNoTier;
+  std::optional<TierId> slow_;
+
+  mutable std::mutex mu_;
+  std::shared_ptr<const ActivePlan> plan_;  // replaced whole by set_plan; read under mu_
+  bool suspended_ = false;                  // this iteration diverged
+  int divergent_streak_ = 0;
+  std::atomic<std::int64_t> seq_{0};
+  std::int64_t iteration_ = -1;
+  IterationStats current_;
+  IterationStats last_;
+};
+
+}  // namespace tierpack::host

@@ -1,0 +1,20 @@
+// Readable summary of a Profile: what `tierpack profile --summary run.tpk` prints. Top tensors by
+// bytes x lifetime, lifetime classes, falsely shared pages, hidden accesses and iteration divergence,
+// as plain-text tables.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "core/profile.hpp"
+
+namespace tierpack {
+
+struct SummaryOptions {
+  std::size_t top_tensors = 15;  ///< rows in the top-tensors table
+  std::size_t max_pages = 10;    ///< rows in the false-sharing and hidden-access tables
+};
+
+std::string format_profile_summary(const Profile& profile, const SummaryOptions& options = {});
+
+}  // namespace tierpack

@@ -1,0 +1,81 @@
+# tierpack bootstrap for Python children of `tierpack profile` / `tierpack run`, which put this
+# directory first on PYTHONPATH and set TIERPACK_CONF. When torch is imported (now or later), tierpack
+# is enabled right after torch's own initialisation and before the script's first tensor. Any other
+# sitecustomize on the path (e.g. Debian's /etc/python3.X/sitecustomize.py) still runs: it is found
+# and executed first. Without TIERPACK_CONF this file only chains.
+import os
+import sys
+
+
+def _chain_next_sitecustomize():
+    import importlib.machinery
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None or not spec.origin:
+        return
+    if os.path.abspath(spec.origin) == os.path.abspath(__file__):
+        return
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # noqa: BLE001 - the site's hook failing must not stop the program
+        sys.stderr.write("tierpack: the chained sitecustomize (%s) failed: %s\n" % (spec.origin, e))
+
+
+def _enable_tierpack():
+    try:
+        import tierpack
+        tierpack.enable()
+    except Exception as e:  # noqa: BLE001 - training must run even when tierpack cannot
+        sys.stderr.write("tierpack: not enabled: %s\n" % e)
+
+
+class _TorchImportHook:
+    """A one-shot meta-path finder: lets the normal finders locate torch, then runs tierpack's
+    enable() right after the torch module has executed."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        import importlib.util
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.loader is None:
+            return None
+        loader = spec.loader
+        original_exec = loader.exec_module
+
+        def exec_module(module):
+            original_exec(module)
+            _enable_tierpack()
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def _report_if_torch_never_came():
+    if "torch" not in sys.modules:
+        sys.stderr.write("tierpack: this Python (%s) never imported torch: nothing was profiled "
+                         "(is torch installed for this interpreter?)\n" % sys.executable)
+
+
+def _bootstrap():
+    # tierpack.enable() removes TIERPACK_CONF from the environment: processes this one starts (data
+    # loader workers, subprocesses) are not profiled and never write the same profile.
+    if not os.environ.get("TIERPACK_CONF"):
+        return
+    if "torch" in sys.modules:
+        _enable_tierpack()
+    else:
+        sys.meta_path.insert(0, _TorchImportHook())
+        import atexit
+        atexit.register(_report_if_torch_never_came)
+
+
+_chain_next_sitecustomize()
+_bootstrap()

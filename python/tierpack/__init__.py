@@ -1,0 +1,199 @@
+"""tierpack for PyTorch: page-aware tensor placement across GPU, DRAM and CXL memory.
+
+Most users never import this: ``tierpack profile -- python train.py`` and ``tierpack run ...`` set
+everything up through a sitecustomize bootstrap. A script may still call:
+
+    import tierpack
+    tierpack.enable()        # only needed without the tierpack launcher (reads $TIERPACK_CONF)
+    ...
+    tierpack.step()          # end of a training iteration (optional with a torch optimizer)
+
+Every function here is a no-op (returning False / None) when tierpack is not enabled, so scripts can
+call tierpack.step() unconditionally.
+
+The native side is libtierpack_torch.so, found through $TIERPACK_LIB, the install tree
+(<prefix>/lib/libtierpack_torch.so next to <prefix>/lib/tierpack/python/tierpack) or this package's
+directory.
+"""
+import atexit
+import ctypes
+import json
+import os
+import sys
+
+__all__ = ["enable", "enabled", "step", "finish", "status", "library_path", "TierpackError"]
+
+ROLE_SAVED_FOR_BACKWARD = 0
+ROLE_PARAMETER = 1
+ROLE_GRADIENT = 2
+ROLE_OPTIMIZER_STATE = 3
+
+_lib = None
+_hooks_installed = False
+
+
+class TierpackError(RuntimeError):
+    """tierpack could not be loaded or enabled."""
+
+
+def library_path():
+    """Where libtierpack_torch.so is, or None."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = []
+    if os.environ.get("TIERPACK_LIB"):
+        candidates.append(os.environ["TIERPACK_LIB"])
+    candidates += [
+        os.path.join(here, "..", "..", "..", "libtierpack_torch.so"),  # <prefix>/lib/tierpack/python/tierpack
+        os.path.join(here, "libtierpack_torch.so"),
+    ]
+    for c in candidates:
+        if os.path.isfile(c):
+            return os.path.abspath(c)
+    return None
+
+
+def _load():
+    global _lib
+    if _lib is not None:
+        return _lib
+    if "torch" not in sys.modules:
+        import torch  # noqa: F401  (the library links the torch this Python has loaded)
+    path = library_path()
+    if path is None:
+        raise TierpackError("libtierpack_torch.so not found: set TIERPACK_LIB, or build tierpack with "
+                            "-DTIERPACK_WITH_TORCH=ON and run through `tierpack profile`")
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        hint = ""
+        if "static TLS" in str(e):
+            hint = (" (jemalloc needs static TLS space in a process that loads it late: set "
+                    "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536 before starting Python, "
+                    "as `tierpack profile` does)")
+        raise TierpackError("cannot load %s: %s%s" % (path, e, hint)) from None
+    lib.tierpack_enable.argtypes = [ctypes.c_char_p]
+    lib.tierpack_enable.restype = ctypes.c_int
+    for name in ("tierpack_enabled", "tierpack_step", "tierpack_finish", "tierpack_wants_marks"):
+        getattr(lib, name).restype = ctypes.c_int
+        getattr(lib, name).argtypes = []
+    lib.tierpack_mark_tensor.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.tierpack_mark_tensor.restype = ctypes.c_int
+    lib.tierpack_status.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+    lib.tierpack_status.restype = ctypes.c_size_t
+    lib.tierpack_last_error.restype = ctypes.c_char_p
+    lib.tierpack_version.restype = ctypes.c_char_p
+    _lib = lib
+    return lib
+
+
+def enable(conf=None):
+    """Enables tierpack in this process. `conf` uses the TIERPACK_CONF syntax ("mode:profile,...");
+    None reads $TIERPACK_CONF. Returns True when enabled (now or before), False when the configuration
+    says mode:off. Raises TierpackError when it cannot be enabled."""
+    lib = _load()
+    rc = lib.tierpack_enable(conf.encode() if conf else None)
+    if rc < 0:
+        raise TierpackError("tierpack not enabled: " + lib.tierpack_last_error().decode(errors="replace"))
+    if rc == 2:
+        return False
+    # rc 1: the library enabled itself when it was loaded ($TIERPACK_CONF); the Python side is still ours.
+    global _hooks_installed
+    if not _hooks_installed:
+        _hooks_installed = True
+        _install_python_hooks()
+        atexit.register(finish)
+    # Only this process is profiled: children (data loader workers, subprocesses) must not write the
+    # same profile. The native side removed it from the C environment; Python keeps its own copy.
+    os.environ.pop("TIERPACK_CONF", None)
+    return True
+
+
+def enabled():
+    return _lib is not None and _lib.tierpack_enabled() == 1
+
+
+def step():
+    """Marks the end of a training iteration."""
+    if _lib is not None:
+        _lib.tierpack_step()
+
+
+def finish():
+    """Writes the profile now (also done at exit). Returns True when it was written or nothing was due."""
+    if _lib is None:
+        return False
+    return _lib.tierpack_finish() == 0
+
+
+def status():
+    """The native session's state as a dict ({"mode": "disabled"} before enable())."""
+    if _lib is None:
+        return {"mode": "disabled"}
+    buf = ctypes.create_string_buffer(4096)
+    n = _lib.tierpack_status(buf, len(buf))
+    if n >= len(buf):
+        buf = ctypes.create_string_buffer(n + 1)
+        _lib.tierpack_status(buf, len(buf))
+    return json.loads(buf.value.decode(errors="replace"))
+
+
+def version():
+    return _load().tierpack_version().decode()
+
+
+# ---- what only Python knows: which tensors are parameters, gradients, optimizer state -------------
+
+def _mark(tensor, role):
+    try:
+        ptr = tensor.data_ptr()
+    except Exception:  # noqa: BLE001 - sparse / meta tensors have none
+        return
+    if ptr:
+        _lib.tierpack_mark_tensor(ptr, role)
+
+
+def _mark_optimizer(opt):
+    import torch
+    for group in opt.param_groups:
+        for p in group["params"]:
+            _mark(p, ROLE_PARAMETER)
+            if p.grad is not None:
+                _mark(p.grad, ROLE_GRADIENT)
+    for state in opt.state.values():
+        for v in state.values():
+            if torch.is_tensor(v):
+                _mark(v, ROLE_OPTIMIZER_STATE)
+
+
+def _install_python_hooks():
+    """Role marks from torch.optim: parameters when an optimizer is built, and after each step its
+    gradients and state, while a profile is being built. The step wrapper is put on the optimizer's
+    class (like torch's own profiling hook), so bound methods stay intact for LR schedulers."""
+    import functools
+    import torch
+    opt_cls = torch.optim.Optimizer
+    if getattr(opt_cls, "_tierpack_patched", False):
+        return
+    original_init = opt_cls.__init__
+
+    @functools.wraps(original_init)
+    def __init__(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        cls = self.__class__
+        if not getattr(cls.step, "_tierpack_wrapped", False):
+            inner = cls.step
+
+            @functools.wraps(inner)
+            def step_and_mark(opt, *a, **k):
+                out = inner(opt, *a, **k)
+                if _lib is not None and _lib.tierpack_wants_marks():
+                    _mark_optimizer(opt)
+                return out
+
+            step_and_mark._tierpack_wrapped = True
+            cls.step = step_and_mark
+        if _lib is not None and _lib.tierpack_wants_marks():
+            _mark_optimizer(self)
+
+    opt_cls.__init__ = __init__
+    opt_cls._tierpack_patched = True

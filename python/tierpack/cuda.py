@@ -1,0 +1,261 @@
+"""tierpack's GPU tier as PyTorch's CUDA allocator.
+
+``install()`` makes ``libtierpack_cuda.so`` PyTorch's CUDA allocator through
+``torch.cuda.memory.CUDAPluggableAllocator``; it must run before the first CUDA allocation of the
+process (the sitecustomize bootstrap of ``tierpack run`` calls ``install_from_env()``). From then on:
+
+* every CUDA tensor lives in always-mapped page groups under the GPU budget; chunks over the budget
+  spill to host memory (still mapped, so still correct);
+* iteration boundaries come from a global optimizer-step hook (or ``tierpack.cuda.step()``);
+* the iteration after the warm-up is traced: a TorchDispatchMode reports every op's CUDA tensors to
+  the runtime (only during that iteration), the runtime plans page groups and moves them ahead of
+  use from the next iteration on;
+* ``torch.cuda.memory_allocated()`` and friends report tierpack's numbers (PyTorch's pluggable
+  allocator has no statistics of its own): allocated = live tensor bytes, reserved = device memory
+  tierpack holds (what the budget limits).
+
+Out of memory: PyTorch raises a RuntimeError whose message says what was requested, the tier, the
+budget and what is resident where (also printed to stderr; see ``last_error()``). It is not a
+``torch.OutOfMemoryError``: that class needs c10::OutOfMemoryError from C++ with torch headers (the
+torch integration can wrap ``tierpack_cuda_malloc_nothrow``); returning NULL instead, as pluggable
+allocators may, makes PyTorch 2.11 fault with an illegal address later.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import sys
+import threading
+
+_lib = None
+_lib_path = None
+_observer = None
+_installed = False
+_observe = True
+_lock = threading.Lock()
+
+
+def library_path() -> str:
+    """Where libtierpack_cuda.so is: $TIERPACK_CUDA_LIB, the build tree next to this package, an
+    installed prefix, or the linker's search path."""
+    env = os.environ.get("TIERPACK_CUDA_LIB")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [
+        os.path.join(here, "..", "..", "build", "lib", "libtierpack_cuda.so"),
+        os.path.join(here, "..", "..", "..", "..", "lib", "libtierpack_cuda.so"),
+        os.path.join(sys.prefix, "lib", "libtierpack_cuda.so"),
+    ]
+    for c in candidates:
+        if os.path.exists(c):
+            return os.path.normpath(c)
+    found = ctypes.util.find_library("tierpack_cuda")
+    if found:
+        return found
+    raise FileNotFoundError("tierpack: libtierpack_cuda.so not found (set TIERPACK_CUDA_LIB or build with CUDA)")
+
+
+def _load(path: str):
+    global _lib, _lib_path
+    if _lib is not None:
+        return _lib
+    lib = ctypes.CDLL(path)
+    lib.tierpack_gpu_configure.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    lib.tierpack_gpu_configure.restype = ctypes.c_int
+    lib.tierpack_gpu_iteration.restype = ctypes.c_int
+    lib.tierpack_gpu_tracing.restype = ctypes.c_int
+    lib.tierpack_gpu_op_begin.argtypes = [ctypes.c_int64]
+    lib.tierpack_gpu_op_end.argtypes = [ctypes.c_int64]
+    lib.tierpack_gpu_op_tensors.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int64]
+    lib.tierpack_gpu_stats_json.argtypes = [ctypes.c_int]
+    lib.tierpack_gpu_stats_json.restype = ctypes.c_char_p
+    lib.tierpack_gpu_last_error.restype = ctypes.c_char_p
+    lib.tierpack_gpu_memory_stat.argtypes = [ctypes.c_int, ctypes.c_int]
+    lib.tierpack_gpu_memory_stat.restype = ctypes.c_uint64
+    lib.tierpack_gpu_reset_peak.argtypes = [ctypes.c_int]
+    lib.tierpack_cuda_empty_cache.argtypes = []
+    _lib, _lib_path = lib, path
+    return lib
+
+
+def last_error() -> str:
+    return _lib.tierpack_gpu_last_error().decode() if _lib else ""
+
+
+def install(budget=None, gpu: str | None = None, conf: str | None = None, path: str | None = None,
+            observe_ops: bool = True, patch_stats: bool = True) -> None:
+    """Make tierpack the CUDA allocator of this process.
+
+    budget: bytes (int) or a string such as "24G" / "60%" (TIERPACK_CONF's gpu_budget);
+    gpu: TIERPACK_GPU options ("chunk:32M,spill:on,..."); conf: a whole TIERPACK_CONF text.
+    Raises RuntimeError when PyTorch's CUDA allocator is already in use (install() came too late).
+    """
+    global _installed, _observe
+    import torch
+
+    with _lock:
+        if _installed:
+            return
+        path = path or library_path()
+        lib = _load(path)
+        parts = [conf] if conf else ([os.environ["TIERPACK_CONF"]] if os.environ.get("TIERPACK_CONF") else [])
+        if budget is not None:
+            parts.append("gpu_budget:" + (str(int(budget)) if isinstance(budget, (int, float)) else str(budget)))
+        conf_text = ",".join(p for p in parts if p)
+        gpu_text = gpu if gpu is not None else os.environ.get("TIERPACK_GPU")
+        rc = lib.tierpack_gpu_configure(conf_text.encode() if conf_text else None,
+                                        gpu_text.encode() if gpu_text else None)
+        if rc != 0:
+            raise ValueError(last_error())
+        alloc = torch.cuda.memory.CUDAPluggableAllocator(path, "tierpack_cuda_malloc", "tierpack_cuda_free")
+        try:
+            torch.cuda.memory.change_current_allocator(alloc)
+        except RuntimeError as e:
+            raise RuntimeError(
+                "tierpack: could not become PyTorch's CUDA allocator: CUDA memory was already allocated in this "
+                "process before tierpack.cuda.install() ran (" + str(e) + ")") from e
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+
+        register_optimizer_step_post_hook(lambda *a, **k: step())
+        if patch_stats:
+            _patch_stats(torch, lib)
+        _installed = True
+        _observe = observe_ops
+
+
+def install_from_env() -> bool:
+    """For the sitecustomize bootstrap: installs when TIERPACK_CONF has mode:run with a gpu_budget
+    (or TIERPACK_GPU is set) and CUDA is available. Returns whether it installed; says why not."""
+    conf = os.environ.get("TIERPACK_CONF", "")
+    keys = dict(item.split(":", 1) for item in conf.split(",") if ":" in item)
+    wanted = (keys.get("mode") == "run" and "gpu_budget" in keys) or bool(os.environ.get("TIERPACK_GPU"))
+    if not wanted:
+        return False
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            print("tierpack: no CUDA device: the GPU tier is not installed", file=sys.stderr)
+            return False
+        install()
+        return True
+    except Exception as e:  # the bootstrap must never stop the user's script
+        print(f"tierpack: GPU tier NOT installed: {e}", file=sys.stderr)
+        return False
+
+
+def step() -> None:
+    """An iteration ended (called by the optimizer-step hook; call it yourself without an optimizer)."""
+    global _observer
+    if _lib is None:
+        return
+    traced_next = _lib.tierpack_gpu_iteration()
+    if _observer is not None and not traced_next:
+        _observer.__exit__(None, None, None)
+        _observer = None
+    if traced_next and _observer is None and _observe:
+        _observer = _OpObserver()
+        _observer.__enter__()
+
+
+def stats(device: int = 0) -> dict:
+    """The runtime's statistics: budget, plan, per-iteration moves, stalls, residency timeline."""
+    if _lib is None:
+        return {}
+    return json.loads(_lib.tierpack_gpu_stats_json(device).decode())
+
+
+def _make_observer_class():
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    lib = _lib
+
+    def report(tree):
+        ptrs = []
+        for t in tree_flatten(tree)[0]:
+            if isinstance(t, torch.Tensor) and t.is_cuda:
+                try:
+                    ptrs.append(t.untyped_storage().data_ptr())
+                except Exception:
+                    pass
+        if ptrs:
+            arr = (ctypes.c_uint64 * len(ptrs))(*ptrs)
+            lib.tierpack_gpu_op_tensors(arr, len(ptrs))
+
+    class OpObserver(TorchDispatchMode):
+        """Reports each op's CUDA tensors to the runtime (used for the traced iteration only)."""
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            lib.tierpack_gpu_op_begin(0)
+            report((args, kwargs))
+            out = func(*args, **kwargs)
+            report(out)
+            lib.tierpack_gpu_op_end(0)
+            return out
+
+    return OpObserver
+
+
+def _OpObserver():
+    cls = globals().get("_observer_class")
+    if cls is None:
+        cls = _make_observer_class()
+        globals()["_observer_class"] = cls
+    return cls()
+
+
+def _patch_stats(torch, lib):
+    from torch.cuda._utils import _get_device_index
+
+    def dev(device):
+        return _get_device_index(device, optional=True)
+
+    def stat(which):
+        return lambda device=None: int(lib.tierpack_gpu_memory_stat(dev(device), which))
+
+    def reset(device=None):
+        lib.tierpack_gpu_reset_peak(dev(device))
+
+    def memory_stats(device=None):
+        d = dev(device)
+        s = {w: int(lib.tierpack_gpu_memory_stat(d, i)) for i, w in enumerate(
+            ["allocated", "allocated_peak", "reserved", "reserved_peak", "host", "budget"])}
+        return {
+            "allocated_bytes.all.current": s["allocated"],
+            "allocated_bytes.all.peak": s["allocated_peak"],
+            "reserved_bytes.all.current": s["reserved"],
+            "reserved_bytes.all.peak": s["reserved_peak"],
+            "tierpack.host_bytes.current": s["host"],
+            "tierpack.budget_bytes": s["budget"],
+        }
+
+    def memory_summary(device=None, abbreviated=False):
+        s = memory_stats(device)
+        gib = 1 << 30
+        return ("tierpack GPU tier (PyTorch's own counters are not available with a pluggable allocator)\n"
+                f"  allocated {s['allocated_bytes.all.current'] / gib:.2f} GiB (peak {s['allocated_bytes.all.peak'] / gib:.2f})\n"
+                f"  device memory held {s['reserved_bytes.all.current'] / gib:.2f} GiB (peak {s['reserved_bytes.all.peak'] / gib:.2f}, "
+                f"budget {s['tierpack.budget_bytes'] / gib:.2f})\n"
+                f"  on host {s['tierpack.host_bytes.current'] / gib:.2f} GiB\n")
+
+    original_empty_cache = torch.cuda.empty_cache
+
+    def empty_cache():
+        original_empty_cache()
+        lib.tierpack_cuda_empty_cache()
+
+    patches = {
+        "memory_allocated": stat(0), "max_memory_allocated": stat(1),
+        "memory_reserved": stat(2), "max_memory_reserved": stat(3),
+        "reset_peak_memory_stats": reset, "reset_max_memory_allocated": reset,
+        "memory_stats": memory_stats, "memory_summary": memory_summary, "empty_cache": empty_cache,
+    }
+    for name, fn in patches.items():
+        setattr(torch.cuda.memory, name, fn)
+        setattr(torch.cuda, name, fn)

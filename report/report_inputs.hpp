@@ -1,0 +1,44 @@
+// What `tierpack report` reads (a Profile, optionally a Plan and a run's statistics) and the knobs
+// that bound the size of what it writes. Plain values; see report_writer.hpp for the entry point.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "core/profile.hpp"
+#include "report/run_stats.hpp"
+
+namespace tierpack::report {
+
+struct ReportInputs {
+  const Profile* profile = nullptr;        ///< required
+  const Plan* plan = nullptr;              ///< optional
+  const RunStats* run_stats = nullptr;     ///< optional
+  std::string profile_path;                ///< for humans (shown in the report)
+  std::string plan_path;
+  std::string run_stats_path;
+};
+
+struct ReportOptions {
+  /// Fast-tier budgets (fractions of the profiled peak) for the "what tierpack would save" table.
+  std::vector<double> budget_fractions{0.75, 0.5, 0.35, 0.2};
+  /// Extra absolute budget to show (e.g. --budget 24G), 0 for none; drawn as the budget line when no
+  /// plan or run gives one.
+  std::uint64_t budget_bytes = 0;
+  /// Copy bandwidth per direction between the fast tier and the next one; unset: from the
+  /// topology's links, else an assumed 55 GB/s (PCIe gen5 x16 pinned, BRIEF.md), labelled as such.
+  std::optional<double> link_bandwidth_bytes_per_s;
+  // Bounds on what the HTML embeds (docs/report.md, "Size budget").
+  std::size_t max_series_points = 1500;
+  std::size_t top_tensors = 25;
+  std::size_t lifetime_rows = 60;
+  std::size_t max_use_ticks = 120;
+  std::size_t page_map_cells = 16384;
+  std::size_t max_migration_items = 1500;  ///< per row of the migrations chart
+  std::size_t table_rows = 20;
+};
+
+}  // namespace tierpack::report

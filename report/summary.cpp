@@ -1,0 +1,640 @@
+// The report's shared statistics (see summary.hpp). Each section of index.html, the counters of
+// trace.json and the tier keys of memory_snapshot.json read these numbers; nothing is computed twice.
+#include "report/summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "report/detail/text.hpp"
+#include "report/lifetime_class.hpp"
+
+namespace tierpack::report {
+namespace {
+
+using detail::bytes_short;
+using detail::duration_short;
+using detail::percent;
+using detail::with_commas;
+
+constexpr double kAssumedBandwidth = 55e9;  // BRIEF.md: pinned PCIe gen5 x16, each way
+
+std::size_t slot(OpIndex k) { return static_cast<std::size_t>(k + 1); }
+
+// The op step a tensor is born in and the last step it is alive in (see Note [Report time axis]).
+std::pair<OpIndex, OpIndex> live_steps(const TensorRecord& t, OpIndex n) {
+  const OpIndex born = std::clamp<OpIndex>(t.birth_op, -1, n);
+  const OpIndex last = t.death_op == kAfterIteration ? n : std::clamp<OpIndex>(t.death_op, born, n);
+  return {born, last};
+}
+
+// Name of the tier a tensor's bytes are charged to on the memory charts.
+class TierNamer {
+ public:
+  explicit TierNamer(const Topology& topo) : topo_(topo) {}
+  std::string operator()(const TensorRecord& t) const {
+    if (t.tier != kNoTier && t.tier < topo_.tiers.size()) return topo_.tiers[t.tier].name;
+    return default_for(t.device);
+  }
+  std::string default_for(int device) const {
+    if (device >= 0) {
+      for (const auto& tier : topo_.tiers)
+        if (tier.kind == TierKind::gpu && tier.device == device) return tier.name;
+      return device_name(device) + " (tier unknown)";
+    }
+    const auto dram = topo_.of_kind(TierKind::host_dram);
+    if (dram.size() == 1) return topo_.tiers[dram.front()].name;
+    return "host (tier unknown)";
+  }
+
+ private:
+  const Topology& topo_;
+};
+
+// Per-device sweep over op steps: live bytes per class at each step.
+struct DeviceSweep {
+  std::vector<std::array<std::int64_t, kTensorClassCount>> delta;  // by slot
+};
+
+void fill_devices(ReportModel& m) {
+  const Profile& p = *m.profile;
+  const OpIndex n = m.axis.ops();
+  std::map<int, DeviceSweep> sweeps;
+  std::map<int, std::uint64_t> counts;
+  for (const auto& t : p.tensors) {
+    auto& sw = sweeps[t.device];
+    if (sw.delta.empty()) sw.delta.assign(static_cast<std::size_t>(n) + 3, {});
+    const auto [born, last] = live_steps(t, n);
+    const auto c = static_cast<std::size_t>(m.classes[t.id]);
+    sw.delta[slot(born)][c] += static_cast<std::int64_t>(t.bytes);
+    sw.delta[slot(last) + 1][c] -= static_cast<std::int64_t>(t.bytes);
+    ++counts[t.device];
+  }
+  for (auto& [device, sw] : sweeps) {
+    DeviceSummary d;
+    d.device = device;
+    d.name = device_name(device);
+    d.tensors = counts[device];
+    std::array<std::int64_t, kTensorClassCount> live{};
+    for (std::size_t s = 0; s + 1 < sw.delta.size(); ++s) {
+      std::int64_t total = 0;
+      for (std::size_t c = 0; c < live.size(); ++c) total += (live[c] += sw.delta[s][c]);
+      if (total > static_cast<std::int64_t>(d.peak_bytes)) {
+        d.peak_bytes = static_cast<std::uint64_t>(total);
+        d.peak_step = static_cast<OpIndex>(s) - 1;
+        for (std::size_t c = 0; c < live.size(); ++c) d.peak_by_class[c] = static_cast<std::uint64_t>(live[c]);
+      }
+    }
+    d.peak_t_ns = m.axis.step_begin(d.peak_step);
+    m.devices.push_back(d);
+  }
+  // Budgets refer to the busiest GPU, or to the host when the profile has no GPU tensors.
+  std::size_t best = 0;
+  for (std::size_t i = 0; i < m.devices.size(); ++i) {
+    const auto& a = m.devices[i];
+    const auto& b = m.devices[best];
+    const bool a_gpu = a.device >= 0, b_gpu = b.device >= 0;
+    if ((a_gpu && !b_gpu) || (a_gpu == b_gpu && a.peak_bytes > b.peak_bytes)) best = i;
+  }
+  m.main_device = best;
+}
+
+void fill_idle_at_peak(ReportModel& m) {
+  for (auto& d : m.devices) {
+    const double mid = (m.axis.step_begin(d.peak_step) + m.axis.step_end(d.peak_step)) / 2;
+    for (const auto& t : m.profile->tensors) {
+      if (t.device != d.device) continue;
+      const auto [born, last] = live_steps(t, m.axis.ops());
+      if (d.peak_step < born || d.peak_step > last) continue;
+      for (const auto& g : idle_gaps(t, m.axis))
+        if (g.begin_ns <= mid && mid <= g.end_ns && g.length_ns > m.idle_threshold_ns) {
+          d.idle_at_peak_bytes += t.bytes;
+          break;
+        }
+    }
+  }
+}
+
+// Orders tier names so the fast tier is the bottom band of every memory chart.
+std::vector<std::string> ordered_tiers(std::vector<std::string> names, const std::string& fast) {
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  auto it = std::find(names.begin(), names.end(), fast);
+  if (it != names.end()) std::rotate(names.begin(), it, it + 1);
+  return names;
+}
+
+std::size_t index_of(const std::vector<std::string>& names, const std::string& n) {
+  return static_cast<std::size_t>(std::find(names.begin(), names.end(), n) - names.begin());
+}
+
+void finish_chart(ReportModel& m, std::string title, std::string source, StackedSeries full) {
+  MemoryChart chart;
+  chart.title = std::move(title);
+  chart.source = std::move(source);
+  chart.peak_total = full.peak_total();
+  chart.fast_peak = full.values.empty() ? 0 : full.peak_of(0);
+  chart.series = downsample(full, m.options.max_series_points);
+  chart.full = std::move(full);
+  m.memory.push_back(std::move(chart));
+}
+
+void fill_profile_chart(ReportModel& m) {
+  const Profile& p = *m.profile;
+  const TierNamer namer(p.topology);
+  std::vector<std::string> names;
+  for (const auto& t : p.tensors) names.push_back(namer(t));
+  names = ordered_tiers(std::move(names), m.fast_tier_name);
+  SeriesBuilder b(names);
+  const OpIndex n = m.axis.ops();
+  for (const auto& t : p.tensors) {
+    const auto series = index_of(names, namer(t));
+    const auto [born, last] = live_steps(t, n);
+    b.add(m.axis.step_begin(born), born, series, static_cast<std::int64_t>(t.bytes));
+    if (last < n) b.add(m.axis.step_begin(last + 1), last + 1, series, -static_cast<std::int64_t>(t.bytes));
+  }
+  finish_chart(m, "Profiled run (no tierpack)", "profile", b.build(m.axis.end_ns()));
+}
+
+// Planned occupancy: a page group's bytes count on the tier it is on while any of its tensors is
+// live (first member born -> last member dead); during a move it counts on both tiers.
+void fill_plan_chart(ReportModel& m) {
+  const Plan& plan = *m.plan;
+  const Profile& p = *m.profile;
+  std::size_t mismatched = 0;
+  std::vector<double> live_begin(plan.groups.size(), m.axis.end_ns()), live_end(plan.groups.size(), 0);
+  for (const auto& pl : plan.placements) {
+    if (pl.tensor >= p.tensors.size() || p.tensors[pl.tensor].bytes != pl.bytes || pl.group >= plan.groups.size()) {
+      ++mismatched;
+      continue;
+    }
+    const auto& t = p.tensors[pl.tensor];
+    live_begin[pl.group] = std::min(live_begin[pl.group], m.axis.tensor_begin(t));
+    live_end[pl.group] = std::max(live_end[pl.group], m.axis.tensor_end(t));
+  }
+  if (mismatched > 0) {
+    m.warnings.push_back(with_commas(mismatched) + " of " + with_commas(plan.placements.size()) +
+                         " placements of the plan do not match the profile's tensors (another profile?); the planned "
+                         "chart leaves them out");
+  }
+  if (plan.groups.empty()) {
+    m.warnings.push_back("the plan has no page groups; no planned memory chart");
+    return;
+  }
+  auto tier_name = [&](TierId id) {
+    return id < plan.topology.tiers.size() ? plan.topology.tiers[id].name : "tier " + std::to_string(id);
+  };
+  std::vector<std::vector<const Move*>> moves(plan.groups.size());
+  for (const auto& mv : plan.schedule)
+    if (mv.group < moves.size()) moves[mv.group].push_back(&mv);
+  std::vector<std::string> names;
+  for (const auto& g : plan.groups) names.push_back(tier_name(g.home));
+  for (const auto& mv : plan.schedule) names.push_back(tier_name(mv.from)), names.push_back(tier_name(mv.to));
+  names = ordered_tiers(std::move(names), tier_name(plan.fast_tier));
+  SeriesBuilder b(names);
+  for (const auto& g : plan.groups) {
+    const double lb = live_begin[g.id], le = live_end[g.id];
+    if (le <= lb) continue;
+    auto& mv = moves[g.id];
+    std::stable_sort(mv.begin(), mv.end(), [](auto* x, auto* y) { return x->predicted_start_ns < y->predicted_start_ns; });
+    auto emit = [&](TierId tier, double from, double to) {
+      from = std::max(from, lb), to = std::min(to, le);
+      if (to <= from) return;
+      const auto s = index_of(names, tier_name(tier));
+      b.add(from, 0, s, static_cast<std::int64_t>(g.bytes));
+      b.add(to, 0, s, -static_cast<std::int64_t>(g.bytes));
+    };
+    TierId tier = g.home;
+    double since = lb;
+    for (const auto* x : mv) {
+      emit(tier, since, std::max(x->predicted_end_ns, since));  // the source holds it until the copy ends
+      tier = x->to;
+      since = x->predicted_start_ns;                           // the destination from the copy's start
+    }
+    emit(tier, since, le);
+  }
+  finish_chart(m, "Planned (" + plan.policy + ", budget " + bytes_short(plan.fast_budget_bytes) + ")", "plan",
+               b.build(m.axis.end_ns()));
+}
+
+void fill_run_chart(ReportModel& m) {
+  const RunStats& run = *m.run;
+  if (run.occupancy.empty()) return;
+  const Topology& topo = m.plan ? m.plan->topology : m.profile->topology;
+  auto tier_name = [&](TierId id) { return id < topo.tiers.size() ? topo.tiers[id].name : "tier " + std::to_string(id); };
+  std::vector<std::string> names;
+  for (const auto& o : run.occupancy) names.push_back(tier_name(o.tier));
+  names = ordered_tiers(std::move(names), m.fast_tier_name);
+  SeriesBuilder b(names);
+  double end = m.axis.end_ns();
+  for (const auto& o : run.occupancy) {
+    // Samples of one time form one point (all tiers at once), never a half-updated one.
+    b.set(static_cast<double>(o.t_ns), 0, index_of(names, tier_name(o.tier)), o.bytes);
+    end = std::max(end, static_cast<double>(o.t_ns));
+  }
+  std::string title = "Measured under tierpack";
+  if (!run.source.empty()) title += " (" + run.source + ")";
+  finish_chart(m, title, "run", b.build(end));
+}
+
+TensorRow tensor_row(const ReportModel& m, const TensorRecord& t) {
+  TensorRow r;
+  r.id = t.id;
+  r.seq = t.seq;
+  r.bytes = t.bytes;
+  r.begin_ns = m.axis.tensor_begin(t);
+  r.end_ns = m.axis.tensor_end(t);
+  r.cls = m.classes[t.id];
+  r.alloc_op = t.alloc_op;
+  r.uses = static_cast<std::uint32_t>(t.uses.size());
+  r.where = TierNamer(m.profile->topology)(t);
+  r.flags = t.flags;
+  return r;
+}
+
+void fill_tensors(ReportModel& m) {
+  const Profile& p = *m.profile;
+  std::vector<TensorId> ids(p.tensors.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  auto lifetime = [&](TensorId id) { return m.axis.tensor_end(p.tensors[id]) - m.axis.tensor_begin(p.tensors[id]); };
+  // Top tensors by bytes x lifetime.
+  const std::size_t top = std::min(m.options.top_tensors, ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(top), ids.end(), [&](TensorId a, TensorId b) {
+    const double x = static_cast<double>(p.tensors[a].bytes) * lifetime(a), y = static_cast<double>(p.tensors[b].bytes) * lifetime(b);
+    return x != y ? x > y : a < b;
+  });
+  for (std::size_t i = 0; i < top; ++i) m.top_tensors.push_back(tensor_row(m, p.tensors[ids[i]]));
+
+  // Lifetime chart: the largest tensors one per row, the rest per class.
+  const std::size_t rows = std::min(m.options.lifetime_rows, ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(rows), ids.end(), [&](TensorId a, TensorId b) {
+    return p.tensors[a].bytes != p.tensors[b].bytes ? p.tensors[a].bytes > p.tensors[b].bytes : a < b;
+  });
+  std::vector<bool> in_rows(p.tensors.size(), false);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const auto& t = p.tensors[ids[i]];
+    in_rows[t.id] = true;
+    LifetimeChart::Row row{tensor_row(m, t), {}};
+    const std::size_t n_uses = t.uses.size(), keep = std::min(n_uses, m.options.max_use_ticks);
+    for (std::size_t k = 0; k < keep; ++k) {
+      const std::size_t u = keep == n_uses ? k : k * (n_uses - 1) / std::max<std::size_t>(keep - 1, 1);
+      row.use_ns.push_back(m.axis.op_begin(t.uses[u]));
+    }
+    m.lifetimes.rows.push_back(std::move(row));
+  }
+  std::vector<std::string> class_names;
+  for (int c = 0; c < kTensorClassCount; ++c) class_names.emplace_back(to_string(static_cast<TensorClass>(c)));
+  SeriesBuilder others(class_names);
+  const OpIndex n = m.axis.ops();
+  for (const auto& t : p.tensors) {
+    if (in_rows[t.id]) continue;
+    const auto c = static_cast<std::size_t>(m.classes[t.id]);
+    ++m.lifetimes.others_count[c];
+    const auto [born, last] = live_steps(t, n);
+    others.add(m.axis.step_begin(born), born, c, static_cast<std::int64_t>(t.bytes));
+    if (last < n) others.add(m.axis.step_begin(last + 1), last + 1, c, -static_cast<std::int64_t>(t.bytes));
+  }
+  m.lifetimes.others = downsample(others.build(m.axis.end_ns()), std::min<std::size_t>(m.options.max_series_points, 800));
+
+  // Classes.
+  std::array<double, kTensorClassCount> lifetime_sum{};
+  std::array<std::vector<std::int64_t>, kTensorClassCount> delta;
+  for (auto& d : delta) d.assign(static_cast<std::size_t>(n) + 3, 0);
+  for (int c = 0; c < kTensorClassCount; ++c) m.class_rows[static_cast<std::size_t>(c)].cls = static_cast<TensorClass>(c);
+  for (const auto& t : p.tensors) {
+    const auto c = static_cast<std::size_t>(m.classes[t.id]);
+    auto& row = m.class_rows[c];
+    ++row.count;
+    row.bytes += t.bytes;
+    row.uses += t.uses.size();
+    if (t.has(kTensorFalseShared)) ++row.false_shared;
+    if (t.has(kTensorHiddenAccess)) ++row.hidden;
+    lifetime_sum[c] += lifetime(t.id);
+    const auto [born, last] = live_steps(t, n);
+    delta[c][slot(born)] += static_cast<std::int64_t>(t.bytes);
+    delta[c][slot(last) + 1] -= static_cast<std::int64_t>(t.bytes);
+  }
+  for (std::size_t c = 0; c < delta.size(); ++c) {
+    auto& row = m.class_rows[c];
+    if (row.count) row.mean_lifetime_ns = lifetime_sum[c] / static_cast<double>(row.count);
+    std::int64_t live = 0;
+    for (auto d : delta[c]) row.peak_live_bytes = std::max<std::uint64_t>(row.peak_live_bytes, static_cast<std::uint64_t>(std::max<std::int64_t>(live += d, 0)));
+  }
+}
+
+void fill_pages(ReportModel& m) {
+  const Profile& p = *m.profile;
+  auto& s = m.pages;
+  std::vector<PageRow> fs, hidden;
+  for (const auto& page : p.pages) {
+    ++s.notable_pages;
+    PageRow row{page.address, page.numa_node, page.tensors, 0, page.touch_windows, page.hidden_windows, page.written};
+    for (auto t : page.tensors) row.class_mask |= 1u << static_cast<unsigned>(m.classes[t]);
+    if (page.false_shared) ++s.false_shared_pages, fs.push_back(row);
+    if (page.hidden_windows > 0) ++s.hidden_pages, s.hidden_windows += page.hidden_windows, hidden.push_back(row);
+  }
+  for (const auto& t : p.tensors) {
+    if (t.has(kTensorFalseShared)) ++s.false_shared_tensors, s.false_shared_tensor_bytes += t.bytes;
+    if (t.has(kTensorHiddenAccess)) ++s.hidden_tensors, s.hidden_tensor_bytes += t.bytes;
+  }
+  auto keep = [&](std::vector<PageRow>& v, auto better) {
+    const std::size_t k = std::min(v.size(), m.options.table_rows);
+    std::partial_sort(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end(), better);
+    v.resize(k);
+    return v;
+  };
+  s.top_false_shared = keep(fs, [](const PageRow& a, const PageRow& b) {
+    return a.tensors.size() != b.tensors.size() ? a.tensors.size() > b.tensors.size() : a.address < b.address;
+  });
+  s.top_hidden = keep(hidden, [](const PageRow& a, const PageRow& b) {
+    return a.hidden_windows != b.hidden_windows ? a.hidden_windows > b.hidden_windows : a.address < b.address;
+  });
+}
+
+// Many migrations are merged into at most `cap` items per row (consecutive moves, in time order).
+MigrationRow migration_row(std::string name, std::string kind, std::string source, std::vector<MigrationItem> items,
+                           std::size_t cap) {
+  MigrationRow row{std::move(name), std::move(kind), std::move(source), 0, 0, 0, {}};
+  std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.begin_ns < b.begin_ns; });
+  for (const auto& it : items) row.total_count += it.count, row.total_bytes += it.bytes, row.total_ns += it.end_ns - it.begin_ns;
+  const std::size_t per = std::max<std::size_t>(1, (items.size() + cap - 1) / std::max<std::size_t>(cap, 1));
+  for (std::size_t i = 0; i < items.size(); i += per) {
+    MigrationItem merged = items[i];
+    for (std::size_t j = i + 1; j < std::min(items.size(), i + per); ++j) {
+      merged.end_ns = std::max(merged.end_ns, items[j].end_ns);
+      merged.bytes += items[j].bytes;
+      merged.count += items[j].count;
+    }
+    row.items.push_back(merged);
+  }
+  return row;
+}
+
+void fill_migrations(ReportModel& m) {
+  const std::size_t cap = m.options.max_migration_items;
+  if (m.plan) {
+    std::vector<MigrationItem> ev, pf;
+    for (const auto& mv : m.plan->schedule) {
+      MigrationItem it{mv.predicted_start_ns, std::max(mv.predicted_end_ns, mv.predicted_start_ns), mv.bytes, 1, mv.group};
+      (mv.kind == MoveKind::evict ? ev : pf).push_back(it);
+    }
+    m.migrations.push_back(migration_row("predicted evictions", "evict", "plan", std::move(ev), cap));
+    m.migrations.push_back(migration_row("predicted prefetches", "prefetch", "plan", std::move(pf), cap));
+  }
+  if (m.run) {
+    std::vector<MigrationItem> ev, pf, st;
+    for (const auto& mv : m.run->moves) {
+      MigrationItem it{static_cast<double>(mv.start_ns), static_cast<double>(mv.end_ns), mv.bytes, 1, mv.group};
+      (mv.kind == MoveKind::evict ? ev : pf).push_back(it);
+    }
+    for (const auto& s : m.run->stalls)
+      st.push_back({static_cast<double>(s.start_ns), static_cast<double>(s.start_ns + s.duration_ns), 0, 1, s.group});
+    m.migrations.push_back(migration_row("measured evictions", "evict", "run", std::move(ev), cap));
+    m.migrations.push_back(migration_row("measured prefetches", "prefetch", "run", std::move(pf), cap));
+    m.migrations.push_back(migration_row("measured stalls", "stall", "run", std::move(st), cap));
+  }
+}
+
+void fill_savings(ReportModel& m) {
+  const Profile& p = *m.profile;
+  auto& s = m.savings;
+  const auto& dev = m.devices[m.main_device];
+  s.device = dev.device;
+  s.peak_bytes = dev.peak_bytes;
+  s.iteration_ns = m.axis.end_ns();
+  if (m.options.link_bandwidth_bytes_per_s) {
+    s.bandwidth = *m.options.link_bandwidth_bytes_per_s;
+    s.bandwidth_source = "--link-bandwidth";
+  } else {
+    // The fastest link out of the main device's tier, from the profile's (or plan's) topology.
+    for (const Topology* topo : {&p.topology, m.plan ? &m.plan->topology : nullptr}) {
+      if (!topo || s.bandwidth > 0) continue;
+      const Tier* fast = topo->find(m.fast_tier_name);
+      if (!fast) continue;
+      for (const auto& l : topo->links)
+        if (l.from == fast->id && l.bandwidth_bytes_per_s > s.bandwidth) {
+          s.bandwidth = l.bandwidth_bytes_per_s;
+          s.bandwidth_source = "topology link " + fast->name + " -> " + topo->at(l.to).name;
+        }
+    }
+    if (s.bandwidth <= 0) {
+      s.bandwidth = kAssumedBandwidth;
+      s.bandwidth_source = "assumed: 55 GB/s each way (PCIe gen5 x16, pinned; no link in the profile's topology)";
+    }
+  }
+  s.planner_used = false;
+  s.method =
+      "Estimate from the profile alone (the planner is not linked into this build): tensor by tensor, a budget is met "
+      "by offloading idle tensors whose next use is farthest away, when their idle gap is long enough to copy them out "
+      "and back; page granularity and link contention are ignored, so these are floors, not plans.";
+  std::vector<std::pair<std::uint64_t, std::string>> budgets;
+  for (double f : m.options.budget_fractions)
+    if (f > 0) budgets.push_back({static_cast<std::uint64_t>(std::llround(f * static_cast<double>(dev.peak_bytes))), percent(f, 1) + " of peak"});
+  if (m.options.budget_bytes) budgets.push_back({m.options.budget_bytes, "--budget " + bytes_short(m.options.budget_bytes)});
+  if (m.plan && m.plan->fast_budget_bytes) budgets.push_back({m.plan->fast_budget_bytes, "plan's budget"});
+  std::stable_sort(budgets.begin(), budgets.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  for (const auto& [b, label] : budgets) {
+    auto row = estimate_offload(p, m.axis, dev.device, dev.peak_bytes, b, s.bandwidth);
+    row.label = label;
+    s.rows.push_back(row);
+  }
+  if (m.plan) {
+    const auto& pr = m.plan->prediction;
+    SavingsRow row;
+    row.label = "plan (" + m.plan->policy + ")";
+    row.source = "plan";
+    row.budget_bytes = m.plan->fast_budget_bytes;
+    const std::uint64_t natural = pr.natural_peak_bytes ? pr.natural_peak_bytes : dev.peak_bytes;
+    row.saved_bytes = natural > pr.fast_peak_bytes ? natural - pr.fast_peak_bytes : 0;
+    row.bytes_to_fast = pr.bytes_to_fast;
+    row.bytes_to_slow = pr.bytes_to_slow;
+    row.copy_ns = static_cast<double>(std::max(pr.bytes_to_fast, pr.bytes_to_slow)) / s.bandwidth * 1e9;
+    row.step_ns = pr.step_ns;
+    row.stall_ns = pr.stall_ns;
+    row.feasible = m.plan->fast_budget_bytes == 0 || pr.fast_peak_bytes <= m.plan->fast_budget_bytes;
+    s.rows.push_back(row);
+  }
+  if (m.run && !m.run->iterations.empty()) {
+    SavingsRow row;
+    row.label = "measured run";
+    row.source = "run";
+    row.budget_bytes = m.run->fast_budget_bytes;
+    const double k = static_cast<double>(m.run->iterations.size());
+    double to_fast = 0, to_slow = 0, step = 0, stall = 0;
+    for (const auto& it : m.run->iterations)
+      to_fast += static_cast<double>(it.bytes_to_fast), to_slow += static_cast<double>(it.bytes_to_slow),
+          step += static_cast<double>(it.step_ns), stall += static_cast<double>(it.stall_ns);
+    row.bytes_to_fast = static_cast<std::uint64_t>(to_fast / k);
+    row.bytes_to_slow = static_cast<std::uint64_t>(to_slow / k);
+    row.copy_ns = static_cast<double>(std::max(row.bytes_to_fast, row.bytes_to_slow)) / s.bandwidth * 1e9;
+    row.step_ns = step / k;
+    row.stall_ns = stall / k;
+    if (!m.memory.empty() && m.memory.back().source == "run") {
+      const auto fast = m.memory.back().fast_peak;
+      row.saved_bytes = dev.peak_bytes > fast ? dev.peak_bytes - fast : 0;
+      row.feasible = row.budget_bytes == 0 || fast <= row.budget_bytes;
+    }
+    s.rows.push_back(row);
+  }
+}
+
+std::string op_label(const Profile& p, OpIndex k) {
+  if (k < 0) return "before the first op";
+  if (k >= static_cast<OpIndex>(p.ops.size())) return "after the last op";
+  const auto& op = p.ops[static_cast<std::size_t>(k)];
+  std::string s = "op " + std::to_string(k) + " " + op.name;
+  if (op.phase != Phase::unknown) s += ", " + std::string(to_string(op.phase));
+  return s;
+}
+
+void fill_sentences(ReportModel& m) {
+  const Profile& p = *m.profile;
+  auto& out = m.summary;
+  const double iter = m.axis.end_ns();
+  {
+    std::string s = "Profiled iteration";
+    if (p.meta.profiled_iteration >= 0) s += " " + std::to_string(p.meta.profiled_iteration);
+    if (p.meta.iterations_observed > 0) s += " of " + std::to_string(p.meta.iterations_observed) + " observed";
+    if (!p.meta.iteration_source.empty()) s += " (boundaries: " + p.meta.iteration_source + ")";
+    std::uint64_t allocated = 0;
+    for (const auto& t : p.tensors) allocated += t.birth_op != kBeforeIteration ? t.bytes : 0;
+    s += ": " + duration_short(iter) + ", " + with_commas(p.ops.size()) + " ops, " + with_commas(p.tensors.size()) +
+         " tensors, " + bytes_short(allocated) + " allocated during the iteration.";
+    out.push_back(s);
+  }
+  if (m.devices.empty()) {
+    out.push_back("The profile has no tensors.");
+    return;
+  }
+  for (std::size_t i = 0; i < m.devices.size(); ++i) {
+    const auto& d = m.devices[i];
+    if (i != m.main_device && d.peak_bytes * 10 < m.devices[m.main_device].peak_bytes) continue;  // minor devices
+    std::string s = "Peak " + bytes_short(d.peak_bytes) + " on " + d.name + " at " + duration_short(d.peak_t_ns) + " (" +
+                    percent(d.peak_t_ns, iter) + " into the iteration, " + op_label(p, d.peak_step) + "); " +
+                    bytes_short(d.idle_at_peak_bytes) + " of it (" + percent(static_cast<double>(d.idle_at_peak_bytes), static_cast<double>(d.peak_bytes)) +
+                    ") sits idle for > " + duration_short(m.idle_threshold_ns) + " around that moment.";
+    out.push_back(s);
+    std::string c = "At that peak: ";
+    bool first = true;
+    std::array<std::size_t, kTensorClassCount> order{0, 1, 2, 3};
+    std::sort(order.begin(), order.end(), [&](auto a, auto b) { return d.peak_by_class[a] > d.peak_by_class[b]; });
+    for (auto k : order) {
+      if (d.peak_by_class[k] == 0) continue;
+      c += std::string(first ? "" : ", ") + std::string(to_string(static_cast<TensorClass>(k))) + " " +
+           bytes_short(d.peak_by_class[k]) + " (" + percent(static_cast<double>(d.peak_by_class[k]), static_cast<double>(d.peak_bytes)) + ")";
+      first = false;
+    }
+    out.push_back(c + ".");
+  }
+  const auto& ps = m.pages;
+  if (p.meta.page_tracer == "none" || (p.meta.page_tracer.empty() && ps.notable_pages == 0)) {
+    out.push_back("No page data: the profile was taken without a page tracer, so false sharing and hidden accesses are unknown.");
+  } else {
+    out.push_back(with_commas(ps.false_shared_pages) + (ps.false_shared_pages == 1 ? " page holds" : " pages hold") +
+                  " tensors of different lifetime classes (" +
+                  with_commas(ps.false_shared_tensors) + " tensors, " + bytes_short(ps.false_shared_tensor_bytes) +
+                  " flagged false-shared); " + with_commas(ps.hidden_pages) + (ps.hidden_pages == 1 ? " page was" : " pages were") + " touched in " +
+                  with_commas(ps.hidden_windows) + " op windows in which no reported op used them (" +
+                  with_commas(ps.hidden_tensors) + " tensors, " + bytes_short(ps.hidden_tensor_bytes) + ").");
+  }
+  {
+    std::size_t diverged = 0;
+    for (const auto& it : p.iterations) diverged += it.matches_profiled ? 0 : 1;
+    if (p.iterations.empty()) {
+      out.push_back("No iteration signatures recorded: divergence between iterations is unknown.");
+    } else if (diverged == 0 && p.divergences.empty()) {
+      out.push_back("All " + with_commas(p.iterations.size()) + " observed iterations allocate like the profiled one.");
+    } else {
+      std::string s = with_commas(diverged) + " of " + with_commas(p.iterations.size()) +
+                      " observed iterations allocate differently from the profiled one";
+      if (!p.divergences.empty()) {
+        const auto& d = p.divergences.front();
+        s += "; first at iteration " + std::to_string(d.iteration) + ", seq " + std::to_string(d.seq) + ": " + d.reason;
+      }
+      out.push_back(s + ". A plan made from this profile falls back to the default placement there.");
+    }
+  }
+  // The smallest budget the estimate can meet (rows are sorted by budget, largest first).
+  const SavingsRow* best = nullptr;
+  for (const auto& row : m.savings.rows)
+    if (row.source == "estimate" && row.saved_bytes > 0 && row.feasible) best = &row;
+  if (best) {
+    out.push_back("At a fast-tier budget of " + bytes_short(best->budget_bytes) + " (" + best->label + ", saving " +
+                  bytes_short(best->saved_bytes) + "), about " + bytes_short(best->bytes_to_slow) + " out and " +
+                  bytes_short(best->bytes_to_fast) + " back per iteration would move: " + duration_short(best->copy_ns) +
+                  " of copying against a " + duration_short(m.axis.end_ns()) + " iteration (estimate from the profile alone).");
+  } else if (!m.savings.rows.empty()) {
+    out.push_back("None of the budgets below the peak can be met by offloading idle tensors alone (estimate from the profile).");
+  }
+  if (m.plan) {
+    const auto& pr = m.plan->prediction;
+    out.push_back("Plan (" + m.plan->policy + ", fast budget " + bytes_short(m.plan->fast_budget_bytes) + "): fast-tier peak " +
+                  bytes_short(pr.fast_peak_bytes) + ", " + with_commas(m.plan->schedule.size()) + " moves, " +
+                  bytes_short(pr.bytes_to_fast) + " to fast / " + bytes_short(pr.bytes_to_slow) +
+                  " to slow per iteration, predicted stall " + duration_short(pr.stall_ns) + ", step " +
+                  duration_short(pr.step_ns) + " vs " + duration_short(pr.baseline_step_ns) + " profiled.");
+  }
+  if (m.run && !m.run->iterations.empty()) {
+    for (const auto& row : m.savings.rows)
+      if (row.source == "run")
+        out.push_back("Measured under tierpack (" + with_commas(m.run->iterations.size()) + " iterations): mean step " +
+                      duration_short(row.step_ns) + ", " + bytes_short(row.bytes_to_fast) + " to fast / " +
+                      bytes_short(row.bytes_to_slow) + " to slow per iteration, stalls " + duration_short(row.stall_ns) +
+                      " per iteration.");
+  }
+}
+
+}  // namespace
+
+std::string device_name(int device) { return device < 0 ? "host" : "gpu" + std::to_string(device); }
+std::string tensor_tier_name(const Topology& topo, const TensorRecord& t) { return TierNamer(topo)(t); }
+std::string device_tier_name(const Topology& topo, int device) { return TierNamer(topo).default_for(device); }
+
+double idle_threshold_for(double iteration_ns) {
+  const double target = std::max(iteration_ns / 10, 1000.0);
+  double best = 1000.0;
+  for (double decade = 1000.0; decade <= target; decade *= 10)
+    for (double f : {1.0, 2.0, 5.0})
+      if (f * decade <= target) best = f * decade;
+  return best;
+}
+
+ReportModel build_model(const ReportInputs& inputs, const ReportOptions& options) {
+  TIERPACK_EXPECTS(inputs.profile != nullptr, "a report needs a profile");
+  ReportModel m(*inputs.profile);
+  m.plan = inputs.plan;
+  m.run = inputs.run_stats;
+  m.inputs = inputs;
+  m.options = options;
+  m.classes = classify_lifetimes(*m.profile);
+  m.classifier = "report-local lifetime rules (report/lifetime_class.hpp); the placer's classifier is not in this build";
+  m.idle_threshold_ns = idle_threshold_for(m.axis.end_ns());
+  fill_devices(m);
+  fill_idle_at_peak(m);
+
+  const TierNamer namer(m.profile->topology);
+  if (m.plan && m.plan->fast_tier < m.plan->topology.tiers.size()) m.fast_tier_name = m.plan->topology.tiers[m.plan->fast_tier].name;
+  else if (!m.devices.empty()) m.fast_tier_name = namer.default_for(m.devices[m.main_device].device);
+  if (m.plan && m.plan->fast_budget_bytes) m.budget_bytes = m.plan->fast_budget_bytes, m.budget_source = "plan";
+  else if (m.run && m.run->fast_budget_bytes) m.budget_bytes = m.run->fast_budget_bytes, m.budget_source = "run";
+  else if (options.budget_bytes) m.budget_bytes = options.budget_bytes, m.budget_source = "--budget";
+
+  fill_profile_chart(m);
+  if (m.plan) fill_plan_chart(m);
+  if (m.run) fill_run_chart(m);
+  fill_tensors(m);
+  fill_pages(m);
+  fill_migrations(m);
+  if (!m.devices.empty()) fill_savings(m);
+  if (m.plan && m.plan->profile_signature != 0 && !m.profile->iterations.empty()) {
+    bool known = false;
+    for (const auto& it : m.profile->iterations) known = known || it.signature == m.plan->profile_signature;
+    if (!known) m.warnings.push_back("the plan was made for an allocation signature that no iteration of this profile has");
+  }
+  fill_sentences(m);
+  return m;
+}
+
+}  // namespace tierpack::report

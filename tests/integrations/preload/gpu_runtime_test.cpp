@@ -1,0 +1,222 @@
+// The GPU runtime's phases on the memfd twin: warm-up, traced iteration, planned iterations that
+// move page groups under a budget with every byte intact, and the fallback when an iteration stops
+// matching the traced one.
+#include "integrations/preload/gpu_runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "alloc/gpu/memfd_backend.hpp"
+#include "core/error.hpp"
+#include "tests/alloc/gpu/test_device.hpp"
+
+namespace tierpack::gpu {
+namespace {
+
+using testing::pattern_word;
+
+constexpr std::size_t KiB = 1024;
+
+// A toy training loop on the twin: parameters and optimizer state allocated up front (carried),
+// per layer a forward that writes two activations and a backward that reads them (in reverse) and
+// frees them, then an optimizer step that touches the state. "Kernels" are twin work items on the
+// default stream; they write and check patterns so any lost byte shows up.
+class ToyTraining {
+ public:
+  ToyTraining(GpuRuntime& rt, MemfdBackend& be, int layers, std::size_t act_bytes)
+      : rt_(rt), be_(be), layers_(layers), act_(act_bytes) {
+    for (int l = 0; l < layers_; ++l) params_.push_back(alloc(64 * KiB, 1000 + l));
+    state_ = alloc(512 * KiB, 77);
+  }
+
+  // One iteration; `report_ops` as the Python observer would (only while tracing). `odd` changes one
+  // allocation's size (a diverging iteration).
+  void step(int it, bool report_ops, bool odd = false) {
+    std::vector<std::pair<void*, std::uint64_t>> acts;
+    for (int l = 0; l < layers_; ++l) {
+      for (int k = 0; k < 2; ++k) {
+        const std::size_t n = odd && l == 1 && k == 0 ? act_ + 4 * KiB : act_;
+        void* a = rt_.allocate(n, 0);
+        const std::uint64_t seed = it * 100000 + l * 10 + k;
+        op(report_ops, {params_[l], a}, [&] {
+          check(params_[l], 64 * KiB, 1000 + l);
+          fill(a, act_, seed);
+        });
+        acts.emplace_back(a, seed);
+      }
+      void* tmp = rt_.allocate(32 * KiB, 0);  // a short-lived temporary
+      op(report_ops, {tmp}, [&] { fill(tmp, 32 * KiB, 5); });
+      rt_.deallocate(tmp);
+    }
+    for (int l = layers_ - 1; l >= 0; --l)
+      for (int k = 1; k >= 0; --k) {
+        auto [a, seed] = acts[static_cast<std::size_t>(2 * l + k)];
+        void* grad = rt_.allocate(32 * KiB, 0);
+        op(report_ops, {a, params_[l], grad}, [&] {
+          check(a, act_, seed);
+          fill(grad, 32 * KiB, 6);
+        });
+        rt_.deallocate(grad);
+        rt_.deallocate(a);
+      }
+    op(report_ops, {state_}, [&] { check(state_, 512 * KiB, 77); });
+  }
+
+  std::uint64_t mismatches() {
+    be_.synchronize_stream(0);
+    return bad_.exchange(0);
+  }
+  ~ToyTraining() {
+    for (void* p : params_) rt_.deallocate(p);
+    rt_.deallocate(state_);
+  }
+
+ private:
+  void* alloc(std::size_t n, std::uint64_t seed) {
+    void* p = rt_.allocate(n, 0);
+    fill(p, n, seed);
+    return p;
+  }
+  template <class F>
+  void op(bool report, std::initializer_list<void*> tensors, F&& body) {
+    if (report) {
+      rt_.op_begin();
+      for (void* t : tensors) rt_.op_tensor(t);
+    }
+    body();
+    if (report) rt_.op_end();
+  }
+  void fill(void* p, std::size_t n, std::uint64_t seed) {
+    be_.enqueue(0, [p, n, seed] {
+      auto* w = static_cast<std::uint64_t*>(p);
+      for (std::size_t i = 0; i < n / 8; ++i) w[i] = pattern_word(seed, i);
+    });
+  }
+  void check(void* p, std::size_t n, std::uint64_t seed) {
+    be_.enqueue(0, [this, p, n, seed] {
+      const auto* w = static_cast<const std::uint64_t*>(p);
+      std::uint64_t b = 0;
+      for (std::size_t i = 0; i < n / 8; ++i) b += w[i] != pattern_word(seed, i);
+      bad_ += b;
+    });
+  }
+
+  GpuRuntime& rt_;
+  MemfdBackend& be_;
+  int layers_;
+  std::size_t act_;
+  std::vector<void*> params_;
+  void* state_ = nullptr;
+  std::atomic<std::uint64_t> bad_{0};
+};
+
+struct Setup {
+  MemfdBackend* be = nullptr;
+  std::unique_ptr<GpuRuntime> rt;
+};
+
+Setup make_runtime(std::uint64_t budget) {
+  TwinOptions t;
+  t.granularity = 64 * KiB;
+  t.device_bytes = 64 << 20;
+  t.host_bytes = 64 << 20;
+  auto be = std::make_unique<MemfdBackend>(t);
+  Setup s;
+  s.be = be.get();
+  GpuRuntimeOptions o;
+  o.budget.bytes = budget;
+  o.chunk_bytes = 256 * KiB;
+  o.host_limit = 32 << 20;
+  o.group_bytes = 1 << 20;
+  o.min_move_bytes = 64 * KiB;
+  o.headroom = 0.8;
+  o.prewarm_threads = 1;
+  o.log = LogLevel::quiet;
+  s.rt = std::make_unique<GpuRuntime>(std::move(be), o);
+  return s;
+}
+
+TEST(GpuRuntime, TracesPlansAndMovesGroupsUnderTheBudgetKeepingEveryByte) {
+  // Natural peak: 8 layers x 2 x 512 KiB activations + params + state ~ 9 MiB; budget 5 MiB.
+  auto s = make_runtime(5 << 20);
+  ToyTraining train(*s.rt, *s.be, 8, 512 * KiB);
+  bool tracing = s.rt->tracing();
+  for (int it = 1; it <= 6; ++it) {
+    train.step(it, tracing);
+    tracing = s.rt->iteration();
+    EXPECT_EQ(tracing, it == 1) << "iteration " << it;
+    if (std::getenv("TIERPACK_TEST_VERBOSE")) {
+      auto jj = nlohmann::json::parse(s.rt->stats_json());
+      auto l = jj["iterations"].back();
+      l.erase("timeline");
+      std::printf("it %d: %s\n  alloc %s\n", it, l.dump().c_str(), jj["allocator"].dump().c_str());
+      for (ArenaId a = 0; a < s.rt->allocator().arena_count(); ++a) {
+        const ArenaResidency r = s.rt->allocator().residency(a);
+        std::printf("   arena %u: dev %lu host %lu moving %lu live %lu open %d\n", a, (unsigned long)r.device_bytes,
+                    (unsigned long)r.host_bytes, (unsigned long)r.moving_bytes, (unsigned long)r.live_bytes, r.open);
+      }
+    }
+  }
+  EXPECT_EQ(train.mismatches(), 0u);
+  const auto j = nlohmann::json::parse(s.rt->stats_json());
+  EXPECT_EQ(j["phase"], "planned") << j.dump(1);
+  ASSERT_TRUE(j.contains("plan"));
+  EXPECT_GT(j["plan"]["groups"].get<int>(), 0) << j["plan"].dump(1);
+  const auto& last = j["iterations"].back();
+  std::printf("[ info ] plan %s\n[ info ] last iteration %s\n", j["plan"].dump().c_str(), [&] { auto l = last; l.erase("timeline"); return l.dump(); }().c_str());
+  EXPECT_GT(last["bytes_to_host"].get<std::uint64_t>(), 0u) << last.dump(1);
+  EXPECT_GT(last["bytes_to_device"].get<std::uint64_t>(), 0u);
+  EXPECT_LE(last["peak_device_bytes"].get<std::uint64_t>(), 5u << 20) << "budget exceeded";
+  EXPECT_EQ(last["failures"].get<int>(), 0);
+  EXPECT_EQ(j["divergence"], "");
+}
+
+TEST(GpuRuntime, FallsBackSafelyWhenAnIterationDiverges) {
+  auto s = make_runtime(5 << 20);
+  ToyTraining train(*s.rt, *s.be, 8, 512 * KiB);
+  bool tracing = false;
+  for (int it = 1; it <= 3; ++it) {
+    train.step(it, tracing);
+    tracing = s.rt->iteration();
+  }
+  train.step(4, false, /*odd=*/true);
+  s.rt->iteration();
+  train.step(5, false);
+  s.rt->iteration();
+  EXPECT_EQ(train.mismatches(), 0u);
+  const auto j = nlohmann::json::parse(s.rt->stats_json());
+  EXPECT_EQ(j["phase"], "fallback");
+  EXPECT_NE(j["divergence"].get<std::string>().find("traced one"), std::string::npos) << j["divergence"];
+}
+
+TEST(GpuRuntime, OutOfMemoryWithoutSpillNamesBudgetAndTierAndRecovers) {
+  TwinOptions t;
+  t.granularity = 64 * KiB;
+  t.device_bytes = 64 << 20;
+  GpuRuntimeOptions o;
+  o.budget.bytes = 1 << 20;
+  o.chunk_bytes = 256 * KiB;
+  o.host_limit = 4 << 20;
+  o.spill = false;
+  o.log = LogLevel::quiet;
+  GpuRuntime rt(std::make_unique<MemfdBackend>(t), o);
+  void* a = rt.allocate(768 * KiB, 0);
+  try {
+    rt.allocate(512 * KiB, 0);
+    FAIL() << "expected out_of_memory";
+  } catch (const tierpack::out_of_memory& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("gpu0"), std::string::npos) << m;
+    EXPECT_NE(m.find("budget 1.00 MiB"), std::string::npos) << m;
+    EXPECT_NE(m.find("resident"), std::string::npos) << m;
+    EXPECT_NE(m.find("requested 512.00 KiB"), std::string::npos) << m;
+  }
+  rt.deallocate(a);
+  void* b = rt.allocate(512 * KiB, 0);
+  EXPECT_NE(b, nullptr);
+  rt.deallocate(b);
+}
+
+}  // namespace
+}  // namespace tierpack::gpu

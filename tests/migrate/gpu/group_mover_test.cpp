@@ -1,0 +1,158 @@
+// GroupMover conformance: evictions and prefetches keep data and addresses, are ordered after the
+// last use, respect the budget, and a late or impossible prefetch is a counted stall or miss.
+#include "tests/migrate/gpu/mover_fixture.hpp"
+
+namespace tierpack::gpu::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+template <class Kind>
+using GroupMoverTest = MoverTest<Kind>;
+TYPED_TEST_SUITE(GroupMoverTest, Kinds, KindNames);
+
+TYPED_TEST(GroupMoverTest, RoundTripKeepsAddressesAndData) {
+  this->make(16);
+  const StreamHandle s = this->streams_[0];
+  auto g = this->make_group(4, 77, s);
+  const auto before = g.blocks;
+  this->mover_->evict(g.arena, s);
+  this->mover_->drain();
+  ArenaResidency r = this->alloc_->residency(g.arena);
+  EXPECT_EQ(r.host_bytes, 4 * this->chunk());
+  EXPECT_EQ(r.device_bytes, 0u);
+  this->check(g, s);  // read through the host mapping: same pointers, correct bytes
+  this->sync_all();
+  EXPECT_EQ(this->dev_->take_mismatches(), 0u);
+  this->mover_->prefetch(g.arena, s);
+  EXPECT_TRUE(this->mover_->ensure_resident(g.arena));
+  r = this->alloc_->residency(g.arena);
+  EXPECT_EQ(r.device_bytes, 4 * this->chunk());
+  EXPECT_TRUE(r.open);
+  this->check(g, s);
+  this->sync_all();
+  EXPECT_EQ(this->dev_->take_mismatches(), 0u);
+  EXPECT_EQ(g.blocks, before);
+  const MoverCounters c = this->mover_->counters();
+  EXPECT_EQ(c.bytes_to_host, 4 * this->chunk());
+  EXPECT_EQ(c.bytes_to_device, 4 * this->chunk());
+  EXPECT_EQ(c.failures, 0u);
+  EXPECT_LE(this->alloc_->stats().peak_device_handles, 16 * this->chunk());
+}
+
+TYPED_TEST(GroupMoverTest, EvictionCopiesOnlyAfterTheLastUse) {
+  this->make(16);
+  const StreamHandle s = this->streams_[0];
+  auto g = this->make_group(2, 1, s);
+  this->fill(g, 500, s);
+  // The last use is slow and still running when the eviction is issued.
+  for (std::size_t i = 0; i < g.blocks.size(); ++i)
+    this->dev_->fill(reinterpret_cast<std::uintptr_t>(g.blocks[i]), this->chunk(), 900 + i, s, 30ms);
+  g.seed = 900;
+  this->mover_->evict(g.arena, s);
+  this->mover_->drain();
+  this->check(g, this->streams_[1]);
+  this->sync_all();
+  EXPECT_EQ(this->dev_->take_mismatches(), 0u) << "the eviction copied before the last write finished";
+}
+
+TYPED_TEST(GroupMoverTest, PrefetchIntoAFullBudgetWaitsForEvictions) {
+  this->make(4);
+  const StreamHandle s = this->streams_[0];
+  auto a = this->make_group(4, 10, s);  // fills the budget
+  this->mover_->evict(a.arena, s);
+  this->mover_->drain();
+  auto b = this->make_group(4, 20, s);  // fills it again
+  // Bring `a` back while `b` leaves: the prefetch can only run as the eviction frees handles.
+  this->mover_->evict(b.arena, s);
+  this->mover_->prefetch(a.arena, s);
+  EXPECT_TRUE(this->mover_->ensure_resident(a.arena));
+  this->mover_->drain();
+  EXPECT_EQ(this->alloc_->residency(b.arena).host_bytes, 4 * this->chunk());
+  this->check(a, s);
+  this->check(b, s);
+  this->sync_all();
+  EXPECT_EQ(this->dev_->take_mismatches(), 0u);
+  EXPECT_LE(this->alloc_->stats().peak_device_handles, 4 * this->chunk()) << "budget exceeded";
+}
+
+TYPED_TEST(GroupMoverTest, PrefetchWithNoMemoryToComeIsACountedMissNotAFault) {
+  this->make(4);
+  const StreamHandle s = this->streams_[0];
+  auto a = this->make_group(2, 10, s);
+  this->mover_->evict(a.arena, s);
+  this->mover_->drain();
+  std::vector<void*> hog;
+  for (int i = 0; i < 4; ++i) hog.push_back(this->alloc_->allocate(this->chunk(), s));
+  this->mover_->prefetch(a.arena, s);
+  EXPECT_FALSE(this->mover_->ensure_resident(a.arena));
+  EXPECT_EQ(this->mover_->counters().misses, 1u);
+  this->check(a, s);  // still correct, read from the host
+  this->sync_all();
+  EXPECT_EQ(this->dev_->take_mismatches(), 0u);
+  for (void* p : hog) this->alloc_->deallocate(p);
+}
+
+TYPED_TEST(GroupMoverTest, AllocationsMeantForAnEvictedGroupLandElsewhere) {
+  this->make(16);
+  const StreamHandle s = this->streams_[0];
+  auto g = this->make_group(2, 3, s);
+  this->alloc_->deallocate(g.blocks.back());
+  g.blocks.pop_back();
+  this->mover_->evict(g.arena, s);
+  void* p = this->alloc_->allocate(this->chunk() / 2, s, g.arena);
+  EXPECT_NE(this->alloc_->arena_of(p), g.arena);
+  EXPECT_GE(this->alloc_->stats().closed_arena_fallbacks, 1u);
+  this->alloc_->deallocate(p);
+  this->mover_->drain();
+}
+
+TYPED_TEST(GroupMoverTest, RemapWhileOtherGroupsAreInUse) {
+  this->make(32);
+  const StreamHandle s0 = this->streams_[0], s1 = this->streams_[1];
+  auto moving = this->make_group(4, 1000, s0);
+  auto busy = this->make_group(4, 2000, s1);
+  for (int round = 0; round < 20; ++round) {
+    this->fill(busy, 3000 + round * 10, s1);  // keeps running on its stream during the remaps
+    this->check(busy, s1);
+    this->mover_->evict(moving.arena, s0);
+    this->mover_->prefetch(moving.arena, s0);
+    ASSERT_TRUE(this->mover_->ensure_resident(moving.arena));
+    this->check(moving, s0);
+  }
+  this->sync_all();
+  EXPECT_EQ(this->dev_->take_mismatches(), 0u);
+}
+
+TEST(GroupMoverTwin, LatePrefetchIsACountedStall) {
+  TwinDeviceOptions o;
+  o.copy_delay = std::chrono::milliseconds(20);
+  auto dev = make_twin_device(o);
+  GpuAllocatorOptions ao;
+  ao.chunk_bytes = o.chunk_bytes;
+  ao.page_bytes = o.granularity;
+  ao.small_threshold = o.granularity / 4;
+  ao.device_budget = 16 * o.chunk_bytes;
+  ao.host_limit = 64 * o.chunk_bytes;
+  GpuAllocator alloc(dev->backend(), ao);
+  GroupMover mover(alloc);
+  const ArenaId a = alloc.create_arena("g");
+  void* p = alloc.allocate(o.chunk_bytes, 0, a);
+  dev->fill(reinterpret_cast<std::uintptr_t>(p), o.chunk_bytes, 9, 0);
+  mover.evict(a, 0);
+  mover.drain();
+  mover.take_counters();
+  mover.prefetch(a, 0);
+  EXPECT_TRUE(mover.ensure_resident(a));  // needed at once: waits for the slow copy
+  const MoverCounters c = mover.take_counters();
+  EXPECT_EQ(c.stalls, 1u);
+  EXPECT_GT(c.stall_ns, 0.0);
+  EXPECT_EQ(c.misses, 0u);
+  dev->check(reinterpret_cast<std::uintptr_t>(p), o.chunk_bytes, 9, 0);
+  dev->backend().synchronize_stream(0);
+  EXPECT_EQ(dev->take_mismatches(), 0u);
+  alloc.deallocate(p);
+}
+
+}  // namespace
+}  // namespace tierpack::gpu::testing

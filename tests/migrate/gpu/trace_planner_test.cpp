@@ -1,0 +1,127 @@
+// plan_from_trace: pure planning from a traced iteration.
+#include "migrate/gpu/trace_planner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/error.hpp"
+
+namespace tierpack::gpu {
+namespace {
+
+constexpr std::uint64_t MiB = 1 << 20;
+
+// A toy training step: `layers` layers allocate two activations each in forward (ticks advance by
+// allocations), use them again in backward in reverse order and free them; a persistent optimizer
+// state of `state` MiB is used only at the end (the optimizer step).
+IterationTrace toy_step(int layers, std::uint64_t act_mib, std::uint64_t state_mib) {
+  IterationTrace tr;
+  std::int64_t tick = 0, seq = 0;
+  std::vector<std::size_t> acts;
+  for (int l = 0; l < layers; ++l)
+    for (int k = 0; k < 2; ++k) {
+      TracedTensor t;
+      t.seq = seq++;
+      t.bytes = act_mib * MiB;
+      t.address = 0x100000000ull + t.seq * 0x10000000ull;
+      t.birth = tick++;
+      t.uses.push_back({t.birth, t.birth + 1});
+      acts.push_back(tr.tensors.size());
+      tr.tensors.push_back(t);
+    }
+  for (int l = layers - 1; l >= 0; --l)
+    for (int k = 1; k >= 0; --k) {
+      TracedTensor& t = tr.tensors[acts[2 * l + k]];
+      // a gradient temporary is allocated and freed around each backward use
+      TracedTensor tmp;
+      tmp.seq = seq++;
+      tmp.bytes = 2 * MiB;
+      tmp.birth = tick++;
+      t.uses.push_back({tick, tick});
+      tmp.uses.push_back({tick, tick});
+      tmp.death = tick++;
+      t.death = tick++;
+      tr.tensors.push_back(tmp);
+    }
+  TracedTensor state;
+  state.seq = -1;
+  state.bytes = state_mib * MiB;
+  state.segment = 0x900000000ull;
+  state.segment_bytes = state.bytes;
+  state.uses.push_back({tick, tick + 2});
+  tick += 3;
+  tr.tensors.push_back(state);
+  tr.clock_end = tick;
+  return tr;
+}
+
+TEST(TracePlanner, NothingMovesWhenTheRunFits) {
+  const IterationTrace tr = toy_step(8, 64, 256);
+  TracePlannerOptions o;
+  o.budget = 100ull << 30;
+  const Plan p = plan_from_trace(tr, o);
+  EXPECT_TRUE(p.schedule.empty());
+  EXPECT_TRUE(p.groups.empty());
+  EXPECT_EQ(p.prediction.natural_peak_bytes, (16 * 64 + 256 + 2) * MiB);  // with one gradient temporary
+  p.validate();
+}
+
+TEST(TracePlanner, MovesGroupsUntilThePredictedPeakFitsAndPrefetchesBeforeUse) {
+  const IterationTrace tr = toy_step(12, 64, 256);
+  TracePlannerOptions o;
+  o.budget = 700 * MiB;  // natural peak: 24 * 64 + 256 = 1792 MiB
+  o.min_gap = 4;
+  o.group_bytes = 128 * MiB;
+  const Plan p = plan_from_trace(tr, o);
+  p.validate();
+  ASSERT_FALSE(p.schedule.empty());
+  EXPECT_LE(p.prediction.fast_peak_bytes, static_cast<std::uint64_t>(o.budget * o.headroom));
+  std::map<GroupId, const Move*> evict, prefetch;
+  for (const Move& m : p.schedule) (m.kind == MoveKind::evict ? evict : prefetch)[m.group] = &m;
+  for (const PageGroup& g : p.groups) {
+    ASSERT_TRUE(evict.count(g.id) && prefetch.count(g.id)) << "group " << g.id;
+    const Move& e = *evict[g.id];
+    const Move& f = *prefetch[g.id];
+    for (TensorId t : g.tensors) {
+      const TracedTensor& tt = tr.tensors[t];
+      for (const TracedUse& u : tt.uses) {
+        // every use is before the eviction is issued, or at/after the prefetch is needed
+        const bool before = u.to <= e.issue_after;
+        const bool after = g.cls == TensorClass::persistent ? true : u.from >= f.needed_by;
+        EXPECT_TRUE(before || after) << "group " << g.id << " tensor " << t << " used at " << u.from;
+      }
+    }
+    if (g.cls != TensorClass::persistent) {
+      EXPECT_LT(f.issue_after, f.needed_by);
+    }
+  }
+  // The optimizer state (used only at the end) is chosen and wraps to the next iteration.
+  bool state_moves = false;
+  for (const PageGroup& g : p.groups) state_moves |= g.cls == TensorClass::persistent;
+  EXPECT_TRUE(state_moves);
+}
+
+TEST(TracePlanner, SaysSoWhenTheBudgetCannotBeMet) {
+  const IterationTrace tr = toy_step(4, 64, 0);
+  TracePlannerOptions o;
+  o.budget = 8 * MiB;
+  const Plan p = plan_from_trace(tr, o);
+  ASSERT_GE(p.notes.size(), 2u);
+  EXPECT_NE(p.notes.back().find("cannot be met"), std::string::npos);
+}
+
+TEST(TracePlanner, RejectsATensorThatDiesBeforeItIsBorn) {
+  IterationTrace tr;
+  tr.clock_end = 10;
+  TracedTensor t;
+  t.seq = 0;
+  t.bytes = MiB;
+  t.birth = 5;
+  t.death = 2;
+  tr.tensors.push_back(t);
+  EXPECT_THROW(plan_from_trace(tr, {}), tierpack::logic_error);
+}
+
+}  // namespace
+}  // namespace tierpack::gpu

@@ -1,0 +1,248 @@
+// HostMover: per-page status handling with injected errors, retries, call-level failures, mbind
+// moves, the worker queue, late prefetches and shutdown with moves in flight.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "alloc/host/fault_injecting_os.hpp"
+#include "core/error.hpp"
+#include "migrate/host/host_mover.hpp"
+#include "tests/migrate/host_test_util.hpp"
+
+namespace tierpack::host {
+namespace {
+
+using testing::checksum;
+using testing::fast_and_far;
+
+struct Fixture {
+  FaultInjectingOs os{system_os()};
+  std::unique_ptr<HostArenaAllocator> alloc;
+  std::vector<char*> blocks;
+  std::size_t page = system_os().page_size();
+
+  Fixture() {
+    HostAllocatorOptions o;
+    o.os = &os;
+    alloc = std::make_unique<HostArenaAllocator>(fast_and_far(), o);
+  }
+  ~Fixture() {
+    for (char* b : blocks) alloc->deallocate(b);
+  }
+  /// `n` blocks of `pages` pages each in group g on tier 0, touched (first `touched` pages).
+  std::vector<char*> group(GroupId g, int n, std::size_t pages, std::size_t touched = ~std::size_t{0}) {
+    std::vector<char*> out;
+    for (int i = 0; i < n; ++i) {
+      char* p = static_cast<char*>(alloc->allocate(pages * page, TensorClass::activation, 0, {i, g}));
+      std::memset(p, 0x5a + i, std::min(touched, pages) * page);
+      out.push_back(p);
+      blocks.push_back(p);
+    }
+    return out;
+  }
+};
+
+TEST(HostMover, CompleteMoveRechargesTheGroupAndCountsBytes) {
+  Fixture f;
+  auto blocks = f.group(1, 4, 16);
+  const auto sum = checksum(blocks[0], 16 * f.page);
+  HostMover mover(*f.alloc, {.worker = false});
+  MoveResult r = mover.move_now(1, 1, MoveKind::evict);
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.counters.moves_complete, 1u);
+  EXPECT_GE(r.counters.pages_moved, 4u * 16);
+  EXPECT_EQ(r.counters.bytes_to_slow, r.counters.pages_moved * f.page);
+  EXPECT_EQ(r.counters.bytes_to_fast, 0u);
+  EXPECT_TRUE(r.counters.failures_by_errno.empty());
+  EXPECT_EQ(f.alloc->lookup(blocks[2])->tier, 1);
+  EXPECT_EQ(f.alloc->usage(0).resident, 0u);
+  EXPECT_EQ(checksum(blocks[0], 16 * f.page), sum);
+  // Ranges are re-bound to the target node so purged pages refault there.
+  int mode = 0, node = -1;
+  ASSERT_EQ(system_os().policy_of(blocks[0], &mode, &node), 0);
+  EXPECT_EQ(node, f.alloc->node_of(1));
+  r = mover.move_now(1, 0, MoveKind::prefetch);
+  EXPECT_GT(r.counters.bytes_to_fast, 0u);
+  EXPECT_EQ(f.alloc->lookup(blocks[2])->tier, 0);
+}
+
+TEST(HostMover, UntouchedAndZeroPagesAreSkippedNotFailures) {
+  Fixture f;
+  auto blocks = f.group(2, 1, 32, /*touched=*/8);
+  volatile char sink = blocks[0][20 * f.page];  // a read maps the zero page (-EFAULT on 6.12)
+  (void)sink;
+  // Where THP backs the block, the first touch populated all of it; count what the kernel says.
+  // The group's range can be a page longer than the block (jemalloc offsets large blocks by a
+  // random cache line).
+  std::size_t untouched = 0, range_pages = 0;
+  for (const PageRange& pr : f.alloc->group_ranges(2)) {
+    for (int s : testing::page_nodes(reinterpret_cast<void*>(pr.begin), pr.bytes())) {
+      untouched += s == -ENOENT;
+      ++range_pages;
+    }
+  }
+  HostMover mover(*f.alloc, {.worker = false});
+  MoveResult r = mover.move_now(2, 1, MoveKind::evict);
+  EXPECT_TRUE(r.complete) << r.counters.summary();
+  EXPECT_EQ(r.counters.pages_absent, untouched);
+  EXPECT_EQ(r.counters.pages_absent + r.counters.pages_zero + r.counters.pages_moved, range_pages);
+  EXPECT_EQ(r.counters.pages_failed, 0u);
+}
+
+TEST(HostMover, BusyPagesAreRetriedThenReported) {
+  Fixture f;
+  auto blocks = f.group(3, 2, 8);
+  f.os.fail_page(blocks[0] + 3 * f.page, -EBUSY, 2);  // busy twice, then fine
+  HostMover mover(*f.alloc, {.max_retries = 5, .worker = false});
+  MoveResult r = mover.move_now(3, 1, MoveKind::evict);
+  EXPECT_TRUE(r.complete) << r.counters.summary();
+  // A real kernel may add an EBUSY of its own (a just-migrated page not yet on an LRU list).
+  EXPECT_GE(r.counters.pages_retried, 2u);
+  EXPECT_EQ(f.alloc->lookup(blocks[0])->tier, 1);
+
+  f.os.fail_page(blocks[1], -EBUSY, 100);  // busy for good
+  r = mover.move_now(3, 0, MoveKind::prefetch);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.counters.moves_partial, 1u);
+  EXPECT_GE(r.counters.pages_retried, 5u);
+  EXPECT_GE(r.counters.failures_by_errno.at(EBUSY), 1u);
+  EXPECT_EQ(f.alloc->lookup(blocks[1])->tier, 1) << "a partial move leaves the charge where it was";
+  EXPECT_EQ(mover.counters().moves_partial, 1u);
+  EXPECT_NE(mover.counters().summary().find("EBUSY x"), std::string::npos) << mover.counters().summary();
+}
+
+TEST(HostMover, AccessFaultAndCallFailuresAreCountedByErrnoAndDataStays) {
+  Fixture f;
+  auto blocks = f.group(4, 3, 8);
+  std::vector<std::uint64_t> sums;
+  for (char* b : blocks) sums.push_back(checksum(b, 8 * f.page));
+  f.os.fail_page(blocks[0] + f.page, -EACCES);
+  f.os.fail_page(blocks[1] + 2 * f.page, -EFAULT);
+  f.os.fail_page(blocks[2], -ENOMEM);
+  HostMover mover(*f.alloc, {.worker = false});
+  MoveResult r = mover.move_now(4, 1, MoveKind::evict);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.counters.failures_by_errno.at(EACCES), 1u);
+  EXPECT_EQ(r.counters.failures_by_errno.count(EFAULT), 0u) << "no data there: skipped, not failed";
+  EXPECT_EQ(r.counters.pages_zero, 1u);
+  EXPECT_EQ(r.counters.failures_by_errno.at(ENOMEM), 1u);
+  EXPECT_EQ(r.counters.pages_failed, 2u);
+
+  f.os.fail_next(OsCall::move_pages, ENOMEM, 1, /*moving_only=*/true);  // the whole call fails
+  r = mover.move_now(4, 1, MoveKind::evict);
+  EXPECT_FALSE(r.complete);
+  EXPECT_GE(r.counters.failures_by_errno.at(ENOMEM), 3u * 8);
+
+  f.os.fail_next(OsCall::move_pages, EBUSY, 1, true);  // a busy call is retried
+  r = mover.move_now(4, 1, MoveKind::evict);
+  EXPECT_TRUE(r.complete) << r.counters.summary();
+  for (std::size_t i = 0; i < blocks.size(); ++i) EXPECT_EQ(checksum(blocks[i], 8 * f.page), sums[i]);
+}
+
+TEST(HostMover, MbindMethodMovesWholeRangesAndReportsEio) {
+  Fixture f;
+  auto blocks = f.group(5, 2, 8);
+  HostMover mover(*f.alloc, {.method = MoverOptions::Method::mbind, .worker = false});
+  MoveResult r = mover.move_now(5, 1, MoveKind::evict);
+  EXPECT_TRUE(r.complete) << r.counters.summary();
+  EXPECT_GE(r.counters.pages_moved, 16u);
+  f.os.fail_next(OsCall::bind, EIO, 1, /*moving_only=*/true);
+  r = mover.move_now(5, 0, MoveKind::prefetch);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.counters.failures_by_errno.at(EIO), 1u);
+  f.os.fail_next(OsCall::bind, EBUSY, 1, true);  // busy: retried page by page with move_pages
+  r = mover.move_now(5, 0, MoveKind::prefetch);
+  EXPECT_TRUE(r.complete) << r.counters.summary();
+  EXPECT_GT(r.counters.pages_retried, 0u);
+}
+
+TEST(HostMover, EmptyGroupIsANoOp) {
+  Fixture f;
+  HostMover mover(*f.alloc, {.worker = false});
+  MoveResult r = mover.move_now(77, 1, MoveKind::evict);
+  EXPECT_EQ(r.counters.moves_empty, 1u);
+  EXPECT_EQ(r.counters.pages_moved, 0u);
+  EXPECT_THROW(mover.move_now(77, 9, MoveKind::evict), logic_error);
+}
+
+TEST(HostMover, HugePageStrideMovesEveryPage) {
+  Fixture f;
+  HostAllocatorOptions o;
+  o.os = &f.os;
+  o.huge_pages = true;
+  HostArenaAllocator alloc(fast_and_far(), o);
+  char* p = static_cast<char*>(alloc.allocate(8u << 20, TensorClass::persistent, 0, {0, 9}));
+  std::memset(p, 3, 8u << 20);
+  const auto sum = checksum(p, 8u << 20);
+  HostMover mover(alloc, {.huge_page_stride = true, .worker = false});
+  MoveResult r = mover.move_now(9, 1, MoveKind::evict);
+  EXPECT_TRUE(r.complete) << r.counters.summary();
+  EXPECT_EQ(r.counters.pages_moved, (8u << 20) / f.page);
+  auto [on, off] = testing::pages_on(p, 8u << 20, alloc.node_of(1));
+  EXPECT_EQ(off, 0u);
+  EXPECT_EQ(on, (8u << 20) / f.page);
+  EXPECT_EQ(checksum(p, 8u << 20), sum);
+  alloc.deallocate(p);
+}
+
+TEST(HostMover, WorkerRunsQueuedMovesAndCountsLatePrefetches) {
+  Fixture f;
+  auto blocks = f.group(6, 2, 4);
+  f.group(7, 1, 4);
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  std::atomic<int> entered{0};
+  f.os.on_move_pages([&] {
+    if (entered.fetch_add(1) == 0) gate.wait();  // hold the first move mid-way
+  });
+  HostMover mover(*f.alloc);
+  Move evict{.group = 6, .kind = MoveKind::evict, .from = 0, .to = 1};
+  Move prefetch{.group = 7, .kind = MoveKind::prefetch, .from = 1, .to = 0, .issue_after = 2, .needed_by = 5};
+  mover.submit(evict);
+  mover.submit(prefetch);
+  while (entered.load() == 0) std::this_thread::yield();
+  EXPECT_TRUE(mover.in_flight(6));
+  EXPECT_TRUE(mover.in_flight(7));
+  mover.on_op_begin(4);
+  EXPECT_EQ(mover.counters().moves_late, 0u) << "not needed yet";
+  mover.on_op_begin(5);
+  mover.on_op_begin(6);
+  EXPECT_EQ(mover.counters().moves_late, 1u) << "late once, however many ops begin";
+  release.set_value();
+  mover.wait_idle();
+  EXPECT_FALSE(mover.in_flight(6));
+  MoveCounters c = mover.take_counters();
+  EXPECT_EQ(c.moves_submitted, 2u);
+  EXPECT_EQ(c.moves_complete, 2u);
+  EXPECT_EQ(mover.counters().moves_complete, 0u) << "take_counters resets";
+  EXPECT_EQ(f.alloc->lookup(blocks[0])->tier, 1);
+}
+
+TEST(HostMover, ShutdownWithMovesInFlightDropsTheQueueAndLosesNothing) {
+  Fixture f;
+  std::vector<std::vector<char*>> groups;
+  for (GroupId g = 0; g < 8; ++g) groups.push_back(f.group(g, 2, 8));
+  std::vector<std::uint64_t> sums;
+  for (auto& g : groups) {
+    for (char* b : g) sums.push_back(checksum(b, 8 * f.page));
+  }
+  {
+    HostMover mover(*f.alloc);
+    for (int round = 0; round < 20; ++round) {
+      for (GroupId g = 0; g < 8; ++g) {
+        mover.submit(Move{.group = g, .kind = MoveKind::evict, .to = static_cast<TierId>((round + g) % 2)});
+      }
+    }
+  }  // destroyed with most moves still queued
+  std::size_t i = 0;
+  for (auto& g : groups) {
+    for (char* b : g) EXPECT_EQ(checksum(b, 8 * f.page), sums[i++]);
+  }
+}
+
+}  // namespace
+}  // namespace tierpack::host

@@ -1,0 +1,59 @@
+// The summary names what matters: top tensors, false sharing, hidden accesses, divergence.
+#include <gtest/gtest.h>
+
+#include "profiler/event_recorder.hpp"
+#include "profiler/profile_summary.hpp"
+#include "tests/profiler/fake_page_tracer.hpp"
+
+using namespace tierpack;
+
+namespace {
+constexpr std::uintptr_t kBase = 0x7e0000000000;
+const void* P(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
+
+bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+}  // namespace
+
+TEST(ProfileSummary, ReportsFalseSharingHiddenAccessesAndDivergence) {
+  auto tracer = std::make_unique<test::FakePageTracer>();
+  auto& fake = *tracer;
+  RecorderOptions o;
+  o.warmup_iterations = 1;
+  o.discover_topology = false;
+  o.command = "python3 train.py";
+  EventRecorder r(o, std::move(tracer));
+  r.start();
+  r.alloc(P(kBase), 128, -1, 0, true);  // a long-lived tensor
+  for (int i = 0; i < 4; ++i) {
+    auto op = r.op_begin("aten::add", std::vector<const void*>{P(kBase)});
+    const std::size_t tmp_bytes = i == 3 ? 96 : 64;
+    r.alloc(P(kBase + 128), tmp_bytes, -1, 0, true);  // a temporary on the same page
+    r.op_end(op, std::vector<const void*>{P(kBase + 128)});
+    r.free(P(kBase + 128));
+    auto op2 = r.op_begin("aten::empty");
+    r.alloc(P(kBase + 8 * 4096), 1 << 20, -1, 0, true);
+    r.op_end(op2, std::vector<const void*>{P(kBase + 8 * 4096)});
+    fake.touch(kBase + 8 * 4096);  // touched between ops: hidden
+    auto op3 = r.op_begin("aten::relu");
+    r.op_end(op3);
+    r.free(P(kBase + 8 * 4096));
+    r.mark_iteration(IterationSource::explicit_mark);
+  }
+  const Profile p = r.finish();
+  const std::string s = format_profile_summary(p);
+  EXPECT_TRUE(contains(s, "python3 train.py")) << s;
+  EXPECT_TRUE(contains(s, "page false sharing: 1 page(s)")) << s;
+  EXPECT_TRUE(contains(s, "hidden accesses: 1 page(s)")) << s;
+  EXPECT_TRUE(contains(s, "false-shared")) << s;
+  EXPECT_TRUE(contains(s, "HIDDEN")) << s;
+  EXPECT_TRUE(contains(s, "1 iteration(s) diverged")) << s;
+  EXPECT_TRUE(contains(s, "size 96 != 64 at seq 0")) << s;
+  EXPECT_TRUE(contains(s, "top tensors by bytes x lifetime")) << s;
+}
+
+TEST(ProfileSummary, EmptyProfileStillPrints) {
+  Profile p;
+  const std::string s = format_profile_summary(p);
+  EXPECT_TRUE(contains(s, "(no tensors)")) << s;
+  EXPECT_TRUE(contains(s, "divergence: none")) << s;
+}

@@ -1,0 +1,111 @@
+// `tierpack report` end to end: files written, summary printed, exit status 0; bad usage exits 2
+// and unreadable inputs exit 1, each with one line on stderr.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "core/error.hpp"
+#include "core/file_envelope.hpp"
+#include "core/plan.hpp"
+#include "core/profile.hpp"
+#include "report/run_stats.hpp"
+#include "tests/report/report_fixtures.hpp"
+
+using namespace tierpack;
+using namespace tierpack::report::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kTierpack = std::string(TIERPACK_BINARY_DIR) + "/bin/tierpack";
+
+struct Result {
+  int status;
+  std::string out, err;
+};
+
+Result run(const std::string& args, const std::string& dir) {
+  const std::string out = dir + "/stdout", err = dir + "/stderr";
+  const int rc = std::system((kTierpack + " report " + args + " >" + out + " 2>" + err).c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, read_file(out), read_file(err)};
+}
+
+class ReportCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = scratch_dir("cli");
+    const Profile p = make_training_profile();
+    write_profile(p, dir_ + "/run.tpk");
+    const Plan plan = make_plan(p, p.peak_bytes(0) / 2);
+    write_plan(plan, dir_ + "/plan.json");
+    report::write_run_stats(make_run_stats(p, plan), dir_ + "/stats.json");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(ReportCli, WritesAllFiles) {
+  const auto r = run(dir_ + "/run.tpk --plan " + dir_ + "/plan.json --run-stats " + dir_ + "/stats.json -o " + dir_ + "/out", dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* f : {"index.html", "trace.json", "memory_snapshot.json", "memory_snapshot.pickle"}) {
+    EXPECT_TRUE(fs::exists(dir_ + "/out/" + f)) << f;
+    EXPECT_GT(fs::file_size(dir_ + "/out/" + f), 100u) << f;
+  }
+  EXPECT_NE(r.out.find("Peak "), std::string::npos);
+  EXPECT_NE(r.out.find("report: file://"), std::string::npos);
+  EXPECT_TRUE(r.err.empty()) << r.err;
+}
+
+TEST_F(ReportCli, BudgetFlagDrawsTheBudget) {
+  const auto r = run(dir_ + "/run.tpk --budget 50% -o " + dir_ + "/out --quiet", dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string html = read_file(dir_ + "/out/index.html");
+  EXPECT_NE(html.find("\"budget\":{\"bytes\":"), std::string::npos);
+  EXPECT_NE(html.find("--budget"), std::string::npos);
+  // --quiet: one line.
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1);
+}
+
+TEST_F(ReportCli, BadUsageExitsTwo) {
+  for (const char* args : {"", "--frobnicate x.tpk", "a.tpk b.tpk", "run.tpk --budget lots", "run.tpk --link-bandwidth fast"}) {
+    const auto r = run(args, dir_);
+    EXPECT_EQ(r.status, 2) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+  }
+}
+
+TEST_F(ReportCli, UnreadableInputsExitOne) {
+  write_file_atomic(dir_ + "/bad.json", "{\"format\": \"tierpack-run-stats\", \"version\": 99}");
+  write_file_atomic(dir_ + "/garbage.tpk", "not a profile");
+  for (const std::string& args : {dir_ + "/missing.tpk", dir_ + "/garbage.tpk",
+                                 dir_ + "/run.tpk --run-stats " + dir_ + "/bad.json -o " + dir_ + "/o2",
+                                 dir_ + "/run.tpk --plan " + dir_ + "/missing.json -o " + dir_ + "/o3"}) {
+    const auto r = run(args, dir_);
+    EXPECT_EQ(r.status, 1) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
+  }
+}
+
+TEST(RunStatsFile, RoundTripsAndRejectsNewerVersions) {
+  const auto dir = scratch_dir("stats");
+  const Profile p = make_training_profile();
+  const auto s = make_run_stats(p, make_plan(p, p.peak_bytes(0) / 2));
+  report::write_run_stats(s, dir + "/s.json");
+  EXPECT_EQ(report::read_run_stats(dir + "/s.json"), s);
+  write_file_atomic(dir + "/new.json", "{\"format\":\"tierpack-run-stats\",\"version\":2}");
+  EXPECT_THROW(report::read_run_stats(dir + "/new.json"), format_error);
+  write_file_atomic(dir + "/other.json", "{\"format\":\"tierpack-plan\",\"version\":1}");
+  EXPECT_THROW(report::read_run_stats(dir + "/other.json"), format_error);
+  write_file_atomic(dir + "/back.json",
+                    "{\"format\":\"tierpack-run-stats\",\"version\":1,\"moves\":[{\"kind\":\"evict\",\"start_ns\":5,\"end_ns\":1}]}");
+  EXPECT_THROW(report::read_run_stats(dir + "/back.json"), format_error);
+  fs::remove_all(dir);
+}
+
+}  // namespace
