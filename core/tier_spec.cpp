@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -166,7 +167,12 @@ TierModel parse_tier_spec(std::string_view spec) {
     if (model.find(t.name)) bad_spec(spec, p.token, "tier name '" + t.name + "' used twice");
     t.source = "spec";
     if (t.kind == TierKind::gpu) {
-      t.device = numbered ? std::stoi(t.name.substr(t.name.find_first_of("0123456789"))) : gpus;
+      t.device = gpus;
+      if (numbered) {  // from_chars, not std::stoi: "gpu99999999999" must be a logic_error, not out_of_range
+        const std::string digits = t.name.substr(t.name.find_first_of("0123456789"));
+        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), t.device);
+        if (ec != std::errc{} || end != digits.data() + digits.size()) bad_spec(spec, p.token, "GPU number '" + digits + "' out of range");
+      }
       ++gpus;
       t.page_size = 2ull << 20;
     } else {

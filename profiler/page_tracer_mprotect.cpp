@@ -9,18 +9,28 @@
 // counters, the handler we replaced) lives in one constant-initialised object, g_signal_state. It
 // is the only process-wide state of the profiler, and the reason at most one mprotect tracer may
 // live at a time. The handler does only async-signal-safe work: atomic loads/stores/CAS on that
-// object, mprotect(2), process_vm_readv(2), sigaction(2), raise(3); no allocation, no locks, no
-// stdio. The tracer's other paths (track/untrack/end_window) take a mutex the handler never takes.
+// object, mprotect(2), open/read/close of /proc/self/maps (Note [stale faults]), sigaction(2),
+// raise(3); no allocation, no locks, no stdio. The tracer's other paths (track, untrack,
+// end_window) take a mutex the handler never takes.
 //
 // Note [tracked-range table]
 // Ranges live in a fixed table of slots read by the handler without locks; a per-slot sequence
-// number (odd while a slot is rewritten) lets the handler skip a slot that is changing. Untracking
-// restores access first and only then retires the slot; a fault raised while the range was armed
-// but delivered after that finds the slot "retired", sees that the page is readable now and simply
-// retries the access. Retired slots are freed two windows later. untrack() then waits until no
-// handler that saw the slot as tracked is still running and restores access once more (such a
-// handler may have just set PROT_READ on a page), so when it returns the range is fully accessible
-// and the caller may unmap it.
+// number (odd while a slot is rewritten) lets the handler skip a slot that is changing. untrack()
+// restores access, frees the slot, waits until no handler that may have seen the slot as tracked
+// is still running, and restores access once more (such a handler may have just set PROT_READ on
+// a page). When it returns the range is fully accessible and the caller may unmap it.
+//
+// Note [stale faults]
+// A fault raised while a page was armed can reach the handler much later: the kernel queues the
+// signal, and the thread may not run again for milliseconds on a busy machine. By then the range
+// may be untracked and its slot reused. So when a fault matches no tracked range, the handler asks
+// the kernel whether the access it needed (read, write, execute) is allowed now, from the mapping's
+// permissions in /proc/self/maps (read with open/read/close into a small stack buffer). If it is,
+// the fault is stale and the access is simply retried; if not, the fault is real and is chained.
+// "Not allowed" is final only if no untrack ran meanwhile (an untrack still restoring access may be
+// waiting for a handler that has just set PROT_READ on the page) and the page is not tracked again
+// (a track() may have re-armed it); otherwise the handler yields and asks again.
+// This costs a walk of the maps file, but only for stale faults and for faults that are real bugs.
 //
 // Note [SIGSEGV handler chaining]
 // Faults outside tracked ranges go to the handler that was installed before the tracer (SA_SIGINFO
@@ -32,13 +42,18 @@
 //     (the usual save-the-old-sigaction pattern), or traced pages will fault into it. The tracer
 //     notices (stats().handler_displaced) but does not reinstall itself over it, since a program
 //     handler that chains to us would then loop.
-// When the tracer is destroyed it restores the previous handler if its own is still on top;
-// otherwise it stays installed, inert, so the chain the program built keeps working.
+// Once installed, the handler stays installed when the tracer is destroyed (inert: it only chains,
+// after the stale-fault check): a fault raised just before destruction may still be on its way
+// (Note [stale faults]), and a program handler may have chained to ours.
+//
+// Limitation: system calls that touch an armed page do not fault, they fail with EFAULT (e.g.
+// read(2) into a tracked buffer). The uffd-wp tracer has no such limit: the kernel resolves its
+// write-protect faults itself.
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -56,14 +71,13 @@ namespace {
 
 // ---- state shared with the signal handler (Note [mprotect tracer signal state]) ------------------
 
-enum SlotState : std::uint32_t { kFree = 0, kTracked = 1, kRetired = 2 };
+enum SlotState : std::uint32_t { kFree = 0, kTracked = 1 };
 
 struct Slot {
   std::atomic<std::uint32_t> seq{0};  ///< odd while the slot is being rewritten
   std::atomic<std::uint32_t> state{kFree};
   std::atomic<std::uintptr_t> begin{0};
   std::atomic<std::uintptr_t> end{0};
-  std::uint64_t retired_window = 0;  ///< not read by the handler
 };
 
 constexpr std::size_t kMaxRanges = 4096;
@@ -77,7 +91,8 @@ struct SignalState {
   std::atomic<std::size_t> capacity{0};
   std::atomic<std::uint64_t> write_pos{0};
   std::atomic<std::uint64_t> read_pos{0};
-  std::atomic<std::uint32_t> in_flight{0};  ///< handlers inside the table / buffer
+  std::atomic<std::uint32_t> in_flight{0};  ///< handlers that may act on a tracked slot
+  std::atomic<std::uint64_t> untrack_gen{0};  ///< odd while an untrack is restoring access
 
   std::atomic<std::uint64_t> faults{0};
   std::atomic<std::uint64_t> dropped{0};
@@ -85,36 +100,79 @@ struct SignalState {
 
   std::uintptr_t page_mask = ~std::uintptr_t{4095};
   struct sigaction previous {};      ///< written before our handler is installed, read-only after
-  std::atomic<bool> installed{false};
-  std::atomic<bool> owned{false};    ///< a tracer is alive
+  std::atomic<bool> installed{false};  ///< on_sigsegv was installed once (it stays)
+  std::atomic<bool> owned{false};      ///< a tracer is alive
   std::mutex install_mu;             ///< non-signal paths only
 };
 
 constinit SignalState g_signal_state;
 
-enum class Access { read, write, unknown };
+enum class Access { read, write, exec, unknown };
 
-/// Whether the faulting access was a write, from the page-fault error code the kernel puts in the
-/// signal context (x86-64: bit 1 of REG_ERR). Other architectures: unknown (treated as a write
-/// for the protection restored, reported as not known written).
+/// What the faulting access was, from the page-fault error code the kernel puts in the signal
+/// context (x86-64: REG_ERR bit 1 = write, bit 4 = instruction fetch). Other architectures:
+/// unknown (a write is assumed when restoring protection; reported as not known written).
 Access fault_access(const void* ctx) {
 #if defined(__x86_64__)
-  const auto* uc = static_cast<const ucontext_t*>(ctx);
-  return (uc->uc_mcontext.gregs[REG_ERR] & 0x2) ? Access::write : Access::read;
+  const auto err = static_cast<const ucontext_t*>(ctx)->uc_mcontext.gregs[REG_ERR];
+  return (err & 0x10) ? Access::exec : (err & 0x2) ? Access::write : Access::read;
 #else
   (void)ctx;
   return Access::unknown;
 #endif
 }
 
-/// Whether `page` can be read now, without touching it (a syscall copying one byte from ourselves).
-bool page_is_readable(std::uintptr_t page) {
-  char byte;
-  iovec local{&byte, 1};
-  iovec remote{reinterpret_cast<void*>(page), 1};
-  if (::syscall(SYS_process_vm_readv, ::getpid(), &local, 1, &remote, 1, 0) == 1) return true;
-  // EFAULT: really inaccessible. Anything else (e.g. a seccomp filter): assume the benign race.
-  return errno != EFAULT;
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+/// Whether the mapping holding `addr` allows `access` now, from /proc/self/maps: streamed through a
+/// 256-byte stack buffer with raw open/read/close, so it is async-signal-safe and fits a small
+/// alternate signal stack (Note [stale faults]). False when the file cannot be read.
+bool access_allowed_now(std::uintptr_t addr, Access access) {
+  const int fd = static_cast<int>(::syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return false;
+  char chunk[256];
+  std::uintptr_t lo = 0, hi = 0;
+  int field = 0;  // 0: start address, 1: end address, 2: permissions, 3: rest of the line
+  int perm = 0;
+  char perms[4] = {};
+  bool allowed = false, found = false;
+  while (!found) {
+    const long n = ::syscall(SYS_read, fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (long i = 0; i < n && !found; ++i) {
+      const char c = chunk[i];
+      switch (field) {
+        case 0:
+          if (c == '-') field = 1;
+          else lo = lo * 16 + static_cast<std::uintptr_t>(hex_digit(c) < 0 ? 0 : hex_digit(c));
+          break;
+        case 1:
+          if (c == ' ') field = 2, perm = 0;
+          else hi = hi * 16 + static_cast<std::uintptr_t>(hex_digit(c) < 0 ? 0 : hex_digit(c));
+          break;
+        case 2:
+          perms[perm++] = c;
+          if (perm == 4) {
+            field = 3;
+            if (lo <= addr && addr < hi) {
+              found = true;
+              const bool r = perms[0] == 'r', w = perms[1] == 'w', x = perms[2] == 'x';
+              allowed = access == Access::write ? w : access == Access::exec ? x : access == Access::read ? r : r && w;
+            }
+          }
+          break;
+        default:
+          if (c == '\n') field = 0, lo = 0, hi = 0;
+      }
+    }
+  }
+  ::syscall(SYS_close, fd);
+  return allowed;
 }
 
 /// Appends one entry to the fault buffer; counts a drop when it is full.
@@ -125,56 +183,74 @@ void record(SignalState& g, std::uintptr_t value) {
     g.dropped.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  std::uint64_t w = g.write_pos.load(std::memory_order_relaxed);
-  do {
-    if (w - g.read_pos.load(std::memory_order_acquire) >= cap) {
+  for (;;) {
+    // read_pos first: it never passes write_pos, so w - r cannot wrap (loading w first could see
+    // a stale w below a newer r and call the buffer full).
+    const std::uint64_t r = g.read_pos.load(std::memory_order_seq_cst);
+    std::uint64_t w = g.write_pos.load(std::memory_order_seq_cst);
+    if (w - r >= cap) {
       g.dropped.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-  } while (!g.write_pos.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_relaxed));
-  ring[w % cap].store(value, std::memory_order_release);
+    if (g.write_pos.compare_exchange_weak(w, w + 1, std::memory_order_seq_cst, std::memory_order_relaxed)) {
+      ring[w % cap].store(value, std::memory_order_release);
+      return;
+    }
+  }
 }
 
-/// Handles a fault at `addr` if it lies in a tracked (or just untracked) range. Returns false when
-/// the fault is not ours.
-bool handle_fault(SignalState& g, std::uintptr_t addr, const void* ctx) {
-  const std::uintptr_t page = addr & g.page_mask;
-  bool retired_match = false;
-  std::uintptr_t tb = 0, te = 0;
-  bool tracked_match = false;
+/// The tracked range holding `page`, read from the slot table without locks.
+bool find_tracked(SignalState& g, std::uintptr_t page, std::uintptr_t& tb, std::uintptr_t& te) {
   const std::uint32_t n = g.used.load(std::memory_order_acquire);
-  for (std::uint32_t i = 0; i < n && !tracked_match; ++i) {
+  for (std::uint32_t i = 0; i < n; ++i) {
     Slot& s = g.slots[i];
-    const std::uint32_t seq = s.seq.load(std::memory_order_acquire);
+    // Sequentially consistent loads (and stores in write_slot): a seqlock without fences, which
+    // ThreadSanitizer does not model.
+    const std::uint32_t seq = s.seq.load();
     if (seq & 1) continue;
-    const std::uint32_t st = s.state.load(std::memory_order_relaxed);
-    const std::uintptr_t b = s.begin.load(std::memory_order_relaxed);
-    const std::uintptr_t e = s.end.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (s.seq.load(std::memory_order_relaxed) != seq) continue;
-    if (st == kFree || page < b || page >= e) continue;
-    if (st == kTracked) {
-      tracked_match = true;
+    const std::uint32_t st = s.state.load();
+    const std::uintptr_t b = s.begin.load();
+    const std::uintptr_t e = s.end.load();
+    if (s.seq.load() != seq) continue;
+    if (st == kTracked && b <= page && page < e) {
       tb = b;
       te = e;
-    } else {
-      retired_match = true;
+      return true;
     }
   }
-  if (tracked_match) {
-    const Access access = fault_access(ctx);
-    const int prot = access == Access::read ? PROT_READ : PROT_READ | PROT_WRITE;
-    if (::mprotect(reinterpret_cast<void*>(page), ~g.page_mask + 1, prot) != 0) {
-      // Almost always the VMA limit (vm.max_map_count): every page given back splits its VMA.
-      // Give the whole range back (merging its VMAs); end_window re-arms it.
-      if (::mprotect(reinterpret_cast<void*>(tb), te - tb, PROT_READ | PROT_WRITE) != 0) return false;
-      g.unprotect_fallbacks.fetch_add(1, std::memory_order_relaxed);
-    }
-    g.faults.fetch_add(1, std::memory_order_relaxed);
-    record(g, page | (access == Access::write ? kWrittenBit : 0));
-    return true;
+  return false;
+}
+
+/// A fault in a tracked range: give the page back and record it. False when `addr` is not tracked.
+bool handle_tracked_fault(SignalState& g, std::uintptr_t addr, Access access) {
+  const std::uintptr_t page = addr & g.page_mask;
+  std::uintptr_t tb = 0, te = 0;
+  if (access == Access::exec || !find_tracked(g, page, tb, te)) return false;
+  const int prot = access == Access::read ? PROT_READ : PROT_READ | PROT_WRITE;
+  if (::mprotect(reinterpret_cast<void*>(page), ~g.page_mask + 1, prot) != 0) {
+    // Almost always the VMA limit (vm.max_map_count): every page given back splits its VMA.
+    // Give the whole range back (merging its VMAs); end_window re-arms it.
+    if (::mprotect(reinterpret_cast<void*>(tb), te - tb, PROT_READ | PROT_WRITE) != 0) return false;
+    g.unprotect_fallbacks.fetch_add(1, std::memory_order_relaxed);
   }
-  return retired_match && page_is_readable(page);
+  g.faults.fetch_add(1, std::memory_order_relaxed);
+  record(g, page | (access == Access::write ? kWrittenBit : 0));
+  return true;
+}
+
+/// A fault that matched no tracked range: stale (retry) or real (chain)? Note [stale faults].
+/// The answer is final only when no untrack ran meanwhile: an untrack in progress may still have
+/// to restore access that a concurrent handler just narrowed, so wait for it and look again.
+bool fault_is_stale(SignalState& g, std::uintptr_t addr, Access access) {
+  const std::uintptr_t page = addr & g.page_mask;
+  for (;;) {
+    const std::uint64_t gen = g.untrack_gen.load();
+    if (access_allowed_now(addr, access)) return true;
+    std::uintptr_t tb, te;
+    if (access != Access::exec && find_tracked(g, page, tb, te)) return true;  // armed meanwhile: retry as tracked
+    if (!(gen & 1) && g.untrack_gen.load() == gen) return false;
+    ::sched_yield();
+  }
 }
 
 bool handler_is_ours(const struct sigaction& sa);
@@ -204,9 +280,13 @@ void on_sigsegv(int sig, siginfo_t* info, void* ctx) {
   SignalState& g = g_signal_state;
   bool handled = false;
   if (info != nullptr && info->si_code == SEGV_ACCERR) {
+    const auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
+    const Access access = fault_access(ctx);
     g.in_flight.fetch_add(1, std::memory_order_seq_cst);
-    handled = handle_fault(g, reinterpret_cast<std::uintptr_t>(info->si_addr), ctx);
+    handled = handle_tracked_fault(g, addr, access);
     g.in_flight.fetch_sub(1, std::memory_order_seq_cst);
+    // Outside in_flight: this path changes no protection, and untrack() waits for in_flight.
+    if (!handled) handled = fault_is_stale(g, addr, access);
   }
   errno = saved_errno;
   if (!handled) chain(g, sig, info, ctx);
@@ -221,36 +301,34 @@ void wait_for_handlers(SignalState& g) {
 
 /// Rewrites a slot under its sequence number.
 void write_slot(Slot& s, std::uint32_t state, std::uintptr_t b, std::uintptr_t e) {
-  s.seq.fetch_add(1, std::memory_order_acq_rel);  // odd: the handler skips the slot
-  std::atomic_thread_fence(std::memory_order_release);
-  s.state.store(state, std::memory_order_relaxed);
-  s.begin.store(b, std::memory_order_relaxed);
-  s.end.store(e, std::memory_order_relaxed);
-  s.seq.fetch_add(1, std::memory_order_release);
+  s.seq.fetch_add(1);  // odd: the handler skips the slot
+  s.state.store(state);
+  s.begin.store(b);
+  s.end.store(e);
+  s.seq.fetch_add(1);
 }
 
-void retire_slot(Slot& s, std::uint64_t window) {
-  s.retired_window = window;
-  s.seq.fetch_add(1, std::memory_order_acq_rel);
-  s.state.store(kRetired, std::memory_order_relaxed);
-  s.seq.fetch_add(1, std::memory_order_release);
-}
-
-/// A free slot, else the oldest retired one, else -1 (table full).
+/// A free slot, or -1 when the table is full.
 int allocate_slot(SignalState& g) {
   const std::uint32_t n = g.used.load(std::memory_order_relaxed);
-  int oldest = -1;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const auto st = g.slots[i].state.load(std::memory_order_relaxed);
-    if (st == kFree) return static_cast<int>(i);
-    if (st == kRetired && (oldest < 0 || g.slots[i].retired_window < g.slots[oldest].retired_window)) oldest = static_cast<int>(i);
-  }
-  if (n < kMaxRanges) {
-    g.used.store(n + 1, std::memory_order_release);  // slot n is free: the handler skips it
-    return static_cast<int>(n);
-  }
-  return oldest;
+  for (std::uint32_t i = 0; i < n; ++i)
+    if (g.slots[i].state.load(std::memory_order_relaxed) == kFree) return static_cast<int>(i);
+  if (n == kMaxRanges) return -1;
+  g.used.store(n + 1, std::memory_order_release);  // slot n is free: the handler skips it
+  return static_cast<int>(n);
 }
+
+/// Marks an untrack in progress for fault_is_stale (odd generation while it runs).
+class UntrackScope {
+ public:
+  explicit UntrackScope(SignalState& g) : g_(g) { g_.untrack_gen.fetch_add(1); }
+  ~UntrackScope() { g_.untrack_gen.fetch_add(1); }
+  UntrackScope(const UntrackScope&) = delete;
+  UntrackScope& operator=(const UntrackScope&) = delete;
+
+ private:
+  SignalState& g_;
+};
 
 struct TrackedRange {
   std::uintptr_t begin, end;
@@ -277,8 +355,6 @@ class MprotectTracer final : public PageTracer {
       base_fallbacks_ = g_.unprotect_fallbacks.load();
       seen_dropped_ = base_dropped_;
       seen_fallbacks_ = base_fallbacks_;
-      // Slots a previous tracer retired restart their grace period on our window count.
-      for (std::uint32_t i = 0; i < g_.used.load(); ++i) g_.slots[i].retired_window = 0;
       install_handler();
     } catch (...) {
       g_.ring.store(nullptr);
@@ -291,26 +367,19 @@ class MprotectTracer final : public PageTracer {
   ~MprotectTracer() override {
     {
       std::lock_guard lock(mu_);
+      UntrackScope untracking(g_);
       std::vector<std::pair<std::uintptr_t, std::uintptr_t>> freed;
       for (const auto& r : ranges_) {
         freed.emplace_back(r.begin, r.end);
         ::mprotect(reinterpret_cast<void*>(r.begin), r.end - r.begin, PROT_READ | PROT_WRITE);
-        retire_slot(g_.slots[r.slot], windows_);
+        write_slot(g_.slots[r.slot], kFree, 0, 0);
       }
       ranges_.clear();
       restore_after_handlers(freed);
     }
     g_.ring.store(nullptr, std::memory_order_seq_cst);
     wait_for_handlers(g_);
-    {
-      std::lock_guard lock(g_.install_mu);
-      struct sigaction cur {};
-      if (::sigaction(SIGSEGV, nullptr, &cur) == 0 && handler_is_ours(cur)) {
-        ::sigaction(SIGSEGV, &g_.previous, nullptr);
-        g_.installed.store(false);
-      }
-    }
-    g_.owned.store(false);
+    g_.owned.store(false);  // the handler stays installed (Note [SIGSEGV handler chaining])
   }
 
   std::string_view name() const override { return "mprotect"; }
@@ -338,6 +407,7 @@ class MprotectTracer final : public PageTracer {
     const auto b = reinterpret_cast<std::uintptr_t>(addr);
     const std::uintptr_t e = b + bytes;
     std::lock_guard lock(mu_);
+    UntrackScope untracking(g_);
     std::vector<TrackedRange> kept;
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> freed;
     kept.reserve(ranges_.size() + 2);
@@ -347,7 +417,7 @@ class MprotectTracer final : public PageTracer {
         continue;
       }
       // Order matters (Note [tracked-range table]): publish the parts that stay tracked, restore
-      // access to the part removed, then retire the old slot.
+      // access to the part removed, then free the old slot.
       const std::uintptr_t cut_b = std::max(r.begin, b), cut_e = std::min(r.end, e);
       bool split_ok = true;
       std::vector<TrackedRange> parts;
@@ -367,12 +437,12 @@ class MprotectTracer final : public PageTracer {
           if (p.slot >= 0 && p.slot != r.slot) write_slot(g_.slots[p.slot], kFree, 0, 0);
         freed.emplace_back(r.begin, r.end);
         ::mprotect(reinterpret_cast<void*>(r.begin), r.end - r.begin, PROT_READ | PROT_WRITE);
-        retire_slot(g_.slots[r.slot], windows_);
+        write_slot(g_.slots[r.slot], kFree, 0, 0);
         continue;
       }
       freed.emplace_back(cut_b, cut_e);
       ::mprotect(reinterpret_cast<void*>(cut_b), cut_e - cut_b, PROT_READ | PROT_WRITE);
-      retire_slot(g_.slots[r.slot], windows_);
+      write_slot(g_.slots[r.slot], kFree, 0, 0);
       for (const auto& p : parts) kept.push_back(p);
     }
     std::sort(kept.begin(), kept.end(), [](const TrackedRange& x, const TrackedRange& y) { return x.begin < y.begin; });
@@ -425,14 +495,8 @@ class MprotectTracer final : public PageTracer {
       r.touched = false;
     }
 
-    // Free slots retired at least two windows ago (Note [tracked-range table]).
     ++windows_;
-    const std::uint32_t n = g_.used.load(std::memory_order_relaxed);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      Slot& s = g_.slots[i];
-      if (s.state.load(std::memory_order_relaxed) == kRetired && s.retired_window + 2 <= windows_) write_slot(s, kFree, 0, 0);
-    }
-    std::uint32_t used = n;
+    std::uint32_t used = g_.used.load(std::memory_order_relaxed);
     while (used > 0 && g_.slots[used - 1].state.load(std::memory_order_relaxed) == kFree) --used;
     g_.used.store(used, std::memory_order_release);
     reported_ += reported;
@@ -454,8 +518,8 @@ class MprotectTracer final : public PageTracer {
  private:
   /// Waits until no handler that saw a range as tracked is still running, then restores access to
   /// the ranges untracked once more: such a handler may have set PROT_READ on a page after our
-  /// first mprotect (Note [tracked-range table]). Handlers arriving later see the slots retired and
-  /// change no protection.
+  /// first mprotect (Note [tracked-range table]). Handlers arriving later find no tracked slot and
+  /// change no protection (Note [stale faults]).
   void restore_after_handlers(const std::vector<std::pair<std::uintptr_t, std::uintptr_t>>& freed) noexcept {
     wait_for_handlers(g_);
     for (const auto& [b, e] : freed) ::mprotect(reinterpret_cast<void*>(b), e - b, PROT_READ | PROT_WRITE);

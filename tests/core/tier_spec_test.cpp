@@ -106,6 +106,7 @@ TEST(TierSpec, BadSpecsNameTheBadPart) {
       {"dram:16G,cxl:64G@36GB", "'36GB'"},
       {"dram:16G,cxl:64G@-3GB/s", "'-3GB/s'"},
       {"9dram:1G", "must be a kind"},
+      {"gpu99999999999:1G", "out of range"},  // found writing tests/fuzz/fuzz_tier_spec: was std::out_of_range
   };
   for (const auto& [spec, expected] : cases) {
     SCOPED_TRACE(spec);

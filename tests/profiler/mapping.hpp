@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -33,8 +34,9 @@ class Mapping {
   std::uintptr_t addr(std::size_t i) const { return reinterpret_cast<std::uintptr_t>(page(i)); }
   std::size_t index_of(std::uintptr_t a) const { return (a - reinterpret_cast<std::uintptr_t>(base_)) / page_; }
 
-  void write(std::size_t i, char v = 1) const { *static_cast<volatile char*>(page(i) + 7) = v; }
-  char read(std::size_t i) const { return *static_cast<volatile char*>(page(i) + 7); }
+  // Relaxed atomic accesses: tests touch one page from several threads on purpose.
+  void write(std::size_t i, char v = 1) const { std::atomic_ref<char>(*(page(i) + 7)).store(v, std::memory_order_relaxed); }
+  char read(std::size_t i) const { return std::atomic_ref<char>(*(page(i) + 7)).load(std::memory_order_relaxed); }
 
  private:
   std::size_t page_;
