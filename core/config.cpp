@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "core/process_rank.hpp"
 
 namespace tierpack {
 namespace {
@@ -106,7 +107,13 @@ Config parse_config(std::string_view text) {
 
 Config config_from_env() {
   const char* env = std::getenv("TIERPACK_CONF");
-  return parse_config(env ? std::string_view(env) : std::string_view());
+  Config c = parse_config(env ? std::string_view(env) : std::string_view());
+  const int rank = [] {
+    const auto r = process_rank_from_env();
+    return r ? r->rank : 0;
+  }();
+  for (std::string* path : {&c.profile_out, &c.plan_in, &c.stats_out}) *path = expand_rank_pattern(*path, rank);
+  return c;
 }
 
 std::string format_config(const Config& c) {

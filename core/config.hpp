@@ -38,7 +38,8 @@ struct Config {
 
 /// Parses "key:value,key:value". Empty text gives the defaults. Throws logic_error.
 Config parse_config(std::string_view text);
-/// Parses $TIERPACK_CONF (defaults when unset).
+/// Parses $TIERPACK_CONF (defaults when unset); `%r` in its paths becomes this process's rank
+/// (core/process_rank.hpp, Note [Per-rank files]).
 Config config_from_env();
 /// Inverse of parse_config for the keys that differ from the defaults.
 std::string format_config(const Config& c);

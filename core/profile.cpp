@@ -91,6 +91,11 @@ void to_json(nlohmann::json& j, const Profile& p) {
                      {"pages", p.pages},
                      {"iterations", iters},
                      {"divergences", divs}};
+  // Only ranks of a distributed job carry these (older readers ignore unknown keys).
+  if (m.rank >= 0) {
+    j["meta"]["rank"] = m.rank;
+    j["meta"]["world_size"] = m.world_size;
+  }
 }
 
 void from_json(const nlohmann::json& j, Profile& p) {
@@ -104,6 +109,11 @@ void from_json(const nlohmann::json& j, Profile& p) {
   detail::get_or(m, "iterations_observed", p.meta.iterations_observed);
   detail::get_or(m, "profiled_iteration", p.meta.profiled_iteration);
   detail::get_or(m, "iteration_source", p.meta.iteration_source);
+  detail::get_or(m, "rank", p.meta.rank);
+  detail::get_or(m, "world_size", p.meta.world_size);
+  if (p.meta.rank >= 0 && p.meta.rank >= p.meta.world_size)
+    throw format_error("meta.rank " + std::to_string(p.meta.rank) + " is outside meta.world_size " +
+                       std::to_string(p.meta.world_size));
   detail::read(j.at("topology"), p.topology);
   detail::get_or(j, "iteration_ns", p.iteration_ns);
   detail::read(j.at("ops"), p.ops);

@@ -24,6 +24,8 @@ struct ProfileMeta {
   std::int32_t iterations_observed = 0;
   std::int32_t profiled_iteration = -1;  ///< which observed iteration the records describe
   std::string iteration_source;  ///< "optimizer-step", "explicit", "periodicity", "whole-run"
+  std::int32_t rank = -1;        ///< rank in a distributed job (-1: not part of one)
+  std::int32_t world_size = 0;   ///< ranks in that job (0: not part of one)
 
   friend bool operator==(const ProfileMeta&, const ProfileMeta&) = default;
 };

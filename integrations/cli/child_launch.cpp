@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "core/error.hpp"
 
@@ -56,6 +58,23 @@ std::string resolve_program(const std::string& name) {
 bool looks_like_python(const std::string& program) {
   const std::string base = fs::path(program).filename().string();
   return base.rfind("python", 0) == 0;
+}
+
+/// The Python interpreter a script names in its `#!` line (`#!/usr/bin/python3`,
+/// `#!/usr/bin/env python3`), or "" when it is not a Python script. Launchers such as `torchrun` are
+/// Python scripts: their workers inherit the bootstrap through PYTHONPATH.
+std::string shebang_python(const std::string& program) {
+  std::ifstream in(program);
+  std::string line;
+  if (!in || !std::getline(in, line) || line.rfind("#!", 0) != 0) return "";
+  std::istringstream words(line.substr(2));
+  std::string interp, arg;
+  words >> interp >> arg;
+  if (fs::path(interp).filename() == "env") {
+    if (arg.empty() || !looks_like_python(arg)) return "";
+    return resolve_program(arg);
+  }
+  return looks_like_python(interp) ? interp : "";
 }
 
 /// Whether `python` can import torch (find_spec only: importing torch takes seconds).
@@ -116,18 +135,19 @@ ChildLaunch prepare_child(const std::vector<std::string>& command, const std::st
   c.argv[0] = resolve_program(command[0]);
   c.env["TIERPACK_CONF"] = conf;
   c.env["TIERPACK_LIB"] = paths.torch_lib;
-  c.python = looks_like_python(c.argv[0]);
+  const std::string interpreter = looks_like_python(c.argv[0]) ? c.argv[0] : shebang_python(c.argv[0]);
+  c.python = !interpreter.empty();
   if (c.python) {
     if (paths.python_dir.empty())
       throw error("the tierpack Python bootstrap (python/tierpack, python/sitecustomize) was not found");
-    if (!python_has_torch(c.argv[0])) {
+    if (!python_has_torch(interpreter)) {
       std::string hint;
       for (const char* cand : {"/usr/bin/python3", "/usr/local/bin/python3"})
-        if (cand != c.argv[0] && ::access(cand, X_OK) == 0 && python_has_torch(cand)) {
+        if (cand != interpreter && ::access(cand, X_OK) == 0 && python_has_torch(cand)) {
           hint = "; " + std::string(cand) + " can (use it: tierpack profile ... -- " + cand + " script.py)";
           break;
         }
-      throw error(c.argv[0] + " cannot import torch" + hint);
+      throw error(interpreter + " cannot import torch" + hint);
     }
     c.env["PYTHONPATH"] = prepend(paths.sitecustomize_dir + ":" + paths.python_dir, std::getenv("PYTHONPATH"));
     c.how = "Python: bootstrap through sitecustomize (" + paths.sitecustomize_dir + ")";

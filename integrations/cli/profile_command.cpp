@@ -4,10 +4,12 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/process_rank.hpp"
 #include "core/profile.hpp"
 #include "integrations/cli/args.hpp"
 #include "integrations/cli/child_launch.hpp"
 #include "integrations/cli/commands.hpp"
+#include "integrations/cli/rank_files.hpp"
 #include "profiler/profile_summary.hpp"
 
 namespace tierpack::cli {
@@ -22,7 +24,8 @@ const char* const kProfileUsage =
     "  whether later iterations allocate the same way. Python commands are bootstrapped through a\n"
     "  sitecustomize (no code change); other commands (LibTorch programs) get libtierpack_torch.so\n"
     "  through LD_PRELOAD.\n"
-    "  -o FILE              where the profile goes\n"
+    "  -o FILE              where the profile goes; %r in it becomes each rank's number under torchrun\n"
+    "                       (tierpack profile -o out.%r.tpk -- torchrun --nproc-per-node 2 train.py)\n"
     "  --warmup N           iterations to skip first (default 1)\n"
     "  --iterations N       iterations compared to build the profile; the first is recorded (default 1)\n"
     "  --max-iterations N   stop observing after N iterations (default: until the program ends)\n"
@@ -75,6 +78,10 @@ int run_profile(const std::vector<std::string>& argv) {
   namespace fs = std::filesystem;
   const std::string out = fs::absolute(*args.get("-o")).lexically_normal().string();
   if (out.find(',') != std::string::npos) throw usage_error("the output path cannot contain ','");
+  // `%r` (Note [Per-rank files]): inside a rank it names this rank's file; otherwise the command is
+  // the distributed launcher and every rank writes its own.
+  const auto rank = process_rank_from_env();
+  const bool per_rank = has_rank_pattern(out) && !rank;
   Config c;
   c.mode = RunMode::profile;
   c.profile_out = out;
@@ -96,26 +103,39 @@ int run_profile(const std::vector<std::string>& argv) {
 
   const TierpackPaths paths = find_tierpack_paths();
   const ChildLaunch launch = prepare_child(args.child, format_config(c), paths);
+  const std::string single = expand_rank_pattern(out, rank ? rank->rank : 0);
   std::error_code ec;
-  fs::remove(out, ec);  // so a missing file afterwards means "not written"
+  if (per_rank)
+    remove_rank_files(out);
+  else
+    fs::remove(single, ec);  // so a missing file afterwards means "not written"
 
   std::fprintf(stderr, "tierpack profile: running %s (%s)\n", launch.argv[0].c_str(), launch.how.c_str());
   const int status = run_child(launch);
-  const bool written = fs::exists(out, ec);
   std::fprintf(stderr, "tierpack profile: the command ended with %s\n", describe_status(status).c_str());
-  if (!written) {
+  std::vector<RankFile> files;
+  if (per_rank)
+    files = existing_rank_files(out);
+  else if (fs::exists(single, ec))
+    files.push_back({rank ? rank->rank : 0, single});
+  if (files.empty()) {
     std::fprintf(stderr,
                  "tierpack profile: error: no profile was written to %s (see the messages above: too few iterations, "
                  "no iteration boundary, or torch never loaded)\n",
-                 out.c_str());
+                 per_rank ? (out + " for any rank").c_str() : single.c_str());
     return status != 0 ? status : 1;
   }
-  const Profile p = read_profile(out);  // validates what the child wrote
-  std::fprintf(stderr,
-               "tierpack profile: %s: iteration %d of %d (%s), %zu ops, %zu tensors, %zu divergent iteration(s); "
-               "see `tierpack profile --summary %s`\n",
-               out.c_str(), p.meta.profiled_iteration, p.meta.iterations_observed, p.meta.iteration_source.c_str(),
-               p.ops.size(), p.tensors.size(), p.divergences.size(), out.c_str());
+  for (const auto& f : files) {
+    const Profile p = read_profile(f.path);  // validates what the child wrote
+    const std::string who = p.meta.rank >= 0 ? " (rank " + std::to_string(p.meta.rank) + " of " +
+                                                   std::to_string(p.meta.world_size) + ")"
+                                             : std::string();
+    std::fprintf(stderr,
+                 "tierpack profile: %s%s: iteration %d of %d (%s), %zu ops, %zu tensors, %zu divergent iteration(s); "
+                 "see `tierpack profile --summary %s`\n",
+                 f.path.c_str(), who.c_str(), p.meta.profiled_iteration, p.meta.iterations_observed,
+                 p.meta.iteration_source.c_str(), p.ops.size(), p.tensors.size(), p.divergences.size(), f.path.c_str());
+  }
   return status;
 }
 

@@ -109,7 +109,10 @@ bool Session::wants_ops() const noexcept {
 
 void Session::log(std::string_view line) const noexcept {
   if (config_.log == LogLevel::quiet) return;
-  std::fprintf(stderr, "tierpack: %.*s\n", static_cast<int>(line.size()), line.data());
+  if (options_.rank)
+    std::fprintf(stderr, "tierpack[rank %d]: %.*s\n", options_.rank->rank, static_cast<int>(line.size()), line.data());
+  else
+    std::fprintf(stderr, "tierpack: %.*s\n", static_cast<int>(line.size()), line.data());
 }
 
 // ---- events ---------------------------------------------------------------------------------------
@@ -179,6 +182,10 @@ bool Session::write_profile_now(bool final) noexcept {
       return true;
     }
     Profile p = final ? recorder_->finish() : recorder_->snapshot();
+    if (options_.rank) {
+      p.meta.rank = options_.rank->rank;
+      p.meta.world_size = options_.rank->world_size;
+    }
     write_profile(p, config_.profile_out);
     const bool update = written_.exchange(true);
     written_iterations_ = observed;

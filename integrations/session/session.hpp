@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/process_rank.hpp"
 #include "core/tensor_record.hpp"
 #include "integrations/session/host_memory.hpp"
 #include "profiler/event_recorder.hpp"
@@ -57,6 +59,7 @@ struct SessionOptions {
   std::string framework;     ///< "torch 1.13.1", "libtorch 2.11.0"
   bool create_host_memory = true;  ///< create the ProfilingArena in profile mode (tests may not want it)
   bool discover_topology = true;
+  std::optional<ProcessRank> rank;  ///< set under a distributed launcher: goes to the profile, prefixes status lines
 };
 
 class Session {

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "core/config.hpp"
+#include "core/process_rank.hpp"
 #include "core/version.hpp"
 #include "integrations/session/session.hpp"
 #include "integrations/torch/tierpack_c.h"
@@ -69,6 +70,7 @@ int enable(const char* conf_text) {
   tierpack::SessionOptions options;
   options.command = command_line();
   options.framework = tierpack::torch_hooks::torch_version();
+  options.rank = tierpack::process_rank_from_env();
   auto* session = new Session(config, options);
   tierpack::torch_hooks::install(session);
   g_session.store(session);

@@ -24,7 +24,21 @@ def _chain_next_sitecustomize():
         sys.stderr.write("tierpack: the chained sitecustomize (%s) failed: %s\n" % (spec.origin, e))
 
 
+def _is_distributed_launcher():
+    """Whether this process is torchrun's (or torch.distributed.launch's) launcher: it imports torch
+    but trains nothing; its workers, started with this environment, are the ranks to enable."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    base = os.path.basename(argv0)
+    if base in ("torchrun", "torchrun.py"):
+        return True
+    parts = os.path.normpath(argv0).split(os.sep)
+    return len(parts) >= 3 and parts[-3:-1] == ["torch", "distributed"] and base in ("run.py", "launch.py")
+
+
 def _enable_tierpack():
+    if _is_distributed_launcher():
+        # Keep TIERPACK_CONF for the workers (each one enables itself, with its own %r paths).
+        return
     try:
         import tierpack
         tierpack.enable()

@@ -102,6 +102,21 @@ TEST(ProfileIo, RoundTrips) {
   fs::remove(path);
 }
 
+TEST(ProfileIo, RankOfADistributedJobRoundTrips) {
+  Profile p = small_profile();
+  p.meta.rank = 1;
+  p.meta.world_size = 2;
+  const std::string path = temp_path("rank.tpk");
+  write_profile(p, path);
+  const Profile q = read_profile(path);
+  EXPECT_EQ(q.meta.rank, 1);
+  EXPECT_EQ(q.meta.world_size, 2);
+  EXPECT_EQ(p, q);
+  fs::remove(path);
+  // A profile without them (one process) reads as rank -1.
+  EXPECT_EQ(small_profile().meta.rank, -1);
+}
+
 TEST(ProfileIo, PeakBytesSweepsLifetimes) {
   const Profile p = small_profile();
   EXPECT_EQ(p.peak_bytes(-1), 5096u);
