@@ -9,11 +9,14 @@
 
 #include "core/error.hpp"
 #include "core/plan.hpp"
+#include "core/process_rank.hpp"
 #include "core/profile.hpp"
 #include "core/tier_spec.hpp"
 #include "core/units.hpp"
 #include "integrations/cli/args.hpp"
 #include "integrations/cli/commands.hpp"
+#include "integrations/cli/rank_files.hpp"
+#include "report/rank_overview.hpp"
 #include "report/report_writer.hpp"
 #include "report/run_stats.hpp"
 
@@ -22,6 +25,7 @@ namespace tierpack::cli {
 const char* const kReportUsage =
     "usage: tierpack report run.tpk [--plan plan.json] [--run-stats stats.json] [-o DIR] [--budget SIZE]\n"
     "                       [--tiers SPEC|FILE|preset:NAME] [--quiet]\n"
+    "       tierpack report out.%r.tpk | r0.tpk r1.tpk ... [same options; %r in --plan/--run-stats]\n"
     "  Writes an offline report of a profile into DIR (default: report):\n"
     "    index.html              one self-contained page: summary, memory by tier, tensor lifetimes, page map,\n"
     "                            migrations, tables (open it in any browser; no network needed)\n"
@@ -33,13 +37,89 @@ const char* const kReportUsage =
     "  --budget SIZE           fast-tier budget to draw and to evaluate (\"24G\", \"40%\" of the peak)\n"
     "  --tiers T               tier model for \"what tierpack would save\" (as for tierpack plan); default: the\n"
     "                          plan's, else the profile's tiers, else a preset (named on the page)\n"
-    "  --quiet                 print only where the report is\n";
+    "  --quiet                 print only where the report is\n"
+    "  Several profiles (the ranks of a distributed job, or a %r pattern) give one report per rank in\n"
+    "  DIR/rank<N>/ and a merged view: DIR/index.html compares the ranks, DIR/trace.json holds them all.\n";
+
+namespace {
+
+struct OneReport {
+  Profile profile;
+  report::ReportResult result;
+  double read_seconds = 0;
+};
+
+/// Reads one profile (and its plan / run stats) and writes its report into `out_dir`.
+OneReport write_one(const std::string& profile_path, const std::optional<std::string>& plan_path,
+                    const std::optional<std::string>& stats_path, const std::optional<Budget>& budget,
+                    report::ReportOptions options, const std::string& out_dir) {
+  const auto started = std::chrono::steady_clock::now();
+  OneReport one;
+  report::ReportInputs inputs;
+  inputs.profile_path = profile_path;
+  one.profile = read_profile(profile_path);
+  inputs.profile = &one.profile;
+  std::optional<Plan> plan;
+  if (plan_path) {
+    plan = read_plan(*plan_path);
+    inputs.plan = &*plan;
+    inputs.plan_path = *plan_path;
+  }
+  std::optional<report::RunStats> run;
+  if (stats_path) {
+    run = report::read_run_stats(*stats_path);
+    inputs.run_stats = &*run;
+    inputs.run_stats_path = *stats_path;
+  }
+  if (budget) {
+    // A percentage refers to the peak of the device budgets apply to (the busiest GPU, else the host).
+    std::set<int> devices;
+    for (const auto& t : one.profile.tensors) devices.insert(t.device);
+    const bool gpu = !devices.empty() && *devices.rbegin() >= 0;
+    std::uint64_t peak = 0;
+    for (int d : devices)
+      if ((d >= 0) == gpu) peak = std::max(peak, one.profile.peak_bytes(d));
+    options.budget_bytes = budget->resolve(peak);
+  }
+  one.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  one.result = report::write_report(inputs, options, out_dir);
+  return one;
+}
+
+void print_files(const std::vector<report::WrittenFile>& files, double& total, bool quiet) {
+  for (const auto& f : files) {
+    total += f.seconds;
+    if (!quiet) std::printf("  wrote %-40s %10s  (%.2f s)\n", f.path.c_str(), format_bytes(f.bytes).c_str(), f.seconds);
+  }
+}
+
+/// The profiles a distributed job's report covers: the positional files, or the files of a `%r` pattern.
+std::vector<RankFile> rank_profiles(const std::vector<std::string>& positional) {
+  std::vector<RankFile> files;
+  if (positional.size() == 1) {
+    files = existing_rank_files(positional.front());
+    if (files.empty()) throw error("no profile matches " + positional.front());
+    return files;
+  }
+  for (std::size_t i = 0; i < positional.size(); ++i) files.push_back({static_cast<int>(i), positional[i]});
+  return files;
+}
+
+/// `%r` in --plan / --run-stats names each rank's file; without it the flag cannot serve several ranks.
+std::optional<std::string> per_rank_flag(const Args& args, const std::string& flag, int rank) {
+  const auto v = args.get(flag);
+  if (!v) return std::nullopt;
+  if (!has_rank_pattern(*v)) throw usage_error(flag + " must name each rank's file with %r when reporting several ranks");
+  return expand_rank_pattern(*v, rank);
+}
+
+}  // namespace
 
 int run_report(const std::vector<std::string>& argv) {
   const Args args = parse_args(argv, {.valued = {"--plan", "--run-stats", "-o", "--budget", "--tiers"},
                                       .switches = {"--quiet"},
                                       .min_positional = 1,
-                                      .max_positional = 1});
+                                      .max_positional = 64});
   std::optional<Budget> budget;
   report::ReportOptions options;
   try {
@@ -58,49 +138,45 @@ int run_report(const std::vector<std::string>& argv) {
     options.tier_model_source = "--tiers " + *tiers;
   }
   const std::string out_dir = args.get_or("-o", "report");
-
-  const auto started = std::chrono::steady_clock::now();
-  report::ReportInputs inputs;
-  inputs.profile_path = args.positional.front();
-  const Profile profile = read_profile(inputs.profile_path);
-  inputs.profile = &profile;
-  std::optional<Plan> plan;
-  if (auto path = args.get("--plan")) {
-    plan = read_plan(*path);
-    inputs.plan = &*plan;
-    inputs.plan_path = *path;
-  }
-  std::optional<report::RunStats> run;
-  if (auto path = args.get("--run-stats")) {
-    run = report::read_run_stats(*path);
-    inputs.run_stats = &*run;
-    inputs.run_stats_path = *path;
-  }
-  if (budget) {
-    // A percentage refers to the peak of the device budgets apply to (the busiest GPU, else the host).
-    std::set<int> devices;
-    for (const auto& t : profile.tensors) devices.insert(t.device);
-    const bool gpu = !devices.empty() && *devices.rbegin() >= 0;
-    std::uint64_t peak = 0;
-    for (int d : devices)
-      if ((d >= 0) == gpu) peak = std::max(peak, profile.peak_bytes(d));
-    options.budget_bytes = budget->resolve(peak);
-  }
-
-  const double read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  const auto result = report::write_report(inputs, options, out_dir);
   const bool quiet = args.has("--quiet");
+  double total = 0;
+
+  const bool several = args.positional.size() > 1 || has_rank_pattern(args.positional.front());
+  if (several) {
+    // A distributed job (docs/distributed.md): one report per rank in rank<N>/, and a merged view.
+    std::vector<OneReport> reports;
+    std::vector<report::RankReport> ranks;
+    const auto files = rank_profiles(args.positional);
+    reports.reserve(files.size());
+    for (const auto& f : files) {
+      const std::string dir = "rank" + std::to_string(f.rank);
+      reports.push_back(write_one(f.path, per_rank_flag(args, "--plan", f.rank), per_rank_flag(args, "--run-stats", f.rank),
+                                  budget, options, (std::filesystem::path(out_dir) / dir).string()));
+      OneReport& one = reports.back();
+      const int rank = one.profile.meta.rank >= 0 ? one.profile.meta.rank : f.rank;
+      ranks.push_back({rank, f.path, &one.profile, dir, one.result.summary});
+      total += one.read_seconds + one.result.model_seconds;
+      if (!quiet) std::printf("rank %d (%s):\n", rank, f.path.c_str());
+      print_files(one.result.files, total, quiet);
+    }
+    const auto files_written = report::write_rank_overview(ranks, out_dir);
+    print_files(files_written, total, quiet);
+    const std::string index = std::filesystem::absolute(files_written.front().path).string();
+    std::printf("report: file://%s  (%zu ranks, %.2f s)\n", index.c_str(), ranks.size(), total);
+    return 0;
+  }
+
+  const OneReport one = write_one(args.positional.front(), args.get("--plan"), args.get("--run-stats"), budget,
+                                  options, out_dir);
+  const auto& result = one.result;
   if (!quiet) {
     for (const auto& s : result.summary) std::printf("  %s\n", s.c_str());
     for (const auto& w : result.warnings) std::printf("  warning: %s\n", w.c_str());
     std::printf("\n");
   }
-  double total = read_seconds + result.model_seconds;
-  if (!quiet) std::printf("  read the inputs in %.2f s, computed the statistics in %.2f s\n", read_seconds, result.model_seconds);
-  for (const auto& f : result.files) {
-    total += f.seconds;
-    if (!quiet) std::printf("  wrote %-40s %10s  (%.2f s)\n", f.path.c_str(), format_bytes(f.bytes).c_str(), f.seconds);
-  }
+  total += one.read_seconds + result.model_seconds;
+  if (!quiet) std::printf("  read the inputs in %.2f s, computed the statistics in %.2f s\n", one.read_seconds, result.model_seconds);
+  print_files(result.files, total, quiet);
   const std::string index = std::filesystem::absolute(result.files.front().path).string();
   std::printf("report: file://%s  (%.2f s)\n", index.c_str(), total);
   if (!quiet) std::printf("  trace.json: open in ui.perfetto.dev; memory_snapshot.pickle: drop onto pytorch.org/memory_viz\n");

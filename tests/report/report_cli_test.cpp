@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <sys/wait.h>
 
@@ -15,6 +16,7 @@
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "report/run_stats.hpp"
+#include "tests/report/format_checks.hpp"
 #include "tests/report/report_fixtures.hpp"
 
 using namespace tierpack;
@@ -73,7 +75,7 @@ TEST_F(ReportCli, BudgetFlagDrawsTheBudget) {
 }
 
 TEST_F(ReportCli, BadUsageExitsTwo) {
-  for (const char* args : {"", "--frobnicate x.tpk", "a.tpk b.tpk", "run.tpk --budget lots", "run.tpk --link-bandwidth fast"}) {
+  for (const char* args : {"", "--frobnicate x.tpk", "run.tpk --budget lots", "run.tpk --link-bandwidth fast"}) {
     const auto r = run(args, dir_);
     EXPECT_EQ(r.status, 2) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
@@ -90,6 +92,50 @@ TEST_F(ReportCli, UnreadableInputsExitOne) {
     EXPECT_EQ(r.status, 1) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;
   }
+}
+
+// A distributed job (docs/distributed.md): one report per rank and a merged view of them.
+TEST_F(ReportCli, SeveralRanksGetOneReportEachAndAMergedView) {
+  for (int rank = 0; rank < 2; ++rank) {
+    FixtureOptions o;
+    Profile p = make_training_profile(o);
+    p.meta.rank = rank;
+    p.meta.world_size = 2;
+    write_profile(p, dir_ + "/out." + std::to_string(rank) + ".tpk");
+  }
+  const auto r = run(dir_ + "/out.%r.tpk -o " + dir_ + "/job", dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("(2 ranks"), std::string::npos) << r.out;
+  for (const char* f : {"rank0/index.html", "rank1/index.html", "rank1/trace.json", "index.html", "trace.json"})
+    EXPECT_TRUE(fs::exists(dir_ + "/job/" + f)) << f;
+  const std::string index = read_file(dir_ + "/job/index.html");
+  EXPECT_NE(index.find("href=\"rank0/index.html\""), std::string::npos);
+  EXPECT_NE(index.find("href=\"rank1/index.html\""), std::string::npos);
+  EXPECT_NE(index.find("1 of 2"), std::string::npos);
+
+  // The merged trace follows the format's rules and keeps both ranks' tracks apart.
+  const auto merged = nlohmann::json::parse(read_file(dir_ + "/job/trace.json"));
+  const auto one = nlohmann::json::parse(read_file(dir_ + "/job/rank0/trace.json"));
+  EXPECT_EQ(merged.at("traceEvents").size(), 2 * one.at("traceEvents").size());
+  double end_us = 0;
+  for (const auto& e : merged.at("traceEvents"))
+    end_us = std::max(end_us, e.value("ts", 0.0) + e.value("dur", 0.0));
+  const auto problems = validate_trace(merged, end_us);
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  std::set<std::string> names;
+  for (const auto& e : merged.at("traceEvents"))
+    if (e.value("name", "") == "process_name") names.insert(e.at("args").at("name").get<std::string>());
+  EXPECT_TRUE(std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.rfind("rank 0: ", 0) == 0; }));
+  EXPECT_TRUE(std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.rfind("rank 1: ", 0) == 0; }));
+
+  // Listing the files works the same; a --plan for several ranks must name each rank's file.
+  EXPECT_EQ(run(dir_ + "/out.0.tpk " + dir_ + "/out.1.tpk -o " + dir_ + "/job2 --quiet", dir_).status, 0);
+  const auto bad = run(dir_ + "/out.%r.tpk --plan " + dir_ + "/plan.json -o " + dir_ + "/job3", dir_);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("%r"), std::string::npos) << bad.err;
+  const auto none = run(dir_ + "/nothing.%r.tpk -o " + dir_ + "/job4", dir_);
+  EXPECT_EQ(none.status, 1);
+  EXPECT_NE(none.err.find("no profile matches"), std::string::npos) << none.err;
 }
 
 TEST(RunStatsFile, RoundTripsAndRejectsNewerVersions) {
