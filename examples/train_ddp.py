@@ -3,7 +3,7 @@
 on the gloo backend, one process per rank, started by torchrun. Needs nothing from the network.
 
     torchrun --nproc_per_node 2 examples/train_ddp.py
-    tierpack profile -o out.%r.tpk -- torchrun --nproc_per_node 2 examples/train_ddp.py     # one profile per rank
+    tierpack profile --warmup 2 -o out.%r.tpk -- torchrun --nproc_per_node 2 examples/train_ddp.py     # one profile per rank
     torchrun --nproc_per_node 2 --no_python tierpack profile -o out.%r.tpk -- /usr/bin/python3 examples/train_ddp.py
 
 Every rank prints "rank R iter I loss L". Ranks see different data (seeded by rank); DDP averages the
