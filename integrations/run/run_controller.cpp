@@ -2,6 +2,7 @@
 #include "integrations/run/run_controller.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -53,6 +54,19 @@ std::string node_counts_text(const std::map<int, std::uint64_t>& m, std::uint64_
     s += ": " + std::to_string(n) + " pages (" + format_bytes(n * page) + ")";
   }
   return s.empty() ? "no pages" : s;
+}
+
+/// read_plan() without std::stringstream: in a process that loaded libjemalloc late, a stringstream
+/// buffer grown inside libstdc++ and freed by inlined code here reaches two different allocators
+/// (seen as a crash in jemalloc's sized delete). Plain fread into a vector keeps both on one side.
+Plan read_plan_here(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw os_error("fopen(" + path + ")", errno);
+  std::vector<char> text;
+  char buf[65536];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.insert(text.end(), buf, buf + n);
+  std::fclose(f);
+  return parse_plan(std::string_view(text.data(), text.size()), path);
 }
 
 }  // namespace
@@ -117,7 +131,7 @@ std::shared_ptr<RunController> RunController::attach(Session& session, const Con
   session.set_host_memory(std::move(memory));
   session.add_listener(controller);
   if (!config.plan_in.empty()) {
-    Plan plan = read_plan(config.plan_in);
+    Plan plan = read_plan_here(config.plan_in);
     if (plan.device >= 0)
       throw logic_error(config.plan_in + " places GPU " + std::to_string(plan.device) +
                         " tensors; tierpack run applies host plans (make one with --device host)");
@@ -228,7 +242,8 @@ void RunController::settle_arena_tensors(const Plan& plan) {
   const TierId fast = runtime_->fast_tier();
   const auto slow = runtime_->slow_tier();
   const int fast_node = alloc.node_of(fast);
-  const int slow_node = slow ? alloc.node_of(*slow) : -1;
+  const bool two_tiers = slow && *slow != fast;  // a one-tier plan names the same tier twice
+  const int slow_node = two_tiers ? alloc.node_of(*slow) : -1;
   std::map<GroupId, TierId> home;
   for (const PageGroup& g : plan.groups) home[g.id] = g.home;
   host::HostOs& os = alloc.os();
@@ -238,7 +253,7 @@ void RunController::settle_arena_tensors(const Plan& plan) {
   std::uint64_t on_fast = 0, moved = 0;
   for (const TensorPlacement& p : plan.placements) {
     if (p.seq >= 0 || p.address == 0 || !arena->owns(reinterpret_cast<void*>(p.address))) continue;
-    const bool to_slow = slow && home.count(p.group) && home[p.group] == plan.slow_tier;
+    const bool to_slow = two_tiers && home.count(p.group) && home[p.group] == plan.slow_tier;
     if (!to_slow) {
       on_fast += p.bytes;
       continue;
@@ -285,7 +300,7 @@ void RunController::sample(std::uint64_t t_ns) {
     occ_now_.push_back({t_ns, t, bytes});
   };
   add(runtime_->fast_tier(), arena_fast_bytes_);
-  if (auto s = runtime_->slow_tier()) add(*s, arena_moved_bytes_);
+  if (auto s = runtime_->slow_tier(); s && *s != runtime_->fast_tier()) add(*s, arena_moved_bytes_);
 }
 
 void RunController::on_op_begin(std::string_view, Phase) noexcept {
@@ -373,8 +388,10 @@ void RunController::on_finish() noexcept {
     for (const RunIterationRecord& r : iterations_) {
       std::string line = "iteration " + std::to_string(r.index) + ": " + format_duration_ns(double(r.step_ns));
       if (!r.planned) {
-        line += r.index < apply_from_ || apply_from_ < 0 ? (r.index < config_.warmup_iterations ? " (warm-up)" : " (profiling)")
-                                                          : "";
+        const bool profiling = config_.plan_in.empty() && r.index < config_.warmup_iterations + config_.profile_iterations;
+        line += r.index < config_.warmup_iterations && config_.plan_in.empty() ? " (warm-up)"
+                : profiling                                                   ? " (profiling)"
+                                                                              : " (no plan)";
       } else {
         const auto& s = r.stats;
         line += ", " + std::to_string(s.allocations) + " allocations (" + std::to_string(s.planned) + " planned, " +

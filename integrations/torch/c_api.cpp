@@ -74,15 +74,16 @@ int enable(const char* conf_text) {
   const bool run = config.mode == tierpack::RunMode::run;
   const bool given_plan = run && !config.plan_in.empty();
   tierpack::Config session_config = config;
-  if (given_plan) session_config.page_tracer = tierpack::PageTracerKind::off;  // nothing is profiled
+  if (given_plan) {  // nothing is profiled: the recorder only finds iteration boundaries
+    session_config.page_tracer = tierpack::PageTracerKind::off;
+    session_config.warmup_iterations = 1 << 30;
+  }
   if (run) options.create_host_memory = false;
   auto* session = new Session(session_config, options);
   if (run) tierpack::RunController::attach(*session, session_config);  // the session keeps it
   tierpack::torch_hooks::install(session);
   g_session.store(session);
   session->start();
-  if (given_plan)
-    if (auto* r = session->recorder()) r->abandon();  // the plan is given: no profiling
   tierpack::torch_hooks::refresh_observer();
   std::atexit(finish_at_exit);
   pthread_atfork(nullptr, nullptr, fork_child);
