@@ -16,6 +16,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cache=${TIERPACK_GUEST_CACHE:-$repo/.cache/numa-guest}
 node_mb=1024
 timeout_s=900
+cpu=${TIERPACK_GUEST_CPU:-max}
 cwd=$PWD
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -73,10 +74,9 @@ mount -t devtmpfs dev /dev 2>/dev/null
 for m in netfs 9pnet 9pnet_virtio 9p; do insmod /mods/$m.ko || echo "insmod $m failed"; done
 echo 0 > /proc/sys/kernel/numa_balancing 2>/dev/null
 if mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=1048576,cache=loose hostfs /host; then
-  mount -t proc proc /host/proc
-  mount -t sysfs sys /host/sys
-  mount -t devtmpfs dev /host/dev 2>/dev/null
-  mount -t tmpfs tmp /host/tmp
+  for fs in proc:proc sysfs:sys devtmpfs:dev tmpfs:tmp; do
+    mount -t "${fs%%:*}" "${fs#*:}" "/host/${fs#*:}" || echo "hostfs-guest: mounting ${fs%%:*} on /host/${fs#*:} failed"
+  done
   cp /run.sh /host/tmp/.tierpack-run.sh
   echo "TIERPACK_GUEST_BEGIN nodes=$(ls -d /sys/devices/system/node/node* | wc -l) kernel=$(uname -r)"
   t0=$(cut -d' ' -f1 /proc/uptime)
@@ -97,14 +97,15 @@ mem=$((2 * node_mb))
 log=$work/console.log
 set +e
 timeout "$timeout_s" qemu-system-x86_64 \
-  -machine q35,accel=tcg,hmat=on -cpu max -smp 2 -m "${mem}M" \
+  -machine q35,accel=tcg,hmat=on -cpu "$cpu" -smp 2 -m "${mem}M" \
   -object memory-backend-ram,id=m0,size="${node_mb}M" -object memory-backend-ram,id=m1,size="${node_mb}M" \
   -numa node,nodeid=0,cpus=0-1,memdev=m0,initiator=0 -numa node,nodeid=1,memdev=m1,initiator=0 \
   -numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-latency,latency=100 \
   -numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-bandwidth,bandwidth=20G \
   -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-latency,latency=300 \
   -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-bandwidth,bandwidth=5G \
-  -virtfs local,path=/,mount_tag=hostfs,security_model=none,readonly=on \
+  `# multidevs=remap: without it the host's /proc, /sys, /dev (other devices) share 9p inode numbers` \
+  -virtfs local,path=/,mount_tag=hostfs,security_model=none,readonly=on,multidevs=remap \
   -kernel "$kernel" -initrd "$work/initrd.gz" \
   -append "console=ttyS0 quiet loglevel=3 panic=-1 numa_balancing=disable ${TIERPACK_GUEST_APPEND:-}" \
   -nodefaults -display none -serial stdio -no-reboot </dev/null >"$log" 2>&1
