@@ -80,7 +80,9 @@ std::string_view RunMemory::name() const {
 void* RunMemory::allocate(std::size_t bytes) noexcept {
   if (host::HostRuntime* rt = runtime_.load(std::memory_order_acquire)) {
     try {
-      return rt->allocate(bytes);
+      void* p = rt->allocate(bytes);
+      allocations_.fetch_add(1, std::memory_order_relaxed);
+      return p;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "tierpack: host runtime: %s\n", e.what());
       return nullptr;
@@ -88,6 +90,7 @@ void* RunMemory::allocate(std::size_t bytes) noexcept {
   }
   if (!arena_) return nullptr;
   void* p = arena_->allocate(bytes);
+  if (p) allocations_.fetch_add(1, std::memory_order_relaxed);
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   std::uintptr_t low = arena_low_.load(std::memory_order_relaxed);
   while (p && (low == 0 || a < low) && !arena_low_.compare_exchange_weak(low, a, std::memory_order_relaxed)) {
@@ -178,7 +181,25 @@ Topology RunController::runtime_topology(const Plan& plan) {
   return t;
 }
 
-bool RunController::plan_from_profile(std::int32_t ended) {
+std::int64_t RunController::late_allocations(IterationSource source, const Profile* profile, std::int32_t ended) {
+  if (source != IterationSource::periodicity) return 0;
+  std::uint64_t boundary = next_boundary_;
+  if (profile) {
+    boundary = 0;
+    for (const IterationInfo& it : profile->iterations) {
+      if (it.index <= ended) boundary += it.allocations;
+      if (it.index == profile->meta.profiled_iteration) period_ = it.allocations;
+    }
+  }
+  if (period_ == 0) return 0;
+  next_boundary_ = boundary + period_;
+  const std::uint64_t now = memory_->allocations();
+  // Lost track (an allocation the recorder did not count): start at 0; the runtime notices a mismatch.
+  if (now < boundary || now - boundary >= period_) return 0;
+  return static_cast<std::int64_t>(now - boundary);
+}
+
+bool RunController::plan_from_profile(std::int32_t ended, IterationSource source) {
   try {
     Profile profile = session_.recorder()->snapshot();
     TierModel model = config_.tiers.empty() ? profile.topology : load_tier_model(config_.tiers);
@@ -201,7 +222,7 @@ bool RunController::plan_from_profile(std::int32_t ended) {
       write_plan(plan, path);
       session_.log("plan written to " + path);
     }
-    install_plan(std::move(plan));
+    install_plan(std::move(plan), late_allocations(source, &profile, ended));
     apply_from_ = ended + 1;
     session_.log("applying plan from iteration " + std::to_string(apply_from_));
     return true;
@@ -212,7 +233,7 @@ bool RunController::plan_from_profile(std::int32_t ended) {
   }
 }
 
-void RunController::install_plan(Plan plan) {
+void RunController::install_plan(Plan plan, std::int64_t first_seq) {
   const Topology topo = runtime_topology(plan);
   auto rt = std::make_unique<host::HostRuntime>(config_, topo);
   rt->set_plan(plan);
@@ -232,7 +253,7 @@ void RunController::install_plan(Plan plan) {
   applying_.store(true);
   follow_ops_.store(!plan_.empty());
   next_op_.store(0);
-  runtime_->begin_iteration();
+  runtime_->begin_iteration(first_seq);
 }
 
 void RunController::settle_arena_tensors(const Plan& plan) {
@@ -344,7 +365,7 @@ void RunController::on_op_end(std::string_view) noexcept {
   }
 }
 
-void RunController::on_iteration(std::int32_t ended, IterationSource) noexcept {
+void RunController::on_iteration(std::int32_t ended, IterationSource source) noexcept {
   try {
     std::lock_guard lock(mu_);
     RunIterationRecord rec;
@@ -371,11 +392,11 @@ void RunController::on_iteration(std::int32_t ended, IterationSource) noexcept {
   if (!applying_.load() && plan_error_.empty()) {
     EventRecorder* rec = session_.recorder();
     // The session itself says "recording iteration N" when the profiled iterations begin.
-    if (rec && rec->profile_ready()) plan_from_profile(ended);
+    if (rec && rec->profile_ready()) plan_from_profile(ended, source);
   } else if (applying_.load()) {
     next_op_.store(0, std::memory_order_relaxed);
     t_open_ops.clear();
-    runtime_->begin_iteration();
+    runtime_->begin_iteration(late_allocations(source, nullptr, ended));
   }
   std::lock_guard lock(mu_);
   iter_start_ = std::chrono::steady_clock::now();
@@ -391,6 +412,7 @@ void RunController::on_finish() noexcept {
         const bool profiling = config_.plan_in.empty() && r.index < config_.warmup_iterations + config_.profile_iterations;
         line += r.index < config_.warmup_iterations && config_.plan_in.empty() ? " (warm-up)"
                 : profiling                                                   ? " (profiling)"
+                : r.index < apply_from_                                         ? " (before the plan)"
                                                                               : " (no plan)";
       } else {
         const auto& s = r.stats;

@@ -19,6 +19,15 @@
 // runtime's fast budget, so the fast tier's total stays within the budget the plan was made for.
 // Frees of those tensors go back to the arena (RunMemory routes frees by owns()).
 //
+// Note [Late boundaries]
+// Optimizer-step and explicit marks arrive exactly at the boundary. A boundary found by periodicity
+// of the allocation sequence (LibTorch programs without tierpack::step()) falls on an allocation,
+// and the session reports it at the next op end, a few allocations into the new iteration. Those
+// allocations were served as the previous iteration's tail (beyond the plan: default class); the
+// runtime's sequence then starts at their count, so the rest of the iteration lines up with the plan.
+// Where the boundary was: the profile's iteration lengths up to the profiled one, then one period
+// per iteration; RunMemory counts the same allocations the recorder does.
+//
 // Note [Tiers this machine lacks]
 // The plan's tier model may name a host tier whose NUMA node this machine does not have (a preset
 // such as ddr5-cxl on a one-node machine). Such a tier is emulated on node 0: its arenas, budget and
@@ -65,11 +74,14 @@ class RunMemory final : public HostMemory {
   ProfilingArena* arena() noexcept { return arena_.get(); }
   /// The lowest address the arena handed out (0: none), for residency queries.
   std::uintptr_t arena_low() const noexcept { return arena_low_.load(std::memory_order_relaxed); }
+  /// Blocks handed out so far (what the recorder counts as allocations: Note [Late boundaries]).
+  std::uint64_t allocations() const noexcept { return allocations_.load(std::memory_order_relaxed); }
 
  private:
   std::unique_ptr<ProfilingArena> arena_;
   std::atomic<host::HostRuntime*> runtime_{nullptr};
   std::atomic<std::uintptr_t> arena_low_{0};
+  std::atomic<std::uint64_t> allocations_{0};
 };
 
 /// Per iteration of the run (one line at exit, one entry of the stats file).
@@ -92,14 +104,16 @@ class RunController final : public EventListener {
   void on_op_begin(std::string_view name, Phase phase) noexcept override;
   void on_op_end(std::string_view name) noexcept override;
   void on_iteration(std::int32_t ended, IterationSource source) noexcept override;
+  /// Allocations of the new iteration made before its boundary was reported (Note [Late boundaries]).
+  std::int64_t late_allocations(IterationSource source, const Profile* profile, std::int32_t ended);
   void on_finish() noexcept override;
   bool wants_ops() const noexcept override { return follow_ops_.load(std::memory_order_relaxed); }
 
   /// Makes the plan of the profile just recorded and installs it (phase 2). False when it could not
   /// (the reason is logged and kept for the stats file); training goes on without a plan.
-  bool plan_from_profile(std::int32_t ended);
+  bool plan_from_profile(std::int32_t ended, IterationSource source);
   /// Installs `plan`: the runtime, its budget, the arena's tensors (Note [Tensors from before the plan]).
-  void install_plan(Plan plan);
+  void install_plan(Plan plan, std::int64_t first_seq = 0);
 
   const std::string& plan_error() const { return plan_error_; }
 
@@ -124,6 +138,8 @@ class RunController final : public EventListener {
   std::atomic<bool> follow_ops_{false};         // the plan has moves: op events drive them
   std::atomic<std::int32_t> next_op_{0};
   std::int32_t apply_from_ = -1;                // first iteration the plan was in force
+  std::uint64_t next_boundary_ = 0;             // periodicity: allocation count where the next iteration starts
+  std::uint64_t period_ = 0;                    // periodicity: allocations per iteration (0: marks)
 
   std::mutex mu_;  // guards everything below (op events may come from several threads)
   std::chrono::steady_clock::time_point iter_start_;
