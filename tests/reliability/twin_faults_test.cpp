@@ -184,7 +184,7 @@ TEST_F(TwinFaults, RandomCreationFailuresDuringRandomMovesNeverLoseData) {
     mover_->evict(a, s_);  // every group starts on the host
     mover_->drain();
   }
-  const int rounds = static_cast<int>(env_count("TIERPACK_MIGRATIONS", 300));
+  const int rounds = static_cast<int>(env_count("TIERPACK_STRESS_MIGRATIONS", 300));
   for (int r = 0; r < rounds; ++r) {
     fail_host_ = rng() % 4 == 0;
     fail_device_ = rng() % 4 == 0;
