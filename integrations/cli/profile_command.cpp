@@ -1,6 +1,7 @@
 // `tierpack profile`: record a Profile of a training command, or print a profile's summary.
-#include <filesystem>
+#include <cerrno>
 #include <cstdio>
+#include <filesystem>
 
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -100,6 +101,11 @@ int run_profile(const std::vector<std::string>& argv) {
   if (args.has("--verbose")) c.log = LogLevel::debug;
   if (c.max_iterations > 0 && c.max_iterations < c.warmup_iterations + c.profile_iterations)
     throw usage_error("--max-iterations must leave room for the warm-up and profiled iterations");
+
+  // An output that cannot be written fails now, not after a (possibly hours-long) run. "a": an
+  // existing profile is not truncated here; it is removed below anyway.
+  if (std::FILE* f = std::fopen(out.c_str(), "ab")) std::fclose(f);
+  else throw os_error("open " + out + " for writing", errno);
 
   const TierpackPaths paths = find_tierpack_paths();
   const ChildLaunch launch = prepare_child(args.child, format_config(c), paths);

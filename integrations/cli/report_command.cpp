@@ -125,7 +125,7 @@ int run_report(const std::vector<std::string>& argv) {
   try {
     if (auto b = args.get("--budget")) budget = parse_budget(*b);
   } catch (const logic_error& e) {
-    throw usage_error(e.what());
+    throw usage_error(std::string("--budget: ") + e.what());
   }
   if (auto tiers = args.get("--tiers")) {
     try {

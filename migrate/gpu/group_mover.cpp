@@ -276,6 +276,9 @@ void GroupMover::run() {
       if (j.cancelled) {
         Job job = std::move(j);
         queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(i));
+        // An eviction given up for lack of host memory (or of handles: creation failed) left chunks
+        // on the device that the plan wanted gone: a failure, counted (a given-up prefetch is a miss).
+        if (job.to == Residence::host) job.failed = true;
         finish(job);
         progressed = true;
         break;
