@@ -10,6 +10,7 @@ std::span<const Command> commands() {
       {"report", "offline report of a profile: HTML, Perfetto trace, memory_viz snapshot", kReportUsage, run_report},
       {"plan", "plan placement and migrations for a profile under a fast-tier budget", kPlanUsage, run_plan},
       {"replay", "simulate a profile under tierpack's plan and baseline policies on a tier model", kReplayUsage, run_replay},
+      {"experiment", "compare placement policies across fast-tier budgets: calibrated model or real NUMA nodes", kExperimentUsage, run_experiment},
   };
   return table;
 }
