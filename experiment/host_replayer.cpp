@@ -96,8 +96,7 @@ ReplayRunStats replay_on_nodes(const ReplayWorkload& w, Placement& placement, co
 
   const std::size_t ops = w.births.size();
   const std::size_t stride = std::max<std::size_t>(1, ops / static_cast<std::size_t>(std::max(1, opts.samples_per_iteration)));
-  double timed_ns = 0;
-  int timed = 0;
+  std::vector<double> timed_ns;
   for (int it = 0; it < opts.iterations; ++it) {
     double excluded = 0;
     const auto t0 = Clock::now();
@@ -132,17 +131,17 @@ ReplayRunStats replay_on_nodes(const ReplayWorkload& w, Placement& placement, co
     }
     placement.end_iteration();
     const double elapsed = ns_since(t0) - excluded;
-    if (it > 0 || opts.iterations == 1) {
-      timed_ns += elapsed;
-      ++timed;
-    }
+    if (it > 0 || opts.iterations == 1) timed_ns.push_back(elapsed);
   }
   for (std::size_t k : w.before) {
     placement.deallocate(addr[k], w.tensors[k].bytes);
     addr[k] = nullptr;
   }
-  s.iterations = timed;
-  s.step_ns = timed ? timed_ns / timed : 0;
+  // The median: the machine running an emulated guest is shared, one slow iteration is noise.
+  std::sort(timed_ns.begin(), timed_ns.end());
+  s.iterations = static_cast<int>(timed_ns.size());
+  const std::size_t m = timed_ns.size();
+  s.step_ns = m == 0 ? 0 : m % 2 ? timed_ns[m / 2] : (timed_ns[m / 2 - 1] + timed_ns[m / 2]) / 2;
   return s;
 }
 

@@ -48,7 +48,7 @@ class Placement {
 };
 
 struct ReplayRunStats {
-  double step_ns = 0;                ///< mean over the iterations after the first
+  double step_ns = 0;                ///< median over the iterations after the first
   std::uint64_t fast_peak_bytes = 0; ///< highest bytes of live tensor pages on the fast node at a sample
   std::uint64_t slow_peak_bytes = 0;
   int iterations = 0;

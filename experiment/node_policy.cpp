@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -28,6 +29,18 @@ int set_policy(void* p, std::size_t bytes, int mode, const std::vector<int>& nod
 }
 
 }  // namespace
+
+int set_process_policy(NodePolicy policy, const std::vector<int>& nodes) {
+  unsigned long mask = 0;
+  for (int n : nodes)
+    if (n >= 0 && n < 64) mask |= 1ul << n;
+  const int mode = policy == NodePolicy::interleave ? kMpolInterleave
+                   : policy == NodePolicy::preferred ? kMpolPreferred
+                   : policy == NodePolicy::bind      ? kMpolBind
+                                                     : 0;
+  if (syscall(SYS_set_mempolicy, mode, mode == 0 ? nullptr : &mask, mode == 0 ? 0ul : 64ul) != 0) return -errno;
+  return 0;
+}
 
 void* map_with_policy(std::size_t bytes, NodePolicy policy, const std::vector<int>& nodes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -125,25 +138,75 @@ void add_residency(const void* p, std::size_t n, std::map<int, std::uint64_t>& b
     if (s >= 0) bytes_per_node[s] += page;
 }
 
-Balloon::Balloon(int node, std::uint64_t leave) {
-  const std::uint64_t free = node_free_bytes(node);
-  const std::uint64_t keep = leave + node_low_watermark_bytes(node);
-  if (free <= keep) return;
+bool Balloon::add(std::uint64_t bytes) {
   const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
-  bytes_ = (free - keep) / page * page;
-  p_ = map_with_policy(bytes_, NodePolicy::bind, {node});
-  if (!p_) throw os_error("mmap+mbind balloon of " + format_bytes(bytes_) + " on node " + std::to_string(node), errno);
+  bytes = bytes / page * page;
+  if (bytes == 0) return true;
+  void* p = map_with_policy(bytes, NodePolicy::bind, {node_});
+  if (!p) return false;
   // mlock populates and pins the pages: reclaim (and so demotion) cannot take them.
-  if (mlock(p_, bytes_) != 0) {
-    const int e = errno;
-    munmap(p_, bytes_);
-    p_ = nullptr;
-    throw os_error("mlock balloon of " + format_bytes(bytes_), e);
+  if (mlock(p, bytes) != 0) {
+    munmap(p, bytes);
+    return false;
   }
+  parts_.emplace_back(p, bytes);
+  return true;
+}
+
+std::uint64_t Balloon::probe() const {
+  // Touch pages with the local policy (this CPU's node is `node_`: node 0 holds the CPUs here) until
+  // a chunk lands on another node; what landed on `node_` is the room left.
+  const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  const std::uint64_t chunk = 64 * page;
+  const std::uint64_t limit = node_free_bytes(node_) + (64ull << 20);
+  void* p = map_with_policy(limit, NodePolicy::local, {});
+  if (!p) return 0;
+  auto* b = static_cast<unsigned char*>(p);
+  std::uint64_t on_node = 0;
+  for (std::uint64_t off = 0; off < limit; off += chunk) {
+    const std::uint64_t n = std::min(chunk, limit - off);
+    for (std::uint64_t x = 0; x < n; x += page) b[off + x] = 1;
+    std::map<int, std::uint64_t> where;
+    add_residency(b + off, n, where);
+    on_node += where[node_];
+    if (where[node_] < n) break;
+  }
+  munmap(p, limit);
+  return on_node;
+}
+
+Balloon::Balloon(int node, std::uint64_t leave) : node_(node) {
+  const std::uint64_t free = node_free_bytes(node);
+  const std::uint64_t first = free > leave + node_low_watermark_bytes(node) ? free - leave - node_low_watermark_bytes(node) : 0;
+  if (!add(first)) throw os_error("mmap+mbind+mlock balloon of " + format_bytes(first) + " on node " + std::to_string(node), errno);
+  // Probe, adjust, probe again until the room is within tolerance of `leave`.
+  const std::uint64_t tolerance = std::max<std::uint64_t>(256u << 10, leave / 10);
+  for (int round = 0; round < 6; ++round) {
+    room_ = probe();
+    if (room_ > leave + tolerance) {
+      if (!add(room_ - leave)) break;
+    } else if (room_ + tolerance < leave && !parts_.empty()) {
+      // Too little room: give back the last part and re-add it smaller by the shortfall.
+      auto [p, n] = parts_.back();
+      parts_.pop_back();
+      munmap(p, n);
+      const std::uint64_t shortfall = leave - room_;
+      if (!add(n > shortfall ? n - shortfall : 0)) break;
+    } else {
+      break;
+    }
+  }
+  room_ = probe();  // what the run starts with (reported)
 }
 
 Balloon::~Balloon() {
-  if (p_) munmap(p_, bytes_);
+  for (auto [p, n] : parts_) munmap(p, n);
+}
+
+std::uint64_t Balloon::bytes() const {
+  std::uint64_t n = 0;
+  for (const auto& part : parts_) n += part.second;
+  return n;
 }
 
 }  // namespace tierpack::experiment

@@ -14,6 +14,10 @@ namespace tierpack::experiment {
 
 enum class NodePolicy { local, preferred, bind, interleave };
 
+/// set_mempolicy for the whole process (interleave over `nodes`, or back to the default with local).
+/// Returns 0 or -errno.
+int set_process_policy(NodePolicy policy, const std::vector<int>& nodes);
+
 /// mmap of `bytes` with the policy applied before any page is touched; nullptr on failure.
 void* map_with_policy(std::size_t bytes, NodePolicy policy, const std::vector<int>& nodes);
 void unmap(void* p, std::size_t bytes) noexcept;
@@ -31,19 +35,26 @@ std::map<std::string, std::uint64_t> read_vmstat();
 /// Bytes of the pages of [p, p+n) found on each node (move_pages status); untouched pages are not counted.
 void add_residency(const void* p, std::size_t n, std::map<int, std::uint64_t>& bytes_per_node);
 
-/// Pins `node`'s free memory down to about `leave` bytes (plus the low watermark) for its lifetime:
-/// an mlock'ed mapping bound to the node, so neither reclaim nor demotion can take it back.
+/// Pins `node`'s free memory down to about `leave` bytes for its lifetime: mlock'ed mappings bound to
+/// the node, so neither reclaim nor demotion can take them back. Where allocations start falling back
+/// to another node depends on the kernel's watermarks, so the size is calibrated: a probe touches
+/// pages (local policy) until one lands elsewhere, and the balloon grows or shrinks by the difference
+/// between what fitted and `leave` (a few rounds). room() is what the last probe found.
 class Balloon {
  public:
   Balloon(int node, std::uint64_t leave);
   ~Balloon();
   Balloon(const Balloon&) = delete;
   Balloon& operator=(const Balloon&) = delete;
-  std::uint64_t bytes() const { return bytes_; }
+  std::uint64_t bytes() const;
+  std::uint64_t room() const { return room_; }
 
  private:
-  void* p_ = nullptr;
-  std::uint64_t bytes_ = 0;
+  bool add(std::uint64_t bytes);
+  std::uint64_t probe() const;
+  int node_;
+  std::vector<std::pair<void*, std::uint64_t>> parts_;
+  std::uint64_t room_ = 0;
 };
 
 }  // namespace tierpack::experiment

@@ -85,7 +85,7 @@ std::string format_summary(const ExperimentResult& r) {
   o += "* peak of live tensor bytes: " + format_bytes(r.peak_bytes) + "; all-fast step " + format_duration_ns(r.reference_step_ns) +
        (real ? " (measured)" : " (the profiled iteration)") + "\n";
   if (real) {
-    o += "* " + std::to_string(r.iterations) + " iteration(s) per run, step = mean wall time of the iterations after the first\n";
+    o += "* " + std::to_string(r.iterations) + " iteration(s) per run, step = median wall time of the iterations after the first (residency sampling excluded)\n";
     if (emulated)
       o += "* **EMULATED**: measured in a QEMU TCG guest whose two NUMA nodes have the same real speed; the timings show "
            "the cost of the mechanisms (page faults, migrations, policy calls), not of slower memory.\n";
