@@ -2,9 +2,11 @@
 // policy and fast-tier budget, on the calibrated model or on real NUMA nodes; writes results.csv,
 // summary.md and SVG plots into the output folder (experiment/).
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/file_envelope.hpp"
 #include "core/profile.hpp"
 #include "core/tier_spec.hpp"
 #include "experiment/model_experiment.hpp"
@@ -141,7 +143,16 @@ int run_experiment(const std::vector<std::string>& argv) {
   for (const auto& a : argv) cmd += " " + a;
   commands.push_back(cmd);
   result.commands = commands;
-  for (const auto& path : experiment::write_results(result, *out)) std::fprintf(stderr, "tierpack experiment: wrote %s\n", path.c_str());
+  const auto written = experiment::write_results(result, *out);
+  for (const auto& path : written) std::fprintf(stderr, "tierpack experiment: wrote %s\n", path.c_str());
+  // In the QEMU guest the files vanish with it: TIERPACK_EXPERIMENT_DUMP=1 also prints each one between
+  // markers on stdout (scripts/numa-guest.sh returns the output; bench/results/experiment-*/ shows the split).
+  if (std::getenv("TIERPACK_EXPERIMENT_DUMP")) {
+    for (const auto& path : written) {
+      std::printf("=== TIERPACK FILE %s ===\n%s=== TIERPACK END ===\n", std::filesystem::path(path).filename().c_str(),
+                  read_file(path).c_str());
+    }
+  }
   std::fputs(experiment::format_summary(result).c_str(), stdout);
   return 0;
 }
