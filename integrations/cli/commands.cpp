@@ -11,6 +11,7 @@ std::span<const Command> commands() {
       {"plan", "plan placement and migrations for a profile under a fast-tier budget", kPlanUsage, run_plan},
       {"run", "run a training command with its tensors placed and moved by plan (profile -> plan -> apply)", kRunUsage, run_run},
       {"replay", "simulate a profile under tierpack's plan and baseline policies on a tier model", kReplayUsage, run_replay},
+      {"experiment", "compare placement policies across fast-tier budgets: calibrated model or real NUMA nodes", kExperimentUsage, run_experiment},
   };
   return table;
 }

@@ -32,5 +32,7 @@ int run_replay(const std::vector<std::string>& args);
 extern const char* const kReplayUsage;
 int run_run(const std::vector<std::string>& args);
 extern const char* const kRunUsage;
+int run_experiment(const std::vector<std::string>& args);
+extern const char* const kExperimentUsage;
 
 }  // namespace tierpack::cli

@@ -13,7 +13,8 @@
 namespace {
 int usage(const char* msg) {
   std::fprintf(stderr, "tierpack-synth: %s\nusage: tierpack-synth -o x.tpk [--tensors N] [--seed S] [--host] "
-               "[--hidden FRACTION] [--activation-bytes SIZE] [--param-bytes SIZE] [--small-max SIZE]\n", msg);
+               "[--hidden FRACTION] [--activation-bytes SIZE] [--param-bytes SIZE] [--small-max SIZE]\n"
+               "       [--bytes-per-ns X] [--matmul-work X]\n", msg);
   return 2;
 }
 
@@ -43,6 +44,8 @@ int main(int argc, char** argv) {
       else if (a == "--activation-bytes") o.activation_bytes = tierpack::parse_bytes(value());
       else if (a == "--param-bytes") o.param_bytes = tierpack::parse_bytes(value());
       else if (a == "--small-max") o.small_max_bytes = tierpack::parse_bytes(value());
+      else if (a == "--bytes-per-ns") o.bytes_per_ns = std::stod(value());  // op speed (calibrating a step time)
+      else if (a == "--matmul-work") o.matmul_work = std::stod(value());
       else if (a == "-h" || a == "--help") return usage("writes a synthetic profile"), 0;
       else return usage(("unknown argument '" + a + "'").c_str());
     }

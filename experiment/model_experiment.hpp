@@ -1,0 +1,37 @@
+// Calibrated-model mode of `tierpack experiment`: every policy at every fast-tier budget, simulated by
+// placer/ on a tier model (a preset with published or measured figures, a spec, or a topo file).
+// Kernel tiering and DAMON have no model in the simulator; their rows say "not available" and why.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/profile.hpp"
+#include "core/tier_spec.hpp"
+#include "core/units.hpp"
+#include "experiment/experiment_result.hpp"
+#include "placer/planner.hpp"
+
+namespace tierpack::experiment {
+
+struct BudgetPoint {
+  std::string label;  ///< as the user wrote it
+  Budget budget;
+};
+
+/// "100%,50%,4G" -> budget points; throws logic_error naming the bad item.
+std::vector<BudgetPoint> parse_budget_list(const std::string& text);
+
+using ProgressFn = std::function<void(const std::string&)>;
+
+struct ModelOptions {
+  std::vector<BudgetPoint> budgets;
+  std::vector<std::string> policies;  ///< names from kPolicies
+  placer::PlanOptions plan;           ///< device, group size (fast_budget is set per point)
+  ProgressFn progress;                ///< one line per step, may be empty
+};
+
+ExperimentResult run_model_experiment(const Profile& profile, const TierModel& model, const ModelOptions& opts);
+
+}  // namespace tierpack::experiment

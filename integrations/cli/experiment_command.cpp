@@ -1,0 +1,160 @@
+// `tierpack experiment`: a workload (a profile, or a command profiled first) under every placement
+// policy and fast-tier budget, on the calibrated model or on real NUMA nodes; writes results.csv,
+// summary.md and SVG plots into the output folder (experiment/).
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "core/file_envelope.hpp"
+#include "core/profile.hpp"
+#include "core/tier_spec.hpp"
+#include "experiment/model_experiment.hpp"
+#include "experiment/results_writer.hpp"
+#include "experiment/validation.hpp"
+#include "integrations/cli/args.hpp"
+#include "integrations/cli/commands.hpp"
+#include "integrations/cli/placer_args.hpp"
+#include "placer/planner.hpp"
+#ifdef TIERPACK_HAVE_EXPERIMENT_HOST
+#include "experiment/real_experiment.hpp"
+#endif
+
+namespace tierpack::cli {
+
+const char* const kExperimentUsage =
+    "usage: tierpack experiment (--workload run.tpk | -- COMMAND...) --tiers SPEC|FILE|preset:NAME -o DIR\n"
+    "                           [--fast-budgets 100%,50%,30%,20%] [--policies all|P,P,...] [--mode model|real]\n"
+    "                           [--iterations N] [--scale F] [--device N|host] [--measured LIST [--measured-source TEXT]]\n"
+    "  Runs (real) or simulates (model) the workload under each placement policy and fast-tier budget and\n"
+    "  writes DIR/results.csv, DIR/summary.md, DIR/step_time.svg and DIR/migration.svg. Progress on stderr.\n"
+    "  --workload FILE     a profile (tierpack profile); or give `-- COMMAND` to profile it first (DIR/workload.tpk)\n"
+    "  --tiers T           tier model: spec, `tierpack topo --json` file or preset (h200-pcie, ddr5-cxl,\n"
+    "                      ddr5-remote-socket); real mode maps its first two host tiers to NUMA nodes 0 and 1\n"
+    "  --fast-budgets B    fast-tier budgets, percentages of the peak or sizes (default 100%,50%,30%,20%)\n"
+    "  --policies P        all (default) or a list of: all-fast, first-touch, interleave, preferred-fast,\n"
+    "                      lru-demand, kernel-tiering, damon, page-agnostic, page-aware\n"
+    "  --mode M            model (default): the simulator on the tier model (predicted);\n"
+    "                      real: replay the tensors on this machine's NUMA nodes (needs >= 2 nodes; measured)\n"
+    "  --iterations N      real mode: iterations per run, the first untimed (default 3)\n"
+    "  --scale F           real mode: multiply tensor sizes by F (default 1)\n"
+    "  --measured LIST     model mode: measured step times to validate against, e.g.\n"
+    "                      'all-fast=145ms,page-aware@75%=490ms' (--measured-source says where they are from)\n"
+    "  What is measured and what is modelled: docs/experiments.md.\n";
+
+int run_experiment(const std::vector<std::string>& argv) {
+  const Args args = parse_args(argv, {.valued = {"--workload", "--tiers", "--fast-budgets", "--policies", "--mode", "--iterations",
+                                                 "--scale", "--device", "--measured", "--measured-source", "-o"},
+                                      .switches = {},
+                                      .allow_child = true});
+  const auto out = args.get("-o");
+  if (!out) throw usage_error("missing -o DIR (where the results go)");
+  if (args.has("--workload") == !args.child.empty())
+    throw usage_error("give the workload as --workload run.tpk or as -- COMMAND (one of them)");
+  if (!args.has("--tiers")) throw usage_error("missing --tiers (a spec, a topo JSON file or preset:NAME, e.g. preset:ddr5-cxl)");
+  const std::string mode = args.get_or("--mode", "model");
+  if (mode != "model" && mode != "real") throw usage_error("--mode must be model or real, not '" + mode + "'");
+
+  std::vector<experiment::BudgetPoint> budgets;
+  std::vector<std::string> policies;
+  try {
+    budgets = experiment::parse_budget_list(args.get_or("--fast-budgets", "100%,50%,30%,20%"));
+  } catch (const logic_error& e) {
+    throw usage_error(std::string("--fast-budgets: ") + e.what());
+  }
+  try {
+    policies = experiment::parse_policies(args.get_or("--policies", "all"));
+  } catch (const logic_error& e) {
+    throw usage_error(std::string("--policies: ") + e.what());
+  }
+  auto number = [&](const char* flag, double fallback, double min) {
+    const auto text = args.get(flag);
+    if (!text) return fallback;
+    char* end = nullptr;
+    const double v = std::strtod(text->c_str(), &end);
+    if (end == text->c_str() || *end != '\0' || !(v >= min)) throw usage_error(std::string(flag) + ": bad value '" + *text + "'");
+    return v;
+  };
+  const int iterations = static_cast<int>(number("--iterations", 3, 2));
+  const double scale = number("--scale", 1, 1e-6);
+  if (mode == "real") {
+#ifndef TIERPACK_HAVE_EXPERIMENT_HOST
+    throw usage_error("--mode real: this build has no host tiers (migrate/ was not built)");
+#endif
+  }
+
+  // The workload: a profile file, or the command profiled now.
+  std::string workload;
+  std::vector<std::string> commands;
+  if (auto w = args.get("--workload")) {
+    workload = *w;
+  } else {
+    std::filesystem::create_directories(*out);
+    workload = (std::filesystem::path(*out) / "workload.tpk").string();
+    std::fprintf(stderr, "tierpack experiment: profiling the command into %s\n", workload.c_str());
+    std::vector<std::string> pargs{"-o", workload, "--"};
+    pargs.insert(pargs.end(), args.child.begin(), args.child.end());
+    const int status = run_profile(pargs);
+    if (!std::filesystem::exists(workload)) return status != 0 ? status : 1;
+    std::string cmd = "tierpack profile -o workload.tpk --";
+    for (const auto& a : args.child) cmd += " " + a;
+    commands.push_back(cmd);
+  }
+  const Profile profile = read_profile(workload);
+  const PlannerInputs in = planner_inputs(args, profile, nullptr);
+  auto progress = [](const std::string& line) { std::fprintf(stderr, "tierpack experiment: %s\n", line.c_str()); };
+
+  experiment::ExperimentResult result;
+  if (mode == "model") {
+    experiment::ModelOptions mo;
+    mo.budgets = budgets;
+    mo.policies = policies;
+    mo.plan = in.options;
+    mo.progress = progress;
+    result = experiment::run_model_experiment(profile, in.model, mo);
+    if (auto m = args.get("--measured")) {
+      std::vector<experiment::Measurement> measured;
+      try {
+        measured = experiment::parse_measurements(*m);
+      } catch (const logic_error& e) {
+        throw usage_error(std::string("--measured: ") + e.what());
+      }
+      progress("validating the model against " + std::to_string(measured.size()) + " measurement(s)");
+      result.validation = experiment::validate(profile, in.model, in.options, measured, args.get_or("--measured-source", "--measured"));
+    }
+  } else {
+#ifdef TIERPACK_HAVE_EXPERIMENT_HOST
+    if (args.has("--measured")) throw usage_error("--measured validates the model: use it with --mode model");
+    experiment::RealOptions ro;
+    ro.budgets = budgets;
+    ro.policies = policies;
+    ro.iterations = iterations;
+    ro.scale = scale;
+    ro.model = in.model;
+    ro.plan = in.options;
+    ro.progress = progress;
+    result = experiment::run_real_experiment(profile, ro);
+#endif
+  }
+  result.workload = workload;
+  if (result.tiers.empty()) result.tiers = *args.get("--tiers");
+  else result.tiers += "; planner figures from " + *args.get("--tiers");
+  std::string cmd = "tierpack experiment";
+  for (const auto& a : argv) cmd += " " + a;
+  commands.push_back(cmd);
+  result.commands = commands;
+  const auto written = experiment::write_results(result, *out);
+  for (const auto& path : written) std::fprintf(stderr, "tierpack experiment: wrote %s\n", path.c_str());
+  // In the QEMU guest the files vanish with it: TIERPACK_EXPERIMENT_DUMP=1 also prints each one between
+  // markers on stdout (scripts/numa-guest.sh returns the output; bench/results/experiment-*/ shows the split).
+  if (std::getenv("TIERPACK_EXPERIMENT_DUMP")) {
+    for (const auto& path : written) {
+      std::printf("=== TIERPACK FILE %s ===\n%s=== TIERPACK END ===\n", std::filesystem::path(path).filename().c_str(),
+                  read_file(path).c_str());
+    }
+  }
+  std::fputs(experiment::format_summary(result).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace tierpack::cli
