@@ -105,6 +105,10 @@ struct GpuAllocator::Impl {
   std::vector<EventHandle> events;  // idle events
   std::unique_ptr<HandlePool> pools[kResidenceCount];
   std::function<bool()> pressure;
+  std::vector<StreamHandle> seen_streams;  // every stream work was allocated for or recorded on
+  void saw_stream(StreamHandle s) {
+    if (std::find(seen_streams.begin(), seen_streams.end(), s) == seen_streams.end()) seen_streams.push_back(s);
+  }
   AllocatorStats st;
   std::uint64_t unknown_frees = 0;
 
@@ -559,6 +563,7 @@ void* GpuAllocator::allocate(std::size_t bytes, StreamHandle stream, ArenaId are
   if (bytes == 0) return nullptr;
   auto& I = *impl_;
   std::unique_lock lk(I.m);
+  I.saw_stream(stream);
   I.process_events();
   const std::size_t size = round_up(std::max(bytes, kMinBlock), kMinBlock);
   const bool small = size <= options_.small_threshold;
@@ -658,8 +663,21 @@ void GpuAllocator::record_stream(void* p, StreamHandle stream) {
   auto it = I.live.find(reinterpret_cast<std::uintptr_t>(p));
   TIERPACK_EXPECTS(it != I.live.end(), "record_stream on a pointer this allocator did not return");
   Block* b = it->second;
+  I.saw_stream(stream);
   if (stream != b->stream && std::find(b->uses.begin(), b->uses.end(), stream) == b->uses.end())
     b->uses.push_back(stream);
+}
+
+std::vector<StreamHandle> GpuAllocator::streams() const {
+  auto& I = *impl_;
+  std::lock_guard lk(I.m);
+  return I.seen_streams;
+}
+
+void GpuAllocator::add_stream(StreamHandle s) {
+  auto& I = *impl_;
+  std::lock_guard lk(I.m);
+  I.saw_stream(s);
 }
 
 std::size_t GpuAllocator::block_size(const void* p) const {
