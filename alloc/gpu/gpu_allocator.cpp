@@ -377,29 +377,34 @@ struct GpuAllocator::Impl {
   // A handle for a new chunk: device first (reclaiming, then waiting for evictions), then host
   // when spilling is allowed. Empty result: out of memory.
   Acquired acquire_for_new_chunk(std::unique_lock<std::mutex>& lk) {
+    // Order matters for speed, not correctness: a blocking reclaim (reclaim_one(true)) waits for
+    // the segment's stream to drain everything enqueued so far, i.e. it stalls the CPU's run-ahead
+    // once per allocation while the budget is full; spilling a chunk to host memory (still mapped,
+    // still correct) costs only slower kernels. So spill before waiting, wait only without spill.
     for (int attempt = 0; attempt < 1000; ++attempt) {
       if (PooledHandle h = pool(Residence::device).try_acquire()) return {h, Residence::device};
-      if (reclaim_one(false) || reclaim_one(true)) continue;
-      if (!pressure) break;
-      ++st.pressure_waits;
-      lk.unlock();
+      if (reclaim_one(false)) continue;
       bool more = false;
-      try {
-        more = pressure();
-      } catch (...) {
-        more = false;
+      if (pressure) {
+        ++st.pressure_waits;
+        lk.unlock();
+        try {
+          more = pressure();
+        } catch (...) {
+          more = false;
+        }
+        lk.lock();
       }
-      lk.lock();
-      if (!more) {
-        if (PooledHandle h = pool(Residence::device).try_acquire()) return {h, Residence::device};
-        break;
+      if (more) continue;
+      if (PooledHandle h = pool(Residence::device).try_acquire()) return {h, Residence::device};
+      if (self.options_.spill_to_host) {
+        if (PooledHandle h = pool(Residence::host).try_acquire()) {
+          ++st.spilled_chunks;
+          return {h, Residence::host};
+        }
       }
-    }
-    if (self.options_.spill_to_host) {
-      if (PooledHandle h = pool(Residence::host).try_acquire()) {
-        ++st.spilled_chunks;
-        return {h, Residence::host};
-      }
+      if (reclaim_one(true)) continue;
+      break;
     }
     return {};
   }
@@ -692,6 +697,16 @@ ArenaId GpuAllocator::arena_of(const void* p) const {
   std::lock_guard lk(I.m);
   const Segment* s = I.segment_of(reinterpret_cast<std::uintptr_t>(p));
   return s ? s->arena->id : kDefaultArena;
+}
+
+std::optional<Residence> GpuAllocator::residence_of(const void* p) const {
+  auto& I = *impl_;
+  std::lock_guard lk(I.m);
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  if (a < base_ || a >= base_ + va_bytes_) return std::nullopt;
+  const Segment* s = I.segment_of(a);
+  if (!s) return std::nullopt;
+  return I.chunks[(a - base_) / options_.chunk_bytes].where;
 }
 
 ArenaId GpuAllocator::create_arena(std::string name, std::size_t segment_hint) {

@@ -132,6 +132,8 @@ class GpuAllocator {
   /// The arena of the chunk holding `p` (any address inside a live block); kDefaultArena if unknown.
   ArenaId arena_of(const void* p) const;
 
+  /// Where the chunk holding `p` lives now (nullopt when no segment holds it).
+  std::optional<Residence> residence_of(const void* p) const;
   /// A new, empty arena (a page group). Its first segment is made at least `segment_hint` bytes,
   /// so a group whose size the plan knows packs into one run of chunks.
   ArenaId create_arena(std::string name, std::size_t segment_hint = 0);

@@ -237,30 +237,50 @@ void GroupMover::remap_ready(std::unique_lock<std::mutex>& lk, Residence dir) {
   GateState& gate = gate_[static_cast<int>(dir)];
   lk.unlock();
   const auto t0 = std::chrono::steady_clock::now();
+  // The batch: every (job, move) whose copy is done; remapped by up to remap_threads threads.
+  std::vector<std::pair<std::size_t, std::size_t>> items;
   for (std::size_t j = 0; j < running.size(); ++j) {
     Job& job = running[j];
     done[j].arena = failed[j].arena = job.ticket.arena;
     done[j].to = failed[j].to = job.ticket.to;
-    for (std::size_t i = job.remapped; i < ends[j]; ++i) {
-      const ChunkMove& m = job.ticket.moves[i];
+    for (std::size_t i = job.remapped; i < ends[j]; ++i) items.emplace_back(j, i);
+  }
+  std::vector<char> ok(items.size(), 0);
+  auto remap_range = [&](std::size_t from, std::size_t to) {
+    for (std::size_t k = from; k < to; ++k) {
+      const ChunkMove& m = running[items[k].first].ticket.moves[items[k].second];
       try {
         backend_.unmap(m.va, m.bytes);
       } catch (...) {
-        failed[j].moves.push_back(m);  // still mapped to `from`: nothing changed
-        continue;
+        continue;  // still mapped to `from`: nothing changed
       }
       try {
         backend_.map(m.va, m.to.phys);
-        done[j].moves.push_back(m);
+        ok[k] = 1;
       } catch (...) {
         try {
           backend_.map(m.va, m.from.phys);  // put the old mapping back: the data is unchanged there
         } catch (...) {
           // Nothing else can be done: the chunk stays unmapped and the failure is counted.
         }
-        failed[j].moves.push_back(m);
       }
     }
+  };
+  const std::size_t nthreads =
+      std::min<std::size_t>(static_cast<std::size_t>(std::max(options_.remap_threads, 1)), items.size() / 2 + 1);
+  if (nthreads <= 1) {
+    remap_range(0, items.size());
+  } else {
+    std::vector<std::thread> helpers;
+    const std::size_t per = (items.size() + nthreads - 1) / nthreads;
+    for (std::size_t t = 1; t < nthreads; ++t)
+      helpers.emplace_back(remap_range, std::min(items.size(), t * per), std::min(items.size(), (t + 1) * per));
+    remap_range(0, std::min(items.size(), per));
+    for (std::thread& h : helpers) h.join();
+  }
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const auto [j, i] = items[k];
+    (ok[k] ? done[j] : failed[j]).moves.push_back(running[j].ticket.moves[i]);
   }
   const auto t1 = std::chrono::steady_clock::now();
   const double wait_ns = std::chrono::duration<double, std::nano>(t0 - gate.closed_at).count();

@@ -83,6 +83,7 @@ struct MoverOptions {
   std::chrono::microseconds poll{50};  ///< worker's poll interval while copies run
   std::chrono::microseconds gate_poll{5};  ///< poll interval while waiting for a gate to be reached
   std::chrono::milliseconds gate_timeout{200};  ///< reopen gates not all reached by then (a cycle)
+  int remap_threads = 1;  ///< threads sharing one gated batch's unmap/map calls
   bool gate = true;  ///< gate the allocator's streams around remaps (off only to show the fault in tests)
 };
 
