@@ -30,5 +30,7 @@ int run_plan(const std::vector<std::string>& args);
 extern const char* const kPlanUsage;
 int run_replay(const std::vector<std::string>& args);
 extern const char* const kReplayUsage;
+int run_run(const std::vector<std::string>& args);
+extern const char* const kRunUsage;
 
 }  // namespace tierpack::cli

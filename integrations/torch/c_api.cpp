@@ -20,6 +20,7 @@
 
 #include "core/config.hpp"
 #include "core/version.hpp"
+#include "integrations/run/run_controller.hpp"
 #include "integrations/session/session.hpp"
 #include "integrations/torch/tierpack_c.h"
 #include "integrations/torch/tierpack_torch.hpp"
@@ -69,7 +70,17 @@ int enable(const char* conf_text) {
   tierpack::SessionOptions options;
   options.command = command_line();
   options.framework = tierpack::torch_hooks::torch_version();
-  auto* session = new Session(config, options);
+  // Run mode: the RunController supplies CPU tensor memory and applies the plan (integrations/run).
+  const bool run = config.mode == tierpack::RunMode::run;
+  const bool given_plan = run && !config.plan_in.empty();
+  tierpack::Config session_config = config;
+  if (given_plan) {  // nothing is profiled: the recorder only finds iteration boundaries
+    session_config.page_tracer = tierpack::PageTracerKind::off;
+    session_config.warmup_iterations = 1 << 30;
+  }
+  if (run) options.create_host_memory = false;
+  auto* session = new Session(session_config, options);
+  if (run) tierpack::RunController::attach(*session, session_config);  // the session keeps it
   tierpack::torch_hooks::install(session);
   g_session.store(session);
   session->start();

@@ -133,8 +133,9 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& fn) {
       inputs.clear();  // an input we cannot read: record the op without it
     }
   }
+  // A context for every op (even when the recorder gave no token): listeners (the run controller)
+  // pair op ends with their begins.
   const Session::OpToken token = s->op_begin(name, inputs, phase);
-  if (token == 0 && !step) return nullptr;
   auto ctx = std::make_unique<OpContext>();
   ctx->token = token;
   ctx->optimizer_step = step;

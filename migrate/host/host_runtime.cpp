@@ -206,7 +206,7 @@ void HostRuntime::issue_moves(OpIndex after) {
   for (std::size_t i : it->second) mover_->submit(ap->plan.schedule[i]);
 }
 
-void HostRuntime::begin_iteration() {
+void HostRuntime::begin_iteration(std::int64_t first_seq) {
   {
     std::lock_guard lock(mu_);
     ++iteration_;
@@ -214,7 +214,7 @@ void HostRuntime::begin_iteration() {
     current_.iteration = iteration_;
     suspended_ = false;
   }
-  seq_.store(0, std::memory_order_relaxed);
+  seq_.store(first_seq, std::memory_order_relaxed);
   alloc_->reset_peak(fast_);
   issue_moves(kBeforeIteration);
 }

@@ -73,7 +73,9 @@ class HostRuntime {
   void* allocate(std::size_t bytes);
   void deallocate(void* p) noexcept;
 
-  void begin_iteration();
+  /// `first_seq`: allocations of this iteration that happened before the call (a boundary found
+  /// by allocation periodicity is reported a few allocations late).
+  void begin_iteration(std::int64_t first_seq = 0);
   void end_iteration();
   void on_op_begin(OpIndex op);
   void on_op_end(OpIndex op);

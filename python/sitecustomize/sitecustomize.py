@@ -27,6 +27,11 @@ def _chain_next_sitecustomize():
 def _enable_tierpack():
     try:
         import tierpack
+        # `tierpack run --gpu-budget`: the GPU tier must be PyTorch's CUDA allocator before the first
+        # CUDA tensor, and it reads TIERPACK_CONF, which enable() removes from the environment.
+        if "gpu_budget:" in os.environ.get("TIERPACK_CONF", ""):
+            import tierpack.cuda
+            tierpack.cuda.install_from_env()
         tierpack.enable()
     except Exception as e:  # noqa: BLE001 - training must run even when tierpack cannot
         sys.stderr.write("tierpack: not enabled: %s\n" % e)

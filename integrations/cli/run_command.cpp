@@ -1,0 +1,215 @@
+// `tierpack run`: runs a training command under tierpack. The child profiles its first iteration(s),
+// plans under the fast-tier budget and applies the plan from the next iteration on (or applies a
+// given plan from the start); integrations/run/run_controller.hpp does that inside the child. This
+// command checks the flags, launches the child like `tierpack profile` does, and reports the outcome.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/plan.hpp"
+#include "core/tier_spec.hpp"
+#include "core/units.hpp"
+#include "integrations/cli/args.hpp"
+#include "integrations/cli/child_launch.hpp"
+#include "integrations/cli/commands.hpp"
+
+namespace tierpack::cli {
+
+const char* const kRunUsage =
+    "usage: tierpack run [--fast-budget SIZE|PCT] [--tiers SPEC|FILE|preset:NAME] [--plan plan.json]\n"
+    "                    [--warmup N] [--profile-iterations N] [-o run.tpk] [--stats stats.json]\n"
+    "                    [--gpu-budget SIZE|PCT] [--page-tracer KIND] [--quiet] -- command ...\n"
+    "  Runs a PyTorch (Python or LibTorch) training command with its CPU tensors placed on host memory\n"
+    "  tiers (DRAM and CXL / far NUMA nodes). Phases, each announced by a 'tierpack:' status line:\n"
+    "    1. warm-up and profiling: the first iteration(s) are profiled in the process;\n"
+    "    2. plan: the placer packs tensors into page groups and schedules moves under the fast budget;\n"
+    "    3. apply: from the next iteration on, CPU tensors come from page-group arenas on their planned\n"
+    "       NUMA node and op events move groups between nodes ahead of use;\n"
+    "    4. exit: one line per iteration (allocations, budget fallbacks, bytes moved, late moves) and\n"
+    "       the run statistics file.\n"
+    "  --fast-budget B      budget of the fast tier (DRAM): 4G, 512M, or a percentage of the profiled peak\n"
+    "  --tiers T            tier model to plan for (default: this machine's NUMA nodes); tiers whose NUMA\n"
+    "                       node this machine lacks are emulated on node 0 (see docs/run.md)\n"
+    "  --plan FILE          apply this host plan from the start (no profiling)\n"
+    "  --warmup N           iterations before the profiled one (default 1: optimizer state appears there)\n"
+    "  --profile-iterations N  iterations profiled (default 1); the plan applies after them\n"
+    "  -o FILE              write the profile there, and the plan next to it (FILE without extension\n"
+    "                       + .plan.json)\n"
+    "  --stats FILE         write the run statistics (JSON; `tierpack report --run-stats FILE`)\n"
+    "  --gpu-budget B       passed to the child for the GPU tier (tierpack.cuda, CUDA machines only)\n"
+    "  --page-tracer KIND   host page tracer while profiling: auto, mprotect, uffd, off\n"
+    "  --quiet              no status lines from the child\n";
+
+namespace {
+namespace fs = std::filesystem;
+
+int parse_count(const Args& args, const std::string& flag, int fallback, int min) {
+  const auto v = args.get(flag);
+  if (!v) return fallback;
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(*v, &used);
+    if (used != v->size() || n < min) throw std::invalid_argument("range");
+    return n;
+  } catch (const std::exception&) {
+    throw usage_error("flag " + flag + " needs an integer >= " + std::to_string(min) + ", not '" + *v + "'");
+  }
+}
+
+Budget budget_flag(const Args& args, const std::string& flag) {
+  const auto text = args.get(flag);
+  if (!text) return {};
+  Budget b;
+  try {
+    b = parse_budget(*text);
+  } catch (const logic_error& e) {
+    throw usage_error(flag + ": " + e.what());
+  }
+  if (b.bytes && *b.bytes == 0) throw usage_error(flag + " must be positive");
+  if (b.bytes && *b.bytes < 4096) throw usage_error(flag + " " + *text + " is smaller than one page");
+  return b;
+}
+
+std::string absolute(const std::string& path, const char* what) {
+  const std::string out = fs::absolute(path).lexically_normal().string();
+  if (out.find(',') != std::string::npos) throw usage_error(std::string(what) + " cannot contain ','");
+  return out;
+}
+
+}  // namespace
+
+int run_run(const std::vector<std::string>& argv) {
+  const Args args = parse_args(argv, {.valued = {"--fast-budget", "--tiers", "--plan", "--warmup", "--profile-iterations",
+                                                 "-o", "--stats", "--gpu-budget", "--page-tracer"},
+                                      .switches = {"--quiet", "--verbose"},
+                                      .allow_child = true});
+  if (args.child.empty()) throw usage_error("missing the command to run: tierpack run --fast-budget 4G -- python train.py");
+
+  Config c;
+  c.mode = RunMode::run;
+  c.fast_budget = budget_flag(args, "--fast-budget");
+  c.gpu_budget = budget_flag(args, "--gpu-budget");
+  c.warmup_iterations = parse_count(args, "--warmup", 1, 0);
+  c.profile_iterations = parse_count(args, "--profile-iterations", 1, 1);
+  if (auto t = args.get("--page-tracer")) {
+    try {
+      c.page_tracer = parse_config("page_tracer:" + *t).page_tracer;
+    } catch (const logic_error&) {
+      throw usage_error("--page-tracer must be auto, mprotect, uffd or off, not '" + *t + "'");
+    }
+  }
+  if (args.has("--quiet")) c.log = LogLevel::quiet;
+  if (args.has("--verbose")) c.log = LogLevel::debug;
+
+  if (auto tiers = args.get("--tiers")) {
+    if (args.has("--plan")) throw usage_error("--tiers and --plan: the plan carries its tiers");
+    TierModel model;
+    try {
+      model = load_tier_model(*tiers);
+      validate_tier_model(model);
+    } catch (const format_error& e) {
+      throw usage_error(std::string("--tiers: ") + e.what());
+    } catch (const logic_error& e) {
+      throw usage_error(std::string("--tiers: ") + e.what());
+    }
+    if (model.of_kind(TierKind::host_dram).empty() && model.of_kind(TierKind::far_memory).empty())
+      throw usage_error("--tiers: '" + *tiers + "' has no host memory tier (dram, cxl, ...) to place CPU tensors on");
+    if (tiers->find(',') != std::string::npos && tiers->find('+') == std::string::npos &&
+        !fs::exists(*tiers)) {
+      std::string joined = *tiers;
+      for (char& ch : joined)
+        if (ch == ',') ch = '+';
+      c.tiers = joined;  // ',' separates TIERPACK_CONF keys; the spec grammar accepts '+' too
+    } else if (fs::exists(*tiers)) {
+      c.tiers = absolute(*tiers, "--tiers");
+    } else {
+      c.tiers = *tiers;
+    }
+    if (c.tiers.find(',') != std::string::npos) throw usage_error("--tiers: use '+' between tiers");
+  }
+  if (auto plan = args.get("--plan")) {
+    if (args.has("--fast-budget")) throw usage_error("--fast-budget and --plan: the plan carries its budget");
+    const Plan p = read_plan(*plan);  // a format_error here: exit 1 with the file named
+    if (p.device >= 0)
+      throw usage_error("--plan: " + *plan + " places GPU " + std::to_string(p.device) +
+                        " tensors; tierpack run applies host plans (tierpack plan --device host)");
+    c.plan_in = absolute(*plan, "--plan");
+  }
+  if (auto o = args.get("-o")) {
+    if (args.has("--plan")) throw usage_error("-o writes the profile, and with --plan nothing is profiled");
+    c.profile_out = absolute(*o, "-o");
+  }
+  // The child always writes statistics: this command reads them to report the outcome.
+  std::string stats_tmp;
+  if (auto s = args.get("--stats")) {
+    c.stats_out = absolute(*s, "--stats");
+  } else {
+    stats_tmp = (fs::temp_directory_path() / ("tierpack-run-" + std::to_string(::getpid()) + ".json")).string();
+    c.stats_out = stats_tmp;
+  }
+
+  const TierpackPaths paths = find_tierpack_paths();
+  const ChildLaunch launch = prepare_child(args.child, format_config(c), paths);
+  std::error_code ec;
+  fs::remove(c.stats_out, ec);
+  if (!c.profile_out.empty()) fs::remove(c.profile_out, ec);
+
+  std::fprintf(stderr, "tierpack run: running %s (%s)\n", launch.argv[0].c_str(), launch.how.c_str());
+  const int status = run_child(launch);
+  std::fprintf(stderr, "tierpack run: the command ended with %s\n", describe_status(status).c_str());
+
+  nlohmann::json stats;
+  bool have_stats = false;
+  if (std::ifstream in(c.stats_out); in) {
+    try {
+      in >> stats;
+      have_stats = stats.contains("tierpack_run");
+    } catch (const std::exception&) {
+    }
+  }
+  if (!stats_tmp.empty()) fs::remove(stats_tmp, ec);
+  if (!have_stats) {
+    std::fprintf(stderr,
+                 "tierpack run: error: the run wrote no statistics (tierpack was not enabled in the command: see the "
+                 "messages above; torch never loaded, or no iteration ended)\n");
+    return status != 0 ? status : 1;
+  }
+  const auto& run = stats["tierpack_run"];
+  const std::string plan_error = run.value("plan_error", std::string());
+  if (!run.value("plan_applied", false)) {
+    std::fprintf(stderr, "tierpack run: error: no plan was applied: %s\n",
+                 plan_error.empty() ? "the run ended before the profiled iterations were complete" : plan_error.c_str());
+    return status != 0 ? status : 1;
+  }
+  std::uint64_t to_fast = 0, to_slow = 0, late = 0, fallbacks = 0;
+  int planned = 0;
+  for (const auto& it : run["iterations"]) {
+    if (!it.value("planned", false)) continue;
+    ++planned;
+    to_fast += it["moves"].value("bytes_to_fast", std::uint64_t{0});
+    to_slow += it["moves"].value("bytes_to_slow", std::uint64_t{0});
+    late += it["moves"].value("moves_late", std::uint64_t{0});
+    fallbacks += it.value("over_budget", std::uint64_t{0});
+  }
+  std::fprintf(stderr,
+               "tierpack run: plan applied from iteration %d for %d iteration(s): moved %s to the fast tier, %s to the "
+               "slow tier, %llu late move(s), %llu allocation(s) over budget\n",
+               run.value("apply_from", -1), planned, format_bytes(to_fast).c_str(), format_bytes(to_slow).c_str(),
+               static_cast<unsigned long long>(late), static_cast<unsigned long long>(fallbacks));
+  const std::string plan_file = run.value("plan_file", std::string());
+  if (!c.profile_out.empty() && fs::exists(c.profile_out, ec) && !stats_tmp.empty())
+    std::fprintf(stderr, "tierpack run: profile %s, plan %s (add --stats FILE to see measured vs planned in the report)\n",
+                 c.profile_out.c_str(), plan_file.c_str());
+  else if (!c.profile_out.empty() && fs::exists(c.profile_out, ec))
+    std::fprintf(stderr, "tierpack run: report: tierpack report %s --plan %s --run-stats %s -o report/\n",
+                 c.profile_out.c_str(), plan_file.c_str(), c.stats_out.c_str());
+  return status;
+}
+
+}  // namespace tierpack::cli

@@ -1,0 +1,522 @@
+// RunController and RunMemory (see run_controller.hpp).
+#include "integrations/run/run_controller.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "alloc/host/host_os.hpp"
+#include "core/error.hpp"
+#include "core/file_envelope.hpp"
+#include "core/tier_spec.hpp"
+#include "core/units.hpp"
+#include "placer/planner.hpp"
+
+namespace tierpack {
+namespace {
+
+std::uint64_t since_ns(std::chrono::steady_clock::time_point t0) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
+
+/// The op index of each thread's open ops (op begin/end pairs nest per thread).
+thread_local std::vector<std::int32_t> t_open_ops;
+
+/// Pages per NUMA node (or -errno) of the page-aligned ranges, through move_pages(nodes = NULL).
+void count_nodes(host::HostOs& os, const std::vector<std::pair<std::uintptr_t, std::uintptr_t>>& ranges,
+                 std::map<int, std::uint64_t>& out) {
+  const std::uintptr_t page = os.page_size();
+  std::vector<void*> pages;
+  for (const auto& [b, e] : ranges)
+    for (std::uintptr_t p = b & ~(page - 1); p < e; p += page) pages.push_back(reinterpret_cast<void*>(p));
+  std::sort(pages.begin(), pages.end());
+  pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
+  constexpr std::size_t kBatch = 4096;
+  std::vector<int> status;
+  for (std::size_t i = 0; i < pages.size(); i += kBatch) {
+    const std::size_t n = std::min(kBatch, pages.size() - i);
+    status.assign(n, 0);
+    if (os.move_pages(std::span<void* const>(pages.data() + i, n), {}, status) != 0) continue;
+    for (int s : status) ++out[s];
+  }
+}
+
+std::string node_counts_text(const std::map<int, std::uint64_t>& m, std::uint64_t page) {
+  std::string s;
+  for (const auto& [node, n] : m) {
+    if (!s.empty()) s += ", ";
+    s += node >= 0 ? "node " + std::to_string(node) : "errno " + std::to_string(-node);
+    s += ": " + std::to_string(n) + " pages (" + format_bytes(n * page) + ")";
+  }
+  return s.empty() ? "no pages" : s;
+}
+
+/// read_plan() without std::stringstream: in a process that loaded libjemalloc late, a stringstream
+/// buffer grown inside libstdc++ and freed by inlined code here reaches two different allocators
+/// (seen as a crash in jemalloc's sized delete). Plain fread into a vector keeps both on one side.
+Plan read_plan_here(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw os_error("fopen(" + path + ")", errno);
+  std::vector<char> text;
+  char buf[65536];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.insert(text.end(), buf, buf + n);
+  std::fclose(f);
+  return parse_plan(std::string_view(text.data(), text.size()), path);
+}
+
+}  // namespace
+
+// ---- RunMemory --------------------------------------------------------------------------------------
+
+std::string_view RunMemory::name() const {
+  return runtime_.load(std::memory_order_acquire) ? "host-runtime" : "profiling-arena";
+}
+
+void* RunMemory::allocate(std::size_t bytes) noexcept {
+  if (host::HostRuntime* rt = runtime_.load(std::memory_order_acquire)) {
+    try {
+      void* p = rt->allocate(bytes);
+      allocations_.fetch_add(1, std::memory_order_relaxed);
+      return p;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tierpack: host runtime: %s\n", e.what());
+      return nullptr;
+    }
+  }
+  if (!arena_) return nullptr;
+  void* p = arena_->allocate(bytes);
+  if (p) allocations_.fetch_add(1, std::memory_order_relaxed);
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  std::uintptr_t low = arena_low_.load(std::memory_order_relaxed);
+  while (p && (low == 0 || a < low) && !arena_low_.compare_exchange_weak(low, a, std::memory_order_relaxed)) {
+  }
+  return p;
+}
+
+void RunMemory::deallocate(void* p) noexcept {
+  if (arena_ && arena_->owns(p)) {
+    arena_->deallocate(p);
+  } else if (host::HostRuntime* rt = runtime_.load(std::memory_order_acquire)) {
+    rt->deallocate(p);
+  }
+}
+
+bool RunMemory::owns(const void* p) const noexcept {
+  if (arena_ && arena_->owns(p)) return true;
+  host::HostRuntime* rt = runtime_.load(std::memory_order_acquire);
+  if (!rt) return false;
+  try {
+    return rt->allocator().lookup(p).has_value();
+  } catch (...) {
+    return false;
+  }
+}
+
+// ---- RunController ----------------------------------------------------------------------------------
+
+std::shared_ptr<RunController> RunController::attach(Session& session, const Config& config) {
+  std::unique_ptr<ProfilingArena> arena;
+  if (config.plan_in.empty()) {
+    try {
+      arena = std::make_unique<ProfilingArena>();
+    } catch (const std::exception& e) {
+      session.log(std::string("no profiling arena (") + e.what() + "): CPU tensors get no page data");
+    }
+  }
+  auto memory = std::make_unique<RunMemory>(std::move(arena));
+  auto controller = std::make_shared<RunController>(session, config, memory.get());
+  const bool have_arena = memory->arena() != nullptr;
+  session.set_host_memory(std::move(memory));
+  session.add_listener(controller);
+  if (!config.plan_in.empty()) {
+    Plan plan = read_plan_here(config.plan_in);
+    if (plan.device >= 0)
+      throw logic_error(config.plan_in + " places GPU " + std::to_string(plan.device) +
+                        " tensors; tierpack run applies host plans (make one with --device host)");
+    session.log("run: plan " + config.plan_in + " applies from iteration 0 (no profiling)");
+    controller->install_plan(std::move(plan));
+    controller->apply_from_ = 0;
+  } else {
+    if (!have_arena) {
+      // Nothing to profile into: the runtime serves every tensor on the fast tier until the plan.
+      controller->runtime_ = std::make_unique<host::HostRuntime>(config, Topology{});
+      controller->memory_->install(controller->runtime_.get());
+    }
+    const int w = config.warmup_iterations;
+    const int last = w + config.profile_iterations - 1;
+    session.log("run: warm-up " + std::to_string(w) + " iteration(s), profiling iteration" +
+                (last > w ? "s " + std::to_string(w) + ".." + std::to_string(last) : " " + std::to_string(w)) +
+                ", then the plan applies; fast budget " +
+                (config.fast_budget.is_set() ? config.fast_budget.to_string() : std::string("unlimited")) + "; tiers " +
+                (config.tiers.empty() ? std::string("of this machine") : config.tiers));
+    if (w == 0) session.log("profiling iteration 0");
+  }
+  controller->iter_start_ = std::chrono::steady_clock::now();
+  return controller;
+}
+
+RunController::RunController(Session& session, Config config, RunMemory* memory)
+    : session_(session), config_(std::move(config)), memory_(memory) {}
+
+std::string RunController::plan_path() const {
+  if (config_.profile_out.empty()) return {};
+  std::filesystem::path p(config_.profile_out);
+  return p.replace_extension().string() + ".plan.json";
+}
+
+Topology RunController::runtime_topology(const Plan& plan) {
+  Topology t = plan.topology;
+  const int nodes = host::system_os().node_count();
+  for (Tier& tier : t.tiers) {
+    if (tier.kind != TierKind::host_dram && tier.kind != TierKind::far_memory) continue;
+    if (tier.numa_node >= 0 && tier.numa_node < nodes) continue;
+    emulated_.push_back(tier.name + " (NUMA node " + std::to_string(tier.numa_node) + ")");
+    tier.numa_node = 0;
+  }
+  return t;
+}
+
+std::int64_t RunController::late_allocations(IterationSource source, const Profile* profile, std::int32_t ended) {
+  if (source != IterationSource::periodicity) return 0;
+  std::uint64_t boundary = next_boundary_;
+  if (profile) {
+    boundary = 0;
+    for (const IterationInfo& it : profile->iterations) {
+      if (it.index <= ended) boundary += it.allocations;
+      if (it.index == profile->meta.profiled_iteration) period_ = it.allocations;
+    }
+  }
+  if (period_ == 0) return 0;
+  next_boundary_ = boundary + period_;
+  const std::uint64_t now = memory_->allocations();
+  // Lost track (an allocation the recorder did not count): start at 0; the runtime notices a mismatch.
+  if (now < boundary || now - boundary >= period_) return 0;
+  return static_cast<std::int64_t>(now - boundary);
+}
+
+bool RunController::plan_from_profile(std::int32_t ended, IterationSource source) {
+  try {
+    Profile profile = session_.recorder()->snapshot();
+    TierModel model = config_.tiers.empty() ? profile.topology : load_tier_model(config_.tiers);
+    if (model.of_kind(TierKind::host_dram).empty() && model.of_kind(TierKind::far_memory).empty())
+      throw logic_error("the tier model has no host tier");
+    placer::PlanOptions opts;
+    opts.device = -1;
+    opts.fast_budget = config_.fast_budget;
+    Plan plan = placer::make_plan(profile, model, opts);
+    const auto& pr = plan.prediction;
+    std::uint64_t to_slow = 0, to_fast = 0;
+    for (const Move& m : plan.schedule) (m.kind == MoveKind::evict ? to_slow : to_fast) += m.bytes;
+    session_.log("plan: " + std::to_string(plan.groups.size()) + " page groups, " +
+                 std::to_string(plan.schedule.size()) + " moves per iteration (" + format_bytes(to_slow) +
+                 " to the slow tier, " + format_bytes(to_fast) + " back); fast-tier peak " +
+                 format_bytes(pr.fast_peak_bytes) + " of " + format_bytes(pr.natural_peak_bytes) + ", budget " +
+                 format_bytes(plan.fast_budget_bytes) + (plan.empty() ? "; nothing to move" : ""));
+    for (const auto& n : plan.notes) session_.log("plan note: " + n);
+    if (const std::string path = plan_path(); !path.empty()) {
+      write_plan(plan, path);
+      session_.log("plan written to " + path);
+    }
+    install_plan(std::move(plan), late_allocations(source, &profile, ended));
+    apply_from_ = ended + 1;
+    session_.log("applying plan from iteration " + std::to_string(apply_from_));
+    return true;
+  } catch (const std::exception& e) {
+    plan_error_ = e.what();
+    session_.log("plan: error: " + plan_error_ + " (training goes on without a plan)");
+    return false;
+  }
+}
+
+void RunController::install_plan(Plan plan, std::int64_t first_seq) {
+  const Topology topo = runtime_topology(plan);
+  auto rt = std::make_unique<host::HostRuntime>(config_, topo);
+  rt->set_plan(plan);
+  plan_ = std::move(plan);
+  moves_after_.clear();
+  for (std::size_t i = 0; i < plan_.schedule.size(); ++i) moves_after_[plan_.schedule[i].issue_after].push_back(i);
+  host::HostRuntime* old = runtime_.release();  // a runtime without plan keeps serving its blocks' frees
+  (void)old;  // never destroyed: tensors from it may still be alive (RunMemory cannot reach it any more
+              // for frees, so they leak; this only happens when the profiling arena was unavailable)
+  runtime_ = std::move(rt);
+  settle_arena_tensors(plan_);
+  for (const auto& e : emulated_)
+    session_.log("tier " + e + " is not on this machine: emulated on node 0 (budget and moves are enforced and "
+                 "counted, pages stay on node 0)");
+  session_.log(runtime_->plan_summary());
+  memory_->install(runtime_.get());
+  applying_.store(true);
+  follow_ops_.store(!plan_.empty());
+  next_op_.store(0);
+  runtime_->begin_iteration(first_seq);
+}
+
+void RunController::settle_arena_tensors(const Plan& plan) {
+  ProfilingArena* arena = memory_->arena();
+  if (!arena || plan.fast_tier == kNoTier) return;
+  host::HostArenaAllocator& alloc = runtime_->allocator();
+  const TierId fast = runtime_->fast_tier();
+  const auto slow = runtime_->slow_tier();
+  const int fast_node = alloc.node_of(fast);
+  const bool two_tiers = slow && *slow != fast;  // a one-tier plan names the same tier twice
+  const int slow_node = two_tiers ? alloc.node_of(*slow) : -1;
+  std::map<GroupId, TierId> home;
+  for (const PageGroup& g : plan.groups) home[g.id] = g.home;
+  host::HostOs& os = alloc.os();
+  const std::uintptr_t page = os.page_size();
+  std::vector<void*> pages;
+  std::vector<int> nodes, status;
+  std::uint64_t on_fast = 0, moved = 0;
+  for (const TensorPlacement& p : plan.placements) {
+    if (p.seq >= 0 || p.address == 0 || !arena->owns(reinterpret_cast<void*>(p.address))) continue;
+    const bool to_slow = two_tiers && home.count(p.group) && home[p.group] == plan.slow_tier;
+    if (!to_slow) {
+      on_fast += p.bytes;
+      continue;
+    }
+    if (slow_node == fast_node) {  // emulated slow tier: the pages are where they belong
+      moved += p.bytes;
+      continue;
+    }
+    // Whole pages of the tensor only: a page shared with another tensor stays where it is.
+    const std::uintptr_t b = (p.address + page - 1) & ~(page - 1);
+    const std::uintptr_t e = (p.address + p.bytes) & ~(page - 1);
+    pages.clear();
+    for (std::uintptr_t a = b; a < e; a += page) pages.push_back(reinterpret_cast<void*>(a));
+    std::uint64_t here = 0;
+    if (!pages.empty()) {
+      nodes.assign(pages.size(), slow_node);
+      status.assign(pages.size(), 0);
+      if (os.move_pages(pages, nodes, status) == 0)
+        for (int s : status) here += s == slow_node ? page : 0;
+    }
+    moved += here;
+    on_fast += p.bytes > here ? p.bytes - here : 0;
+  }
+  arena_fast_bytes_ = on_fast;
+  arena_moved_bytes_ = moved;
+  const std::uint64_t budget = alloc.usage(fast).budget;
+  if (budget != 0) alloc.set_budget(fast, budget > on_fast ? budget - on_fast : 1);
+  if (on_fast || moved)
+    session_.log("tensors from before the plan (profiling arena): " + format_bytes(on_fast) + " stay on the fast tier, " +
+                 format_bytes(moved) + " on the slow tier" +
+                 (budget ? "; the runtime's fast budget is " + format_bytes(alloc.usage(fast).budget) : std::string()));
+}
+
+void RunController::sample(std::uint64_t t_ns) {
+  // mu_ held
+  host::HostArenaAllocator& alloc = runtime_->allocator();
+  auto add = [&](TierId t, std::uint64_t extra) {
+    const std::uint64_t bytes = alloc.usage(t).resident + extra;
+    for (auto it = occ_now_.rbegin(); it != occ_now_.rend(); ++it)
+      if (it->tier == t) {
+        if (it->bytes == bytes) return;
+        break;
+      }
+    occ_now_.push_back({t_ns, t, bytes});
+  };
+  add(runtime_->fast_tier(), arena_fast_bytes_);
+  if (auto s = runtime_->slow_tier(); s && *s != runtime_->fast_tier()) add(*s, arena_moved_bytes_);
+}
+
+void RunController::on_op_begin(std::string_view, Phase) noexcept {
+  if (!follow_ops_.load(std::memory_order_relaxed)) return;
+  const std::int32_t op = next_op_.fetch_add(1, std::memory_order_relaxed);
+  try {
+    t_open_ops.push_back(op);
+  } catch (...) {
+    return;
+  }
+  runtime_->on_op_begin(op);
+}
+
+void RunController::on_op_end(std::string_view) noexcept {
+  if (!follow_ops_.load(std::memory_order_relaxed) || t_open_ops.empty()) return;
+  const std::int32_t op = t_open_ops.back();
+  t_open_ops.pop_back();
+  runtime_->on_op_end(op);
+  try {
+    std::lock_guard lock(mu_);
+    const std::uint64_t t = since_ns(iter_start_);
+    if (!pending_.empty()) {
+      auto& mover = runtime_->mover();
+      std::erase_if(pending_, [&](std::size_t i) {
+        if (mover.in_flight(moves_now_[i].group)) return false;
+        moves_now_[i].end_ns = t;
+        return true;
+      });
+    }
+    // Mirror what the runtime just issued (it issues nothing once the iteration left the plan).
+    if (auto it = moves_after_.find(op); it != moves_after_.end() && runtime_->has_plan() &&
+                                         runtime_->current_iteration().divergence.empty()) {
+      for (std::size_t i : it->second) {
+        const Move& m = plan_.schedule[i];
+        pending_.push_back(moves_now_.size());
+        moves_now_.push_back({m.group, m.kind, m.from, m.to, m.bytes, t, t});
+      }
+    }
+    sample(t);
+  } catch (...) {
+  }
+}
+
+void RunController::on_iteration(std::int32_t ended, IterationSource source) noexcept {
+  try {
+    std::lock_guard lock(mu_);
+    RunIterationRecord rec;
+    rec.index = ended;
+    rec.step_ns = since_ns(iter_start_);
+    if (applying_.load() && ended >= apply_from_) {
+      runtime_->end_iteration();
+      rec.planned = true;
+      rec.stats = runtime_->last_iteration();
+      if (!moves_now_.empty() || !occ_now_.empty()) {
+        occ_last_.swap(occ_now_);
+        moves_last_.swap(moves_now_);
+        sampled_ = ended;
+      }
+      occ_now_.clear();
+      moves_now_.clear();
+      pending_.clear();
+      if (!rec.stats.divergence.empty())
+        session_.log("iteration " + std::to_string(ended) + " left the plan: " + rec.stats.divergence);
+    }
+    iterations_.push_back(rec);
+  } catch (...) {
+  }
+  if (!applying_.load() && plan_error_.empty()) {
+    EventRecorder* rec = session_.recorder();
+    // The session itself says "recording iteration N" when the profiled iterations begin.
+    if (rec && rec->profile_ready()) plan_from_profile(ended, source);
+  } else if (applying_.load()) {
+    next_op_.store(0, std::memory_order_relaxed);
+    t_open_ops.clear();
+    runtime_->begin_iteration(late_allocations(source, nullptr, ended));
+  }
+  std::lock_guard lock(mu_);
+  iter_start_ = std::chrono::steady_clock::now();
+}
+
+void RunController::on_finish() noexcept {
+  if (finished_.exchange(true)) return;
+  try {
+    if (runtime_) runtime_->mover().wait_idle();
+    for (const RunIterationRecord& r : iterations_) {
+      std::string line = "iteration " + std::to_string(r.index) + ": " + format_duration_ns(double(r.step_ns));
+      if (!r.planned) {
+        const bool profiling = config_.plan_in.empty() && r.index < config_.warmup_iterations + config_.profile_iterations;
+        line += r.index < config_.warmup_iterations && config_.plan_in.empty() ? " (warm-up)"
+                : profiling                                                   ? " (profiling)"
+                : r.index < apply_from_                                         ? " (before the plan)"
+                                                                              : " (no plan)";
+      } else {
+        const auto& s = r.stats;
+        line += ", " + std::to_string(s.allocations) + " allocations (" + std::to_string(s.planned) + " planned, " +
+                std::to_string(s.unplanned) + " default, " + std::to_string(s.mismatched) + " mismatched, " +
+                std::to_string(s.fallbacks) + " over budget), fast peak " + format_bytes(s.fast_peak + arena_fast_bytes_) +
+                "; " + s.moves.summary();
+        if (!s.divergence.empty()) line += "; left the plan: " + s.divergence;
+      }
+      session_.log(line);
+    }
+    if (runtime_) {
+      host::HostArenaAllocator& alloc = runtime_->allocator();
+      std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
+      alloc.for_each([&](const host::AllocationInfo& i) {
+        const auto b = reinterpret_cast<std::uintptr_t>(i.base);
+        ranges.emplace_back(b, b + i.usable);
+      });
+      std::map<int, std::uint64_t> rt_nodes, arena_nodes;
+      count_nodes(alloc.os(), ranges, rt_nodes);
+      session_.log("residency at exit (move_pages): runtime blocks: " + node_counts_text(rt_nodes, alloc.os().page_size()));
+      if (memory_->arena() && memory_->arena_low()) {
+        if (auto ext = memory_->arena()->extent_of(memory_->arena_low())) {
+          count_nodes(alloc.os(), {*ext}, arena_nodes);
+          session_.log("residency at exit (move_pages): profiling arena: " +
+                       node_counts_text(arena_nodes, alloc.os().page_size()));
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    session_.log(std::string("run summary failed: ") + e.what());
+  }
+  write_stats();
+}
+
+void RunController::write_stats() noexcept {
+  if (config_.stats_out.empty()) return;
+  try {
+    report::RunStats s;
+    s.source = "tierpack run";
+    s.fast_budget_bytes = plan_.fast_budget_bytes;
+    s.sampled_iteration = sampled_;
+    nlohmann::json extra = nlohmann::json::array();
+    for (const RunIterationRecord& r : iterations_) {
+      if (r.planned) {
+        report::RunIteration it;
+        it.index = r.index;
+        it.step_ns = r.step_ns;
+        it.bytes_to_fast = r.stats.moves.bytes_to_fast;
+        it.bytes_to_slow = r.stats.moves.bytes_to_slow;
+        it.stalls = static_cast<std::uint32_t>(r.stats.moves.moves_late);
+        s.iterations.push_back(it);
+      }
+      nlohmann::json moves;
+      host::to_json(moves, r.stats.moves);
+      extra.push_back({{"index", r.index},
+                       {"step_ns", r.step_ns},
+                       {"planned", r.planned},
+                       {"allocations", r.stats.allocations},
+                       {"routed_by_plan", r.stats.planned},
+                       {"default_class", r.stats.unplanned},
+                       {"mismatched", r.stats.mismatched},
+                       {"over_budget", r.stats.fallbacks},
+                       {"fast_peak_bytes", r.stats.fast_peak + (r.planned ? arena_fast_bytes_ : 0)},
+                       {"moves", moves},
+                       {"divergence", r.stats.divergence}});
+    }
+    s.occupancy = occ_last_;
+    s.moves = moves_last_;
+    nlohmann::json j = s;
+    nlohmann::json run = {{"iterations", extra},
+                          {"apply_from", apply_from_},
+                          {"plan_applied", applying_.load()},
+                          {"plan_error", plan_error_},
+                          {"plan_file", config_.plan_in.empty() ? plan_path() : config_.plan_in},
+                          {"emulated_tiers", emulated_},
+                          {"arena_fast_bytes", arena_fast_bytes_},
+                          {"arena_slow_bytes", arena_moved_bytes_}};
+    if (runtime_) {
+      host::HostArenaAllocator& alloc = runtime_->allocator();
+      std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
+      alloc.for_each([&](const host::AllocationInfo& i) {
+        const auto b = reinterpret_cast<std::uintptr_t>(i.base);
+        ranges.emplace_back(b, b + i.usable);
+      });
+      std::map<int, std::uint64_t> rt_nodes, arena_nodes;
+      count_nodes(alloc.os(), ranges, rt_nodes);
+      if (memory_->arena() && memory_->arena_low())
+        if (auto ext = memory_->arena()->extent_of(memory_->arena_low())) count_nodes(alloc.os(), {*ext}, arena_nodes);
+      auto to_obj = [](const std::map<int, std::uint64_t>& m) {
+        nlohmann::json o = nlohmann::json::object();
+        for (const auto& [k, v] : m) o[std::to_string(k)] = v;
+        return o;
+      };
+      run["residency_pages"] = {{"runtime", to_obj(rt_nodes)}, {"profiling_arena", to_obj(arena_nodes)}};
+      run["fast_tier"] = runtime_->fast_tier();
+      if (auto st = runtime_->slow_tier()) run["slow_tier"] = *st;
+    }
+    j["tierpack_run"] = run;
+    write_file_atomic(config_.stats_out, j.dump(1) + "\n");
+    session_.log("run statistics written to " + config_.stats_out);
+  } catch (const std::exception& e) {
+    session_.log(std::string("run statistics not written: ") + e.what());
+  }
+}
+
+}  // namespace tierpack

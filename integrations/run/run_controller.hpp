@@ -1,0 +1,154 @@
+// RunController: what `tierpack run` does inside the training process. It plugs into the Session
+// (Note [Session fan-out]) as the CPU tensors' memory source and as an event listener, and walks the
+// run through its phases:
+//   1. warm-up and profiled iterations: CPU tensors come from the profiling arena (page-trackable),
+//      the recorder builds the profile;
+//   2. at the end of the last profiled iteration, on the training thread: snapshot -> Profile ->
+//      placer plan under the fast budget -> a HostRuntime (migrate/host) with that plan; new CPU
+//      tensors come from it from the next iteration on, op events drive its moves;
+//   3. at exit: per-iteration status lines, the run statistics file (report/run_stats.hpp format,
+//      plus a "tierpack_run" section) and, with a profile path, the plan next to it.
+// With a plan given (config.plan_in) phase 1 is skipped: the runtime serves every tensor from the start.
+//
+// Note [Tensors from before the plan]
+// Tensors allocated while profiling (parameters, gradients, optimizer state: everything that lives
+// across iterations) stay in the profiling arena: their pointers cannot change. They are not part of
+// the runtime's page groups, so the plan's moves do not carry them. Those the plan places on the
+// slow tier are moved there once when the plan is installed (move_pages of their whole pages; a page
+// shared with another tensor stays), and the bytes left on the fast tier's node are taken off the
+// runtime's fast budget, so the fast tier's total stays within the budget the plan was made for.
+// Frees of those tensors go back to the arena (RunMemory routes frees by owns()).
+//
+// Note [Late boundaries]
+// Optimizer-step and explicit marks arrive exactly at the boundary. A boundary found by periodicity
+// of the allocation sequence (LibTorch programs without tierpack::step()) falls on an allocation,
+// and the session reports it at the next op end, a few allocations into the new iteration. Those
+// allocations were served as the previous iteration's tail (beyond the plan: default class); the
+// runtime's sequence then starts at their count, so the rest of the iteration lines up with the plan.
+// Where the boundary was: the profile's iteration lengths up to the profiled one, then one period
+// per iteration; RunMemory counts the same allocations the recorder does.
+//
+// Note [Tiers this machine lacks]
+// The plan's tier model may name a host tier whose NUMA node this machine does not have (a preset
+// such as ddr5-cxl on a one-node machine). Such a tier is emulated on node 0: its arenas, budget and
+// moves are real (move_pages to the node the pages are already on), so routing and accounting are
+// exercised, but nothing is slower; the run says so in its status line. A one-node machine without
+// --tiers plans on its one tier: nothing to move.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/plan.hpp"
+#include "integrations/session/profiling_arena.hpp"
+#include "integrations/session/session.hpp"
+#include "migrate/host/host_runtime.hpp"
+#include "report/run_stats.hpp"
+
+namespace tierpack {
+
+/// CPU tensor memory of a run: the profiling arena until a runtime is installed, then the runtime.
+/// Frees go to whichever owns the block.
+class RunMemory final : public HostMemory {
+ public:
+  explicit RunMemory(std::unique_ptr<ProfilingArena> arena) : arena_(std::move(arena)) {}
+
+  std::string_view name() const override;
+  void* allocate(std::size_t bytes) noexcept override;
+  void deallocate(void* p) noexcept override;
+  bool owns(const void* p) const noexcept override;
+  bool page_trackable() const noexcept override { return arena_ && !runtime_.load(std::memory_order_acquire); }
+  std::optional<std::pair<std::uintptr_t, std::uintptr_t>> extent_of(std::uintptr_t p) const noexcept override {
+    return arena_ ? arena_->extent_of(p) : std::nullopt;
+  }
+
+  /// From now on new blocks come from `runtime` (which must outlive this object).
+  void install(host::HostRuntime* runtime) noexcept { runtime_.store(runtime, std::memory_order_release); }
+  ProfilingArena* arena() noexcept { return arena_.get(); }
+  /// The lowest address the arena handed out (0: none), for residency queries.
+  std::uintptr_t arena_low() const noexcept { return arena_low_.load(std::memory_order_relaxed); }
+  /// Blocks handed out so far (what the recorder counts as allocations: Note [Late boundaries]).
+  std::uint64_t allocations() const noexcept { return allocations_.load(std::memory_order_relaxed); }
+
+ private:
+  std::unique_ptr<ProfilingArena> arena_;
+  std::atomic<host::HostRuntime*> runtime_{nullptr};
+  std::atomic<std::uintptr_t> arena_low_{0};
+  std::atomic<std::uint64_t> allocations_{0};
+};
+
+/// Per iteration of the run (one line at exit, one entry of the stats file).
+struct RunIterationRecord {
+  std::int32_t index = 0;
+  std::uint64_t step_ns = 0;
+  bool planned = false;  ///< the plan was in force
+  host::IterationStats stats;
+};
+
+class RunController final : public EventListener {
+ public:
+  /// Creates the memory source and the listener for a Session in run mode and plugs both in (call
+  /// before session.start()). With config.plan_in the plan is read and installed now (throws
+  /// tierpack::error when it cannot be used). The controller lives as long as the session.
+  static std::shared_ptr<RunController> attach(Session& session, const Config& config);
+
+  RunController(Session& session, Config config, RunMemory* memory);
+
+  void on_op_begin(std::string_view name, Phase phase) noexcept override;
+  void on_op_end(std::string_view name) noexcept override;
+  void on_iteration(std::int32_t ended, IterationSource source) noexcept override;
+  /// Allocations of the new iteration made before its boundary was reported (Note [Late boundaries]).
+  std::int64_t late_allocations(IterationSource source, const Profile* profile, std::int32_t ended);
+  void on_finish() noexcept override;
+  bool wants_ops() const noexcept override { return follow_ops_.load(std::memory_order_relaxed); }
+
+  /// Makes the plan of the profile just recorded and installs it (phase 2). False when it could not
+  /// (the reason is logged and kept for the stats file); training goes on without a plan.
+  bool plan_from_profile(std::int32_t ended, IterationSource source);
+  /// Installs `plan`: the runtime, its budget, the arena's tensors (Note [Tensors from before the plan]).
+  void install_plan(Plan plan, std::int64_t first_seq = 0);
+
+  const std::string& plan_error() const { return plan_error_; }
+
+ private:
+  Topology runtime_topology(const Plan& plan);
+  void settle_arena_tensors(const Plan& plan);
+  void sample(std::uint64_t t_ns);
+  void write_stats() noexcept;
+  std::string plan_path() const;
+
+  Session& session_;
+  Config config_;
+  RunMemory* memory_;
+  std::unique_ptr<host::HostRuntime> runtime_;  // never destroyed before the process ends
+  Plan plan_;
+  std::unordered_map<OpIndex, std::vector<std::size_t>> moves_after_;  // issue_after -> schedule indices
+  std::uint64_t arena_fast_bytes_ = 0;          // tensors from before the plan on the fast tier's node
+  std::uint64_t arena_moved_bytes_ = 0;         // ... moved to the slow tier's node at install
+  std::vector<std::string> emulated_;           // tiers emulated on node 0 (Note [Tiers this machine lacks])
+  std::string plan_error_;
+  std::atomic<bool> applying_{false};           // the runtime follows a plan now
+  std::atomic<bool> follow_ops_{false};         // the plan has moves: op events drive them
+  std::atomic<std::int32_t> next_op_{0};
+  std::int32_t apply_from_ = -1;                // first iteration the plan was in force
+  std::uint64_t next_boundary_ = 0;             // periodicity: allocation count where the next iteration starts
+  std::uint64_t period_ = 0;                    // periodicity: allocations per iteration (0: marks)
+
+  std::mutex mu_;  // guards everything below (op events may come from several threads)
+  std::chrono::steady_clock::time_point iter_start_;
+  std::vector<RunIterationRecord> iterations_;
+  std::vector<report::OccupancySample> occ_now_, occ_last_;
+  std::vector<report::MeasuredMove> moves_now_, moves_last_;
+  std::vector<std::size_t> pending_;  // indices into moves_now_ not yet seen complete
+  std::int32_t sampled_ = -1;
+  std::atomic<bool> finished_{false};
+};
+
+}  // namespace tierpack
