@@ -282,8 +282,10 @@ void GpuRuntime::write_profile_locked() {
   info.allocations = static_cast<std::uint32_t>(seq_);
   p.iterations.push_back(info);
   p.validate();
-  write_profile(p, options_.profile_out);
-  log("profile of the observed iteration written to " + options_.profile_out + " (" + std::to_string(p.ops.size()) +
+  std::string path = options_.profile_out;
+  if (const std::size_t at = path.find("%d"); at != std::string::npos) path.replace(at, 2, std::to_string(device_));
+  write_profile(p, path);
+  log("profile of the observed iteration written to " + path + " (" + std::to_string(p.ops.size()) +
       " ops, " + std::to_string(p.tensors.size()) + " tensors)");
 }
 

@@ -11,7 +11,8 @@
 //   min_move:1M         smaller tensors never move
 //   prewarm_threads:4   threads creating host handles ahead of the first evictions
 //   plan_out:PATH       write the plan the runtime made (JSON)
-//   profile_out:PATH    write the observed iteration as a tierpack profile (also TIERPACK_CONF profile_out)
+//   profile_out:PATH    write the observed iteration as a tierpack profile (%d: the device; default
+//                       with TIERPACK_CONF profile_out=run.tpk: run.gpu%d.tpk)
 //   remap_threads:1     threads sharing one gated batch of unmap/map calls
 #include "integrations/preload/gpu_runtime_options.hpp"
 
@@ -47,7 +48,14 @@ std::uint64_t parse_size(std::string_view key, std::string_view v) {
 GpuRuntimeOptions apply_core_config(const Config& c, GpuRuntimeOptions o) {
   if (c.gpu_budget.is_set()) o.budget = c.gpu_budget;
   o.stats_out = c.stats_out;
-  if (!c.profile_out.empty()) o.profile_out = c.profile_out;
+  // TIERPACK_CONF's profile_out is the host runtime's file (tierpack run -o run.tpk): the GPU tier
+  // writes its own next to it, run.gpu<N>.tpk (<N> filled in by the runtime).
+  if (!c.profile_out.empty()) {
+    std::string base = c.profile_out;
+    const std::size_t slash = base.find_last_of('/'), dot = base.find_last_of('.');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) base.resize(dot);
+    o.profile_out = base + ".gpu%d.tpk";
+  }
   o.log = c.log;
   o.warmup_iterations = c.warmup_iterations;
   return o;
