@@ -1,6 +1,9 @@
 // VmmBackend on the CUDA VMM driver API (see cuda_backend.hpp).
 #include "alloc/gpu/cuda_backend.hpp"
 
+#include <atomic>
+#include <cstring>
+
 #include "core/error.hpp"
 
 namespace tierpack::gpu {
@@ -37,6 +40,7 @@ CudaVmmBackend::CudaVmmBackend(CudaBackendOptions options) : api_(CudaDriverApi:
 }
 
 CudaVmmBackend::~CudaVmmBackend() {
+  if (gate_words_) api_.mem_free_host(const_cast<std::uint32_t*>(gate_words_));
   if (ctx_) api_.primary_ctx_release(device_);
 }
 
@@ -179,6 +183,77 @@ void CudaVmmBackend::copy_async(std::uintptr_t dst, std::uintptr_t src, std::siz
   api_.check(api_.memcpy_async(static_cast<CUdeviceptr>(dst), static_cast<CUdeviceptr>(src), bytes,
                                reinterpret_cast<CUstream>(s)),
              "cuMemcpyAsync");
+}
+
+// Note [CUDA remap gate]
+// A gate is one cuStreamBatchMemOp of two operations: write `n` to the slot's `reached` word, then
+// wait until its `release` word is >= n. One call, so no kernel another thread enqueues can slip
+// between the two; a stream operation starts after the work before it has completed, so `reached`
+// == n means the stream is drained up to the gate and held there. Both words live in pinned host
+// memory the device maps (cuMemHostAlloc DEVICEMAP): the host polls one and writes the other.
+GateHandle CudaVmmBackend::close_gate(StreamHandle s) {
+  bind();
+  std::uint32_t slot = 0, n = 0;
+  {
+    std::lock_guard lk(gate_mutex_);
+    if (!gate_words_) {
+      void* p = nullptr;
+      api_.check(api_.mem_host_alloc(&p, 2 * kGateSlots * sizeof(std::uint32_t),
+                                     CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+                 "cuMemHostAlloc(gate words)");
+      std::memset(p, 0, 2 * kGateSlots * sizeof(std::uint32_t));
+      CUdeviceptr d = 0;
+      if (CUresult r = api_.mem_host_get_device_pointer(&d, p, 0); r != CUDA_SUCCESS) {
+        api_.mem_free_host(p);
+        api_.check(r, "cuMemHostGetDevicePointer(gate words)");
+      }
+      gate_words_ = static_cast<volatile std::uint32_t*>(p);
+      gate_words_dev_ = d;
+      gate_value_.assign(kGateSlots, 0);
+      for (std::uint32_t i = kGateSlots; i-- > 0;) gate_free_.push_back(i);
+    }
+    if (gate_free_.empty()) throw cuda_error("remap gate: all slots in use", 0, "tierpack");
+    slot = gate_free_.back();
+    gate_free_.pop_back();
+    n = ++gate_value_[slot];
+    if (n == 0) n = gate_value_[slot] = 1;  // never wraps in practice; keep GEQ meaningful
+  }
+  CUstreamBatchMemOpParams ops[2];
+  std::memset(ops, 0, sizeof ops);
+  ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+  ops[0].writeValue.address = gate_words_dev_ + 2 * slot * sizeof(std::uint32_t);
+  ops[0].writeValue.value = n;
+  ops[0].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+  ops[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+  ops[1].waitValue.address = gate_words_dev_ + (2 * slot + 1) * sizeof(std::uint32_t);
+  ops[1].waitValue.value = n;
+  ops[1].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+  const CUresult r = api_.stream_batch_mem_op(reinterpret_cast<CUstream>(s), 2, ops, 0);
+  if (r != CUDA_SUCCESS) {
+    std::lock_guard lk(gate_mutex_);
+    gate_free_.push_back(slot);
+    api_.check(r, "cuStreamBatchMemOp(remap gate)");
+  }
+  return GateHandle{slot} + 1;
+}
+
+bool CudaVmmBackend::gate_reached(GateHandle g) {
+  const auto slot = static_cast<std::uint32_t>(g - 1);
+  std::uint32_t n = 0;
+  {
+    std::lock_guard lk(gate_mutex_);
+    n = gate_value_[slot];
+  }
+  return gate_words_[2 * slot] == n;
+}
+
+void CudaVmmBackend::open_gate(GateHandle g) noexcept {
+  const auto slot = static_cast<std::uint32_t>(g - 1);
+  std::lock_guard lk(gate_mutex_);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  gate_words_[2 * slot + 1] = gate_value_[slot];
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  gate_free_.push_back(slot);
 }
 
 void CudaVmmBackend::read(void* dst, std::uintptr_t src, std::size_t bytes) {

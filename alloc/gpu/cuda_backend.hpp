@@ -4,7 +4,10 @@
 // primary context (the one PyTorch uses), made current on whichever thread calls.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "alloc/gpu/cuda_vmm.hpp"
 #include "alloc/gpu/vmm_backend.hpp"
@@ -41,6 +44,9 @@ class CudaVmmBackend final : public VmmBackend {
   void wait(StreamHandle s, EventHandle e) override;
   void synchronize_stream(StreamHandle s) override;
   void copy_async(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, StreamHandle s) override;
+  GateHandle close_gate(StreamHandle s) override;
+  bool gate_reached(GateHandle g) override;
+  void open_gate(GateHandle g) noexcept override;
   void read(void* dst, std::uintptr_t src, std::size_t bytes) override;
   void write(std::uintptr_t dst, const void* src, std::size_t bytes) override;
 
@@ -56,6 +62,14 @@ class CudaVmmBackend final : public VmmBackend {
   CUdevice device_ = 0;
   CUcontext ctx_ = nullptr;
   bool host_numa_ = true;  // false: fall back to CU_MEM_LOCATION_TYPE_HOST
+  // Gate slots: a pinned, device-mapped array of (reached, release) counter pairs, one pair per
+  // gate in use; counters only grow, so a slot is reused without ever being reset.
+  static constexpr std::uint32_t kGateSlots = 512;
+  std::mutex gate_mutex_;
+  volatile std::uint32_t* gate_words_ = nullptr;  // 2 * kGateSlots
+  CUdeviceptr gate_words_dev_ = 0;
+  std::vector<std::uint32_t> gate_value_;  // value of the slot's current gate
+  std::vector<std::uint32_t> gate_free_;
 };
 
 }  // namespace tierpack::gpu

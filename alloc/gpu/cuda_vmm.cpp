@@ -66,6 +66,8 @@ CudaDriverApi CudaDriverApi::load() {
   load_entry(api.mem_host_alloc, "cuMemHostAlloc");
   load_entry(api.mem_free_host, "cuMemFreeHost");
   load_entry(api.memset_d8_async, "cuMemsetD8Async");
+  load_entry(api.stream_batch_mem_op, "cuStreamBatchMemOp");
+  load_entry(api.mem_host_get_device_pointer, "cuMemHostGetDevicePointer");
   if (CUresult r = api.init(0); r != CUDA_SUCCESS)
     throw cuda_error("no CUDA device: cuInit", static_cast<int>(r), api.error_name(r));
   int count = 0;

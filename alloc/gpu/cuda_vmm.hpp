@@ -46,6 +46,8 @@ struct CudaDriverApi {
   decltype(&::cuMemHostAlloc) mem_host_alloc = nullptr;
   decltype(&::cuMemFreeHost) mem_free_host = nullptr;
   decltype(&::cuMemsetD8Async) memset_d8_async = nullptr;
+  decltype(&::cuStreamBatchMemOp) stream_batch_mem_op = nullptr;
+  decltype(&::cuMemHostGetDevicePointer) mem_host_get_device_pointer = nullptr;
 
   /// Loads every entry point and initialises the driver. Throws cuda_error whose message starts
   /// with "no CUDA device" when there is no driver or no device.

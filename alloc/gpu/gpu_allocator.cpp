@@ -105,6 +105,10 @@ struct GpuAllocator::Impl {
   std::vector<EventHandle> events;  // idle events
   std::unique_ptr<HandlePool> pools[kResidenceCount];
   std::function<bool()> pressure;
+  std::vector<StreamHandle> seen_streams;  // every stream work was allocated for or recorded on
+  void saw_stream(StreamHandle s) {
+    if (std::find(seen_streams.begin(), seen_streams.end(), s) == seen_streams.end()) seen_streams.push_back(s);
+  }
   AllocatorStats st;
   std::uint64_t unknown_frees = 0;
 
@@ -373,29 +377,34 @@ struct GpuAllocator::Impl {
   // A handle for a new chunk: device first (reclaiming, then waiting for evictions), then host
   // when spilling is allowed. Empty result: out of memory.
   Acquired acquire_for_new_chunk(std::unique_lock<std::mutex>& lk) {
+    // Order matters for speed, not correctness: a blocking reclaim (reclaim_one(true)) waits for
+    // the segment's stream to drain everything enqueued so far, i.e. it stalls the CPU's run-ahead
+    // once per allocation while the budget is full; spilling a chunk to host memory (still mapped,
+    // still correct) costs only slower kernels. So spill before waiting, wait only without spill.
     for (int attempt = 0; attempt < 1000; ++attempt) {
       if (PooledHandle h = pool(Residence::device).try_acquire()) return {h, Residence::device};
-      if (reclaim_one(false) || reclaim_one(true)) continue;
-      if (!pressure) break;
-      ++st.pressure_waits;
-      lk.unlock();
+      if (reclaim_one(false)) continue;
       bool more = false;
-      try {
-        more = pressure();
-      } catch (...) {
-        more = false;
+      if (pressure) {
+        ++st.pressure_waits;
+        lk.unlock();
+        try {
+          more = pressure();
+        } catch (...) {
+          more = false;
+        }
+        lk.lock();
       }
-      lk.lock();
-      if (!more) {
-        if (PooledHandle h = pool(Residence::device).try_acquire()) return {h, Residence::device};
-        break;
+      if (more) continue;
+      if (PooledHandle h = pool(Residence::device).try_acquire()) return {h, Residence::device};
+      if (self.options_.spill_to_host) {
+        if (PooledHandle h = pool(Residence::host).try_acquire()) {
+          ++st.spilled_chunks;
+          return {h, Residence::host};
+        }
       }
-    }
-    if (self.options_.spill_to_host) {
-      if (PooledHandle h = pool(Residence::host).try_acquire()) {
-        ++st.spilled_chunks;
-        return {h, Residence::host};
-      }
+      if (reclaim_one(true)) continue;
+      break;
     }
     return {};
   }
@@ -559,6 +568,7 @@ void* GpuAllocator::allocate(std::size_t bytes, StreamHandle stream, ArenaId are
   if (bytes == 0) return nullptr;
   auto& I = *impl_;
   std::unique_lock lk(I.m);
+  I.saw_stream(stream);
   I.process_events();
   const std::size_t size = round_up(std::max(bytes, kMinBlock), kMinBlock);
   const bool small = size <= options_.small_threshold;
@@ -658,8 +668,21 @@ void GpuAllocator::record_stream(void* p, StreamHandle stream) {
   auto it = I.live.find(reinterpret_cast<std::uintptr_t>(p));
   TIERPACK_EXPECTS(it != I.live.end(), "record_stream on a pointer this allocator did not return");
   Block* b = it->second;
+  I.saw_stream(stream);
   if (stream != b->stream && std::find(b->uses.begin(), b->uses.end(), stream) == b->uses.end())
     b->uses.push_back(stream);
+}
+
+std::vector<StreamHandle> GpuAllocator::streams() const {
+  auto& I = *impl_;
+  std::lock_guard lk(I.m);
+  return I.seen_streams;
+}
+
+void GpuAllocator::add_stream(StreamHandle s) {
+  auto& I = *impl_;
+  std::lock_guard lk(I.m);
+  I.saw_stream(s);
 }
 
 std::size_t GpuAllocator::block_size(const void* p) const {
@@ -674,6 +697,16 @@ ArenaId GpuAllocator::arena_of(const void* p) const {
   std::lock_guard lk(I.m);
   const Segment* s = I.segment_of(reinterpret_cast<std::uintptr_t>(p));
   return s ? s->arena->id : kDefaultArena;
+}
+
+std::optional<Residence> GpuAllocator::residence_of(const void* p) const {
+  auto& I = *impl_;
+  std::lock_guard lk(I.m);
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  if (a < base_ || a >= base_ + va_bytes_) return std::nullopt;
+  const Segment* s = I.segment_of(a);
+  if (!s) return std::nullopt;
+  return I.chunks[(a - base_) / options_.chunk_bytes].where;
 }
 
 ArenaId GpuAllocator::create_arena(std::string name, std::size_t segment_hint) {

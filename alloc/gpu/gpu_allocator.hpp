@@ -122,11 +122,18 @@ class GpuAllocator {
   void deallocate(void* p) noexcept;
   /// The block is also used on `stream`: its free waits for the work enqueued there until then.
   void record_stream(void* p, StreamHandle stream);
+  /// Every stream seen in allocate() or record_stream() (or added): the streams whose kernels may
+  /// touch this allocator's memory, which the mover gates around remaps.
+  std::vector<StreamHandle> streams() const;
+  /// Adds a stream that may touch this allocator's memory without allocating on it.
+  void add_stream(StreamHandle s);
   /// Size of the block starting at `p` (0 when unknown).
   std::size_t block_size(const void* p) const;
   /// The arena of the chunk holding `p` (any address inside a live block); kDefaultArena if unknown.
   ArenaId arena_of(const void* p) const;
 
+  /// Where the chunk holding `p` lives now (nullopt when no segment holds it).
+  std::optional<Residence> residence_of(const void* p) const;
   /// A new, empty arena (a page group). Its first segment is made at least `segment_hint` bytes,
   /// so a group whose size the plan knows packs into one run of chunks.
   ArenaId create_arena(std::string name, std::size_t segment_hint = 0);

@@ -172,6 +172,7 @@ void MemfdBackend::release(PhysHandle h) noexcept {
 
 void MemfdBackend::map(std::uintptr_t va, PhysHandle h) {
   TIERPACK_EXPECTS(h && va % options_.granularity == 0, "map needs a handle and an aligned address");
+  std::unique_lock mapping(mapping_);
   {
     std::lock_guard lk(mutex_);
     check_in_reservation(va, h.bytes);
@@ -192,6 +193,7 @@ void MemfdBackend::map(std::uintptr_t va, PhysHandle h) {
 }
 
 void MemfdBackend::unmap(std::uintptr_t va, std::size_t bytes) {
+  std::unique_lock mapping(mapping_);
   {
     std::lock_guard lk(mutex_);
     auto it = mapped_.find(va);
@@ -269,6 +271,73 @@ void MemfdBackend::copy_async(std::uintptr_t dst, std::uintptr_t src, std::size_
     std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
   });
 }
+
+// A gate is a work item that says it started (everything before it on the stream has completed)
+// and blocks its stream until opened.
+struct MemfdBackend::Gate {
+  std::mutex m;
+  std::condition_variable cv;
+  bool reached = false;
+  bool open = false;
+};
+
+GateHandle MemfdBackend::close_gate(StreamHandle s) {
+  auto g = std::make_shared<Gate>();
+  Stream& st = stream(s);
+  {
+    std::lock_guard lk(mutex_);
+    gates_[reinterpret_cast<GateHandle>(g.get())] = g;
+  }
+  st.push([g] {
+    std::unique_lock lk(g->m);
+    g->reached = true;
+    g->cv.wait(lk, [&] { return g->open; });
+  });
+  return reinterpret_cast<GateHandle>(g.get());
+}
+
+bool MemfdBackend::gate_reached(GateHandle h) {
+  auto* g = reinterpret_cast<Gate*>(h);
+  std::lock_guard lk(g->m);
+  return g->reached;
+}
+
+void MemfdBackend::open_gate(GateHandle h) noexcept {
+  std::shared_ptr<Gate> g;
+  {
+    std::lock_guard lk(mutex_);
+    auto it = gates_.find(h);
+    if (it == gates_.end()) return;
+    g = std::move(it->second);
+    gates_.erase(it);
+  }
+  {
+    std::lock_guard lk(g->m);
+    g->open = true;
+  }
+  g->cv.notify_all();
+}
+
+void MemfdBackend::device_access(std::uintptr_t va, std::size_t bytes, const std::function<void(void*)>& access) {
+  std::shared_lock mapping(mapping_);
+  {
+    std::lock_guard lk(mutex_);
+    std::uintptr_t at = va;
+    auto it = mapped_.upper_bound(va);
+    if (it != mapped_.begin()) --it;
+    while (at < va + bytes && it != mapped_.end() && it->first <= at && it->first + it->second > at) {
+      at = it->first + it->second;
+      ++it;
+    }
+    if (at < va + bytes) {
+      ++illegal_;
+      throw logic_error("twin: illegal address: a kernel touched an unmapped chunk");
+    }
+  }
+  access(reinterpret_cast<void*>(va));
+}
+
+std::uint64_t MemfdBackend::illegal_accesses() const { return illegal_.load(); }
 
 void MemfdBackend::read(void* dst, std::uintptr_t src, std::size_t bytes) {
   std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);

@@ -16,6 +16,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
+#include <atomic>
 #include <unordered_map>
 
 #include "alloc/gpu/vmm_backend.hpp"
@@ -56,28 +58,41 @@ class MemfdBackend final : public VmmBackend {
   void wait(StreamHandle s, EventHandle e) override;
   void synchronize_stream(StreamHandle s) override;
   void copy_async(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, StreamHandle s) override;
+  GateHandle close_gate(StreamHandle s) override;
+  bool gate_reached(GateHandle g) override;
+  void open_gate(GateHandle g) noexcept override;
   void read(void* dst, std::uintptr_t src, std::size_t bytes) override;
   void write(std::uintptr_t dst, const void* src, std::size_t bytes) override;
 
   /// Twin only: runs `work` on stream `s` in order with its other work (what a kernel is on a GPU).
   void enqueue(StreamHandle s, std::function<void()> work);
+  /// Twin only: what a kernel's memory access is on a GPU. Runs `access` on [va, va+bytes) while no
+  /// map/unmap can run; throws logic_error ("illegal address", what CUDA reports as
+  /// CUDA_ERROR_ILLEGAL_ADDRESS) when any byte of the range is unmapped. Call it from stream work.
+  void device_access(std::uintptr_t va, std::size_t bytes, const std::function<void(void*)>& access);
+  /// Twin only: device accesses that found an unmapped byte.
+  std::uint64_t illegal_accesses() const;
   /// Bytes of physical memory currently created at `where`.
   std::uint64_t created_bytes(Residence where) const;
 
  private:
   struct Stream;
   struct Event;
+  struct Gate;
   Stream& stream(StreamHandle s);
   void check_in_reservation(std::uintptr_t va, std::size_t bytes) const;
 
   TwinOptions options_;
   BackendInfo info_;
+  mutable std::shared_mutex mapping_;  // exclusive: map/unmap; shared: device_access
+  std::atomic<std::uint64_t> illegal_{0};
   mutable std::mutex mutex_;  // guards the maps below
   std::map<std::uintptr_t, std::size_t> reservations_;
   std::map<std::uintptr_t, std::size_t> mapped_;
   std::uint64_t created_[kResidenceCount] = {0, 0};
   std::unique_ptr<Stream> default_stream_;
   std::unordered_map<StreamHandle, std::unique_ptr<Stream>> streams_;
+  std::unordered_map<GateHandle, std::shared_ptr<Gate>> gates_;
 };
 
 }  // namespace tierpack::gpu

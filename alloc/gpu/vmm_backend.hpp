@@ -38,6 +38,8 @@ struct PhysHandle {
 using StreamHandle = std::uintptr_t;
 /// An event: CUevent as an integer, or a twin event.
 using EventHandle = std::uintptr_t;
+/// A remap gate on one stream (see close_gate); 0 is none.
+using GateHandle = std::uintptr_t;
 
 struct BackendInfo {
   std::string name;                ///< "cuda" or "memfd-twin"
@@ -88,6 +90,17 @@ class VmmBackend {
   virtual void synchronize_stream(StreamHandle s) = 0;
   /// Stream-ordered copy between two device-visible addresses (device or host-backed).
   virtual void copy_async(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, StreamHandle s) = 0;
+
+  // ---- remap gates (Note [Remap gate] in migrate/gpu/group_mover.hpp)
+  /// Enqueues a gate on `s` in ONE stream operation: work enqueued on `s` before it runs to
+  /// completion first; work enqueued after it does not start before open_gate(). Callable from any
+  /// thread while other threads enqueue on `s`.
+  virtual GateHandle close_gate(StreamHandle s) = 0;
+  /// True once the stream has reached the gate: everything enqueued on `s` before it has completed,
+  /// and nothing enqueued after it has started.
+  virtual bool gate_reached(GateHandle g) = 0;
+  /// Lets the stream go on and forgets the gate. Exactly once per gate, reached or not.
+  virtual void open_gate(GateHandle g) noexcept = 0;
 
   // ---- host access, for tests and tools: synchronous copies; callers synchronise the streams that
   // wrote the range first

@@ -183,6 +183,9 @@ def run_child(a):
             "stall_ms_per_step": sum(r["stall_ms"] for r in its) / n,
             "misses_per_step": sum(r["misses"] for r in its) / n,
             "remap_ms_per_step": sum(r["remap_ms"] for r in its) / n,
+            "gates_per_step": sum(r.get("gates", 0) for r in its) / n,
+            "gate_hold_ms_per_step": sum(r.get("gate_hold_ms", 0) for r in its) / n,
+            "gate_timeouts": sum(r.get("gate_timeouts", 0) for r in its),
             "failures": sum(r["failures"] for r in its),
             "iterations": [{k: v for k, v in r.items() if k != "timeline"} for r in st.get("iterations", [])],
             "timeline_last": (its[-1]["timeline"] if its else []),
@@ -340,6 +343,12 @@ def render(results, base, ctx):
                 note += " (diverged)"
             if tp.get("misses_per_step"):
                 note += f", misses/step {tp['misses_per_step']:.1f}"
+            if tp.get("stalls_per_step"):
+                note += f", stall {tp['stall_ms_per_step']:.0f} ms/step"
+            if tp.get("gates_per_step"):
+                note += f", {tp['gates_per_step']:.0f} gates/step holding {tp['gate_hold_ms_per_step']:.0f} ms"
+            if tp.get("failures"):
+                note += f", {tp['failures']} failed moves"
         label = r["mode"] + (f" {r['pct']:.0f}%" if r.get("pct") else "")
         rows.append((label, f"{budget / GiB:.1f} GiB" if budget else "-", f"{step * 1e3:.0f}", f"{r['tokens_per_s']:.0f}",
                      f"{r['peak_bytes'] / GiB:.1f}",

@@ -211,6 +211,14 @@ TIERPACK_C_API void tierpack_gpu_op_begin(std::int64_t /*op*/) {
   }
 }
 
+/// op_begin with the op's name (recorded in the runtime's profile, TIERPACK_CONF profile_out).
+TIERPACK_C_API void tierpack_gpu_op_begin_named(const char* name) {
+  try {
+    each_runtime([name](GpuRuntime& rt) { rt.op_begin(name ? name : ""); });
+  } catch (...) {
+  }
+}
+
 TIERPACK_C_API void tierpack_gpu_op_tensor(const void* p) {
   try {
     if (GpuRuntime* rt = runtime_owning(p)) rt->op_tensor(p);

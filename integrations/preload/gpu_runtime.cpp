@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -37,7 +38,9 @@ GpuRuntime::GpuRuntime(std::unique_ptr<VmmBackend> backend, GpuRuntimeOptions op
   if (options_.budget.bytes) ao.device_budget = *options_.budget.bytes;
   alloc_ = std::make_unique<GpuAllocator>(*backend_, ao);
   budget_bytes_ = alloc_->device_budget();
-  mover_ = std::make_unique<GroupMover>(*alloc_);
+  MoverOptions mo;
+  mo.remap_threads = options_.remap_threads;
+  mover_ = std::make_unique<GroupMover>(*alloc_, mo);
   alloc_->set_pressure_handler([m = mover_.get()] { return m->wait_for_eviction(); });
   iteration_start_ = std::chrono::steady_clock::now();
   if (options_.migrate && options_.warmup_iterations == 0) start_trace_locked(Phase::traced);
@@ -117,6 +120,11 @@ void* GpuRuntime::allocate(std::size_t bytes, StreamHandle stream) {
       live_[t.address] = idx;
       trace_.tensors.push_back(std::move(t));
       trace_.events.push_back({true, idx});
+      ProfiledTensor pt;
+      pt.birth_op = frames_.empty() ? static_cast<std::int32_t>(profile_ops_.size()) : frames_.back().op;
+      pt.birth_ns = since_start_ns();
+      pt.stream = static_cast<std::uint64_t>(stream);
+      profile_tensors_.push_back(pt);
     }
   }
   return p;
@@ -131,6 +139,11 @@ void GpuRuntime::deallocate(void* p) noexcept {
       auto it = live_.find(reinterpret_cast<std::uintptr_t>(p));
       if (it != live_.end()) {
         trace_.tensors[it->second].death = clock_;
+        if (it->second < profile_tensors_.size()) {
+          profile_tensors_[it->second].death_op =
+              frames_.empty() ? static_cast<std::int32_t>(profile_ops_.size()) : frames_.back().op;
+          profile_tensors_[it->second].death_ns = since_start_ns();
+        }
         trace_.events.push_back({false, it->second});
         live_.erase(it);
       }
@@ -146,9 +159,16 @@ void GpuRuntime::record_stream(void* p, StreamHandle stream) { alloc_->record_st
 
 void GpuRuntime::empty_cache() { alloc_->empty_cache(); }
 
-void GpuRuntime::op_begin() {
+void GpuRuntime::op_begin(const char* name) {
   std::lock_guard lk(m_);
-  if (phase_ == Phase::traced) frames_.push_back(Frame{clock_, {}});
+  if (phase_ != Phase::traced) return;
+  OpRecord op;
+  op.index = static_cast<OpIndex>(profile_ops_.size());
+  op.name = name && *name ? name : "op";
+  op.begin_ns = op.end_ns = since_start_ns();
+  op.parent = frames_.empty() ? -1 : frames_.back().op;
+  frames_.push_back(Frame{clock_, {}, op.index});
+  profile_ops_.push_back(std::move(op));
 }
 
 void GpuRuntime::op_tensor(const void* p) {
@@ -168,6 +188,105 @@ void GpuRuntime::op_end() {
   Frame f = std::move(frames_.back());
   frames_.pop_back();
   for (std::uint32_t t : f.tensors) trace_.tensors[t].uses.push_back({f.from, clock_});
+  if (f.op >= 0 && static_cast<std::size_t>(f.op) < profile_ops_.size()) {
+    OpRecord& op = profile_ops_[static_cast<std::size_t>(f.op)];
+    op.end_ns = std::max(op.begin_ns, since_start_ns());
+    std::sort(f.tensors.begin(), f.tensors.end());
+    f.tensors.erase(std::unique(f.tensors.begin(), f.tensors.end()), f.tensors.end());
+    for (std::uint32_t t : f.tensors) {
+      // Allocated inside the op: an output; otherwise read (the observer cannot tell reads from writes).
+      if (t < profile_tensors_.size() && profile_tensors_[t].birth_op == f.op) op.outputs.push_back(t);
+      else op.inputs.push_back(t);
+    }
+  }
+}
+
+std::uint64_t GpuRuntime::since_start_ns() const {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - iteration_start_).count());
+}
+
+// Note [Runtime profile]
+// With profile_out set, the observed iteration (the one the op observer watched) is written as a
+// core Profile: its ops in order (names from the observer), every tensor alive in it with its
+// allocation position, lifetime in op indices, the ops that touched it, and the tier its chunk
+// lives on at the end of the iteration (gpu0 or host: the GPU tier's residency by page group, as
+// the warm-up under the budget left it). Reads and writes are not told apart (the observer sees
+// arguments only): a tensor allocated inside an op is its output, everything else an input. This
+// is the value the placer and the simulator take (Profile -> placer -> Plan); the runtime's own
+// planner (migrate/gpu/trace_planner.hpp) still plans the GPU moves from the same trace.
+void GpuRuntime::write_profile_locked() {
+  Profile p;
+  p.meta.tool_version = "tierpack gpu runtime";
+  p.meta.framework = "torch (CUDA pluggable allocator)";
+  p.meta.page_tracer = "none";
+  p.meta.host_page_size = 4096;
+  p.meta.created_unix = static_cast<std::int64_t>(std::time(nullptr));
+  p.meta.iterations_observed = iteration_;
+  p.meta.profiled_iteration = iteration_;
+  p.meta.iteration_source = "optimizer-step";
+  Tier gpu;
+  gpu.kind = TierKind::gpu;
+  gpu.name = "gpu" + std::to_string(device_);
+  gpu.device = device_;
+  gpu.capacity_bytes = backend_->info().device_bytes;
+  gpu.page_size = options_.chunk_bytes;
+  gpu.source = backend_->info().name;
+  const TierId gpu_id = p.topology.add(gpu);
+  Tier host;
+  host.kind = TierKind::host_dram;
+  host.name = "host";
+  host.numa_node = backend_->info().host_numa_node;
+  host.page_size = options_.chunk_bytes;
+  host.source = backend_->info().name;
+  const TierId host_id = p.topology.add(host);
+  p.ops = profile_ops_;
+  const auto n_ops = static_cast<OpIndex>(p.ops.size());
+  p.tensors.resize(trace_.tensors.size());
+  for (std::size_t i = 0; i < trace_.tensors.size(); ++i) {
+    const TracedTensor& t = trace_.tensors[i];
+    TensorRecord& r = p.tensors[i];
+    r.id = static_cast<std::uint32_t>(i);
+    r.seq = t.seq;
+    r.bytes = t.bytes;
+    r.device = device_;
+    r.address = t.address;
+    if (i < profile_tensors_.size() && t.seq >= 0) {
+      const ProfiledTensor& pt = profile_tensors_[i];
+      r.birth_op = std::min(pt.birth_op, n_ops);
+      r.death_op = pt.death_op == kAfterIteration ? kAfterIteration : std::clamp(pt.death_op, r.birth_op, n_ops);
+      r.birth_ns = pt.birth_ns;
+      r.death_ns = pt.death_ns;
+      r.stream = pt.stream;
+    } else {
+      r.birth_op = kBeforeIteration;
+      if (i < profile_tensors_.size() && profile_tensors_[i].death_op != kAfterIteration)
+        r.death_op = std::clamp(profile_tensors_[i].death_op, 0, n_ops);
+    }
+    if (t.death < 0) r.death_op = kAfterIteration;
+    const auto where = alloc_->residence_of(reinterpret_cast<const void*>(t.address));
+    r.tier = !where ? kNoTier : *where == Residence::device ? gpu_id : host_id;
+  }
+  for (const OpRecord& op : p.ops) {
+    for (std::uint32_t t : op.inputs) p.tensors[t].uses.push_back(op.index);
+    for (std::uint32_t t : op.outputs) p.tensors[t].uses.push_back(op.index);
+  }
+  for (TensorRecord& r : p.tensors) {
+    std::sort(r.uses.begin(), r.uses.end());
+    r.uses.erase(std::unique(r.uses.begin(), r.uses.end()), r.uses.end());
+  }
+  p.iteration_ns = since_start_ns();
+  IterationInfo info;
+  info.index = iteration_;
+  info.duration_ns = p.iteration_ns;
+  info.allocations = static_cast<std::uint32_t>(seq_);
+  p.iterations.push_back(info);
+  p.validate();
+  std::string path = options_.profile_out;
+  if (const std::size_t at = path.find("%d"); at != std::string::npos) path.replace(at, 2, std::to_string(device_));
+  write_profile(p, path);
+  log("profile of the observed iteration written to " + path + " (" + std::to_string(p.ops.size()) +
+      " ops, " + std::to_string(p.tensors.size()) + " tensors)");
 }
 
 void GpuRuntime::start_trace_locked(Phase phase) {
@@ -175,6 +294,8 @@ void GpuRuntime::start_trace_locked(Phase phase) {
   trace_ = IterationTrace{};
   live_.clear();
   frames_.clear();
+  profile_ops_.clear();
+  profile_tensors_.clear();
   for (const LiveBlock& b : alloc_->live_blocks()) {
     TracedTensor t;
     t.seq = -1;
@@ -184,6 +305,7 @@ void GpuRuntime::start_trace_locked(Phase phase) {
     t.segment_bytes = b.segment_bytes;
     live_[t.address] = static_cast<std::uint32_t>(trace_.tensors.size());
     trace_.tensors.push_back(std::move(t));
+    profile_tensors_.push_back(ProfiledTensor{});
   }
 }
 
@@ -303,6 +425,13 @@ bool GpuRuntime::iteration() {
   history_.push_back(std::move(r));
 
   const Phase finished = phase_;
+  if (finished == Phase::traced && !options_.profile_out.empty()) {
+    try {
+      write_profile_locked();
+    } catch (const std::exception& e) {
+      log(std::string("could not write the profile: ") + e.what());
+    }
+  }
   if (finished == Phase::traced) {
     trace_.clock_end = clock_;
     observed_ = std::move(trace_);
@@ -391,6 +520,10 @@ std::string GpuRuntime::stats_json() const {
                    {"misses", r.moves.misses},
                    {"failures", r.moves.failures},
                    {"remap_ms", r.moves.remap_ns / 1e6},
+                   {"gates", r.moves.gates},
+                   {"gate_wait_ms", r.moves.gate_wait_ns / 1e6},
+                   {"gate_hold_ms", r.moves.gate_hold_ns / 1e6},
+                   {"gate_timeouts", r.moves.gate_timeouts},
                    {"peak_device_bytes", r.peak_device_bytes},
                    {"device_bytes_end", r.device_bytes_end},
                    {"host_bytes_end", r.host_bytes_end},

@@ -30,6 +30,7 @@
 
 #include "alloc/gpu/gpu_allocator.hpp"
 #include "core/plan.hpp"
+#include "core/profile.hpp"
 #include "integrations/preload/gpu_runtime_options.hpp"
 #include "migrate/gpu/group_mover.hpp"
 #include "migrate/gpu/schedule_executor.hpp"
@@ -51,7 +52,7 @@ class GpuRuntime {
   void empty_cache();
 
   // Op observer (only the traced iteration needs it).
-  void op_begin();
+  void op_begin(const char* name = "");
   void op_tensor(const void* p);
   void op_end();
 
@@ -73,6 +74,14 @@ class GpuRuntime {
   struct Frame {
     std::int64_t from = 0;
     std::vector<std::uint32_t> tensors;
+    std::int32_t op = -1;  // index into profile_ops_
+  };
+  // The observed iteration as a core Profile (Note [Runtime profile] in gpu_runtime.cpp).
+  struct ProfiledTensor {
+    std::int32_t birth_op = -1;  // kBeforeIteration
+    std::int32_t death_op = 0x7fffffff;
+    std::uint64_t birth_ns = 0, death_ns = 0;
+    std::uint64_t stream = 0;
   };
   struct Planned {
     std::uint64_t bytes = 0;
@@ -96,6 +105,8 @@ class GpuRuntime {
   void finish_trace_locked();
   void apply_plan_locked();
   void diverge_locked(const std::string& why);
+  void write_profile_locked();
+  std::uint64_t since_start_ns() const;
   void log(const std::string& line) const;
   static const char* phase_name(Phase p);
 
@@ -128,6 +139,8 @@ class GpuRuntime {
   std::vector<std::pair<std::int64_t, std::uint64_t>> timeline_;
   std::int64_t timeline_stride_ = 1;
   std::vector<std::thread> prewarm_;
+  std::vector<OpRecord> profile_ops_;
+  std::vector<ProfiledTensor> profile_tensors_;  // parallel to trace_.tensors while observed
 };
 
 }  // namespace tierpack::gpu

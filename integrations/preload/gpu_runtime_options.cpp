@@ -11,6 +11,9 @@
 //   min_move:1M         smaller tensors never move
 //   prewarm_threads:4   threads creating host handles ahead of the first evictions
 //   plan_out:PATH       write the plan the runtime made (JSON)
+//   profile_out:PATH    write the observed iteration as a tierpack profile (%d: the device; default
+//                       with TIERPACK_CONF profile_out=run.tpk: run.gpu%d.tpk)
+//   remap_threads:1     threads sharing one gated batch of unmap/map calls
 #include "integrations/preload/gpu_runtime_options.hpp"
 
 #include <charconv>
@@ -45,6 +48,14 @@ std::uint64_t parse_size(std::string_view key, std::string_view v) {
 GpuRuntimeOptions apply_core_config(const Config& c, GpuRuntimeOptions o) {
   if (c.gpu_budget.is_set()) o.budget = c.gpu_budget;
   o.stats_out = c.stats_out;
+  // TIERPACK_CONF's profile_out is the host runtime's file (tierpack run -o run.tpk): the GPU tier
+  // writes its own next to it, run.gpu<N>.tpk (<N> filled in by the runtime).
+  if (!c.profile_out.empty()) {
+    std::string base = c.profile_out;
+    const std::size_t slash = base.find_last_of('/'), dot = base.find_last_of('.');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) base.resize(dot);
+    o.profile_out = base + ".gpu%d.tpk";
+  }
   o.log = c.log;
   o.warmup_iterations = c.warmup_iterations;
   return o;
@@ -88,6 +99,13 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       o.prewarm_threads = n;
     } else if (key == "plan_out") {
       o.plan_out = std::string(value);
+    } else if (key == "profile_out") {
+      o.profile_out = std::string(value);
+    } else if (key == "remap_threads") {
+      int n = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc{} || p != value.data() + value.size() || n < 1 || n > 16) bad(key, value, "1..16");
+      o.remap_threads = n;
     } else if (key == "budget") {  // convenience: same as TIERPACK_CONF's gpu_budget
       try {
         o.budget = parse_budget(value);
@@ -97,7 +115,7 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
     } else {
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
                         "' (accepted keys: chunk, host_limit, spill, migrate, persistent, group, headroom, "
-                        "min_move, prewarm_threads, plan_out, budget)");
+                        "min_move, prewarm_threads, plan_out, profile_out, remap_threads, budget)");
     }
   }
   return o;

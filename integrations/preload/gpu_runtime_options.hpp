@@ -26,6 +26,8 @@ struct GpuRuntimeOptions {
   int prewarm_threads = 4;    ///< threads creating host handles for the plan's evictions
   std::string stats_out;
   std::string plan_out;
+  std::string profile_out;    ///< write the observed iteration as a core Profile (tierpack-profile file)
+  int remap_threads = 1;      ///< threads sharing a gated batch of remaps
   LogLevel log = LogLevel::info;
 };
 

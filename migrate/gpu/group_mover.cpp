@@ -25,6 +25,10 @@ MoverCounters& MoverCounters::operator+=(const MoverCounters& o) {
   misses += o.misses;
   failures += o.failures;
   remap_ns += o.remap_ns;
+  gates += o.gates;
+  gate_wait_ns += o.gate_wait_ns;
+  gate_hold_ns += o.gate_hold_ns;
+  gate_timeouts += o.gate_timeouts;
   return *this;
 }
 
@@ -32,7 +36,7 @@ GroupMover::GroupMover(GpuAllocator& allocator, MoverOptions options)
     : alloc_(allocator), backend_(allocator.backend()), options_(options) {
   copy_stream_[0] = backend_.create_stream();
   copy_stream_[1] = backend_.create_stream();
-  worker_ = std::thread([this] { run(); });
+  for (int d = 0; d < kResidenceCount; ++d) workers_[d] = std::thread([this, d] { run(static_cast<Residence>(d)); });
 }
 
 GroupMover::~GroupMover() {
@@ -42,7 +46,7 @@ GroupMover::~GroupMover() {
     stop_ = true;
   }
   cv_.notify_all();
-  worker_.join();
+  for (std::thread& w : workers_) w.join();
   for (EventHandle e : events_) backend_.destroy_event(e);
   backend_.destroy_stream(copy_stream_[0]);
   backend_.destroy_stream(copy_stream_[1]);
@@ -178,51 +182,130 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
     if (rest.to == Residence::host) ++eviction_jobs_;
     queue_.push_front(std::move(rest));
   }
-  running_.push_back(std::move(job));
+  running_[static_cast<int>(job.to)].push_back(std::move(job));
   return true;
 }
 
-// Remaps the chunks [job.remapped, end) whose copies are done and gives their old handles back.
-// Lock held on entry and exit; only the worker touches running_, so `job` stays valid unlocked.
-void GroupMover::remap_ready(std::unique_lock<std::mutex>& lk, Job& job, std::size_t end) {
-  MigrationTicket done, failed;
-  done.arena = failed.arena = job.ticket.arena;
-  done.to = failed.to = job.ticket.to;
+// Gates every stream the allocator has seen (Note [Remap gate]). Lock not held.
+GroupMover::GateResult GroupMover::close_gates(Residence dir) {
+  GateState& g = gate_[static_cast<int>(dir)];
+  if (!gate_owner_.try_lock()) return GateResult::busy;
+  g.gates.clear();
+  g.closed_at = std::chrono::steady_clock::now();
+  g.closed = true;
+  if (!options_.gate) return GateResult::closed;
+  try {
+    for (StreamHandle s : alloc_.streams()) g.gates.push_back(backend_.close_gate(s));
+  } catch (...) {
+    open_gates(dir);
+    return GateResult::failed;
+  }
+  return GateResult::closed;
+}
+
+bool GroupMover::gates_reached(Residence dir) {
+  for (GateHandle h : gate_[static_cast<int>(dir)].gates)
+    if (!backend_.gate_reached(h)) return false;
+  return true;
+}
+
+void GroupMover::open_gates(Residence dir) noexcept {
+  GateState& g = gate_[static_cast<int>(dir)];
+  for (GateHandle h : g.gates) backend_.open_gate(h);
+  g.gates.clear();
+  if (g.closed) gate_owner_.unlock();
+  g.closed = false;
+}
+
+// Remaps, behind the closed and reached gates, every chunk of this direction's running jobs whose
+// copy has completed, then opens the gates and gives the old handles back. Lock held on entry and
+// exit; only this direction's worker touches running_[dir], so the jobs stay valid unlocked.
+void GroupMover::remap_ready(std::unique_lock<std::mutex>& lk, Residence dir) {
+  std::vector<Job>& running = running_[static_cast<int>(dir)];
+  std::vector<std::size_t> ends(running.size());
+  for (std::size_t j = 0; j < running.size(); ++j) {
+    Job& job = running[j];
+    std::size_t end = job.remapped;
+    try {
+      while (end < job.ticket.moves.size() && backend_.query(job.chunk_events[end])) ++end;
+    } catch (...) {
+      end = job.ticket.moves.size();  // a failing driver: the remap attempts fail and are counted
+    }
+    ends[j] = end;
+  }
+  std::vector<MigrationTicket> done(running.size()), failed(running.size());
+  GateState& gate = gate_[static_cast<int>(dir)];
   lk.unlock();
   const auto t0 = std::chrono::steady_clock::now();
-  for (std::size_t i = job.remapped; i < end; ++i) {
-    const ChunkMove& m = job.ticket.moves[i];
-    try {
-      backend_.unmap(m.va, m.bytes);
-    } catch (...) {
-      failed.moves.push_back(m);  // still mapped to `from`: nothing changed
-      continue;
-    }
-    try {
-      backend_.map(m.va, m.to.phys);
-      done.moves.push_back(m);
-    } catch (...) {
-      try {
-        backend_.map(m.va, m.from.phys);  // put the old mapping back: the data is unchanged there
-      } catch (...) {
-        // Nothing else can be done: the chunk stays unmapped and the failure is counted.
-      }
-      failed.moves.push_back(m);
-    }
+  // The batch: every (job, move) whose copy is done; remapped by up to remap_threads threads.
+  std::vector<std::pair<std::size_t, std::size_t>> items;
+  for (std::size_t j = 0; j < running.size(); ++j) {
+    Job& job = running[j];
+    done[j].arena = failed[j].arena = job.ticket.arena;
+    done[j].to = failed[j].to = job.ticket.to;
+    for (std::size_t i = job.remapped; i < ends[j]; ++i) items.emplace_back(j, i);
   }
-  const double remap_ns = since_ns(t0);
-  alloc_.finish_migration(done);  // device handles of evicted chunks are usable again from here
-  alloc_.abort_migration(failed);
+  std::vector<char> ok(items.size(), 0);
+  auto remap_range = [&](std::size_t from, std::size_t to) {
+    for (std::size_t k = from; k < to; ++k) {
+      const ChunkMove& m = running[items[k].first].ticket.moves[items[k].second];
+      try {
+        backend_.unmap(m.va, m.bytes);
+      } catch (...) {
+        continue;  // still mapped to `from`: nothing changed
+      }
+      try {
+        backend_.map(m.va, m.to.phys);
+        ok[k] = 1;
+      } catch (...) {
+        try {
+          backend_.map(m.va, m.from.phys);  // put the old mapping back: the data is unchanged there
+        } catch (...) {
+          // Nothing else can be done: the chunk stays unmapped and the failure is counted.
+        }
+      }
+    }
+  };
+  const std::size_t nthreads =
+      std::min<std::size_t>(static_cast<std::size_t>(std::max(options_.remap_threads, 1)), items.size() / 2 + 1);
+  if (nthreads <= 1) {
+    remap_range(0, items.size());
+  } else {
+    std::vector<std::thread> helpers;
+    const std::size_t per = (items.size() + nthreads - 1) / nthreads;
+    for (std::size_t t = 1; t < nthreads; ++t)
+      helpers.emplace_back(remap_range, std::min(items.size(), t * per), std::min(items.size(), (t + 1) * per));
+    remap_range(0, std::min(items.size(), per));
+    for (std::thread& h : helpers) h.join();
+  }
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const auto [j, i] = items[k];
+    (ok[k] ? done[j] : failed[j]).moves.push_back(running[j].ticket.moves[i]);
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  const double wait_ns = std::chrono::duration<double, std::nano>(t0 - gate.closed_at).count();
+  open_gates(dir);
+  const double hold_ns = since_ns(t0);
+  for (std::size_t j = 0; j < running.size(); ++j) {
+    alloc_.finish_migration(done[j]);  // device handles of evicted chunks are usable again from here
+    alloc_.abort_migration(failed[j]);
+  }
   lk.lock();
-  for (std::size_t i = job.remapped; i < end; ++i) give_event(job.chunk_events[i]);
-  job.remapped = end;
-  const std::uint64_t bytes = done.copy_bytes();
-  (job.to == Residence::host ? counters_.bytes_to_host : counters_.bytes_to_device) += bytes;
-  counters_.chunks_remapped += done.moves.size();
-  counters_.remap_ns += remap_ns;
-  job.moved |= !done.moves.empty();
-  job.failed |= !failed.moves.empty();
-  if (job.to == Residence::host && !done.moves.empty()) ++eviction_progress_;
+  counters_.remap_ns += std::chrono::duration<double, std::nano>(t1 - t0).count();
+  ++counters_.gates;
+  counters_.gate_wait_ns += wait_ns;
+  counters_.gate_hold_ns += hold_ns;
+  for (std::size_t j = 0; j < running.size(); ++j) {
+    Job& job = running[j];
+    for (std::size_t i = job.remapped; i < ends[j]; ++i) give_event(job.chunk_events[i]);
+    job.remapped = ends[j];
+    const std::uint64_t bytes = done[j].copy_bytes();
+    (job.to == Residence::host ? counters_.bytes_to_host : counters_.bytes_to_device) += bytes;
+    counters_.chunks_remapped += done[j].moves.size();
+    job.moved |= !done[j].moves.empty();
+    job.failed |= !failed[j].moves.empty();
+    if (job.to == Residence::host && !done[j].moves.empty()) ++eviction_progress_;
+  }
   cv_.notify_all();  // a pressure waiter may use the returned handles
 }
 
@@ -242,37 +325,90 @@ void GroupMover::finish(Job& job) {
   cv_.notify_all();
 }
 
-void GroupMover::run() {
+void GroupMover::run(Residence dir) {
+  std::vector<Job>& running = running_[static_cast<int>(dir)];
+  GateState& gate = gate_[static_cast<int>(dir)];
   std::unique_lock lk(mutex_);
   for (;;) {
     bool progressed = false;
-    for (std::size_t i = 0; i < running_.size();) {
-      Job& job = running_[i];
-      std::size_t end = job.remapped;
+    // Remaps: close the gates as soon as some copy is done; remap once every stream reached them.
+    if (!gate.closed) {
+      bool ready = false;
+      for (Job& job : running) {
+        if (job.remapped >= job.ticket.moves.size()) continue;
+        try {
+          ready = backend_.query(job.chunk_events[job.remapped]);
+        } catch (...) {
+          ready = true;  // a failing driver: the remap attempts fail and are counted
+        }
+        if (ready) break;
+      }
+      if (ready) {
+        lk.unlock();
+        const GateResult closed = close_gates(dir);
+        lk.lock();
+        if (closed == GateResult::failed) {
+          // Without a gate no remap is safe: the chunks keep their old handles (still correct).
+          for (Job& job : running) {
+            MigrationTicket failed;
+            failed.arena = job.ticket.arena;
+            failed.to = job.ticket.to;
+            for (std::size_t i = job.remapped; i < job.ticket.moves.size(); ++i) failed.moves.push_back(job.ticket.moves[i]);
+            lk.unlock();
+            try {
+              for (std::size_t i = job.remapped; i < job.ticket.moves.size(); ++i) backend_.synchronize(job.chunk_events[i]);
+            } catch (...) {
+            }
+            alloc_.abort_migration(failed);
+            lk.lock();
+            for (std::size_t i = job.remapped; i < job.ticket.moves.size(); ++i) give_event(job.chunk_events[i]);
+            job.remapped = job.ticket.moves.size();
+            job.failed = true;
+          }
+          progressed = true;
+        }
+      }
+    }
+    if (gate.closed) {
+      bool reached = false;
+      lk.unlock();
       try {
-        while (end < job.ticket.moves.size() && backend_.query(job.chunk_events[end])) ++end;
+        reached = gates_reached(dir);
       } catch (...) {
-        end = job.ticket.moves.size();  // a failing driver: the remap attempts fail and are counted
+        reached = false;
       }
-      if (end > job.remapped) {
-        remap_ready(lk, job, end);
+      lk.lock();
+      if (reached) {
+        remap_ready(lk, dir);
         progressed = true;
+      } else if (std::chrono::steady_clock::now() - gate.closed_at > options_.gate_timeout) {
+        open_gates(dir);
+        ++counters_.gate_timeouts;
       }
-      if (job.remapped == job.ticket.moves.size()) {
-        Job over = std::move(job);
-        running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    for (std::size_t i = 0; i < running.size();) {
+      if (running[i].remapped == running[i].ticket.moves.size()) {
+        Job over = std::move(running[i]);
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
         finish(over);
+        progressed = true;
         continue;
       }
       ++i;
     }
-    // Issue the first queued job of an arena that has no job running.
+    // Issue the first queued job of this direction whose arena has no earlier job queued or running.
     std::unordered_set<ArenaId> blocked;
-    for (const Job& j : running_) blocked.insert(j.arena);
+    for (const auto& r : running_)
+      for (const Job& j : r) blocked.insert(j.arena);
+    for (ArenaId a : issuing_) blocked.insert(a);
+    bool have_queued = false;
     for (std::size_t i = 0; i < queue_.size(); ++i) {
       Job& j = queue_[i];
+      const bool mine = j.to == dir;
       if (blocked.count(j.arena)) continue;
       blocked.insert(j.arena);
+      if (!mine) continue;
+      have_queued = true;
       if (j.cancelled) {
         Job job = std::move(j);
         queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -287,12 +423,18 @@ void GroupMover::run() {
       Job job = std::move(j);
       queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(i));
       job.parked = false;
+      issuing_.push_back(job.arena);
+      const ArenaId issued = job.arena;
       if (try_issue(lk, job)) progressed = true;
+      issuing_.erase(std::find(issuing_.begin(), issuing_.end(), issued));
       break;  // the queue may have changed while unlocked
     }
-    if (stop_ && queue_.empty() && running_.empty()) return;
+    if (!have_queued)
+      for (const Job& j : queue_) have_queued |= j.to == dir;
+    if (stop_ && !have_queued && running.empty() && !gate.closed) return;
     if (progressed) continue;
-    if (running_.empty() && queue_.empty()) cv_.wait(lk);
+    if (gate.closed) cv_.wait_for(lk, options_.gate_poll);
+    else if (running.empty() && !have_queued) cv_.wait(lk);
     else cv_.wait_for(lk, options_.poll);
   }
 }

@@ -15,8 +15,35 @@
 // ensure(g)     on the training thread before the first op that needs g: waits for g's moves; the
 //               wait is a counted stall. If no move can make progress (no device memory will come),
 //               g simply stays on the host: still mapped, still correct, only slower (a counted miss).
-// Jobs of one arena run in order; jobs of different arenas overlap. A remap happens only after its
-// copy completed and only for chunks the plan says no enqueued op touches (the executor's contract).
+// Jobs of one arena run in order; jobs of different arenas overlap. Each direction has its own
+// worker thread and copy stream, so evictions and prefetches (copies and remaps) run at once.
+//
+// Note [Remap gate]
+// Between cuMemUnmap and cuMemMap+cuMemSetAccess a chunk's addresses are invalid: a kernel touching
+// them then dies with CUDA_ERROR_ILLEGAL_ADDRESS and takes the context with it. A plan cannot rule
+// that out: the op observer misses kernels (views, foreach/fused optimizer kernels, kernels of
+// libraries), and a late prefetch leaves a group in use from host memory while its move finishes.
+// So the mover does not trust the plan for this; it makes the remap window unobservable:
+//   1. when chunks' copies are done, the worker closes a gate (VmmBackend::close_gate) on every
+//      stream the allocator has seen (allocate, record_stream): one stream operation that holds
+//      all later work of the stream;
+//   2. it waits until every gated stream has reached its gate: all work enqueued before the gate
+//      has completed, none after it has started;
+//   3. it unmaps and maps every chunk whose copy has completed by then (a batch, to amortise the
+//      gate), then opens the gates, and only then touches the allocator (whose lock a training
+//      thread may hold while it waits for a gated stream).
+// A kernel on a gated stream therefore runs wholly before the remap (on the old handle) or wholly
+// after it (on the new one); both handles hold the same bytes unless something wrote the group
+// between the copy's start and the gate, which only a wrong plan does (a lost write of a hidden
+// writer, never a fault).
+// Deadlocks: gates on several streams can form a cycle with the streams' own cross-stream waits
+// (stream A waits for an event that stream B records after B's gate, enqueued while the gates were
+// being closed one by one), and two sets of gates closed at once can interleave in opposite orders.
+// So only one worker holds gates at a time (the other keeps copying and retries), and gates not all
+// reached within `gate_timeout` are opened again (counted) and closed anew later: a cycle
+// dissolves, a legitimately long stream queue just costs a retry. Not covered: streams the allocator never saw (a
+// stream that only reads tensors allocated on another stream without record_stream: PyTorch
+// requires record_stream there anyway) and streams under CUDA graph capture.
 #pragma once
 
 #include <chrono>
@@ -43,13 +70,21 @@ struct MoverCounters {
   double stall_ns = 0;
   std::uint64_t misses = 0;      ///< ensure() found the group (partly) on the host and nothing coming
   std::uint64_t failures = 0;    ///< jobs that failed (data stays where it was)
-  double remap_ns = 0;           ///< driver time spent in unmap+map on the worker
+  double remap_ns = 0;           ///< driver time spent in unmap+map on the workers
+  std::uint64_t gates = 0;       ///< remap batches behind a gate (Note [Remap gate])
+  double gate_wait_ns = 0;       ///< gate closed -> every gated stream reached it
+  double gate_hold_ns = 0;       ///< streams held at a gate (reached -> opened): compute stall bound
+  std::uint64_t gate_timeouts = 0;  ///< gates reopened unreached (see Note [Remap gate])
 
   MoverCounters& operator+=(const MoverCounters& o);
 };
 
 struct MoverOptions {
   std::chrono::microseconds poll{50};  ///< worker's poll interval while copies run
+  std::chrono::microseconds gate_poll{5};  ///< poll interval while waiting for a gate to be reached
+  std::chrono::milliseconds gate_timeout{200};  ///< reopen gates not all reached by then (a cycle)
+  int remap_threads = 1;  ///< threads sharing one gated batch's unmap/map calls
+  bool gate = true;  ///< gate the allocator's streams around remaps (off only to show the fault in tests)
 };
 
 class GroupMover {
@@ -92,9 +127,13 @@ class GroupMover {
     std::uint64_t evictions_seen = 0;
   };
 
-  void run();
+  void run(Residence dir);
   bool try_issue(std::unique_lock<std::mutex>& lk, Job& job);
-  void remap_ready(std::unique_lock<std::mutex>& lk, Job& job, std::size_t end);
+  void remap_ready(std::unique_lock<std::mutex>& lk, Residence dir);
+  enum class GateResult { closed, busy, failed };
+  GateResult close_gates(Residence dir);
+  bool gates_reached(Residence dir);
+  void open_gates(Residence dir) noexcept;
   void finish(Job& job);
   EventHandle take_event();
   void give_event(EventHandle e);
@@ -109,7 +148,15 @@ class GroupMover {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Job> queue_;     // not yet issued, FIFO
-  std::vector<Job> running_;  // copies issued
+  std::vector<Job> running_[kResidenceCount];  // copies issued, by destination; only its worker touches it
+  struct GateState {
+    std::vector<GateHandle> gates;
+    std::chrono::steady_clock::time_point closed_at;
+    bool closed = false;
+  };
+  GateState gate_[kResidenceCount];
+  std::vector<ArenaId> issuing_;
+  std::mutex gate_owner_;  // held by the worker whose gates are closed  // arenas whose job a worker is issuing (out of queue_ and running_)  // by destination; only its worker touches it
   std::vector<EventHandle> events_;
   std::unordered_map<ArenaId, int> outstanding_;  // queued + running jobs per arena
   std::uint64_t evictions_done_ = 0;
@@ -117,7 +164,7 @@ class GroupMover {
   std::uint64_t eviction_jobs_ = 0;  // eviction jobs not yet completed (parked ones included)
   MoverCounters counters_;
   bool stop_ = false;
-  std::thread worker_;
+  std::thread workers_[kResidenceCount];
 };
 
 }  // namespace tierpack::gpu

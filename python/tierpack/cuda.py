@@ -70,6 +70,8 @@ def _load(path: str):
     lib.tierpack_gpu_tracing.restype = ctypes.c_int
     lib.tierpack_gpu_op_begin.argtypes = [ctypes.c_int64]
     lib.tierpack_gpu_op_end.argtypes = [ctypes.c_int64]
+    if hasattr(lib, "tierpack_gpu_op_begin_named"):
+        lib.tierpack_gpu_op_begin_named.argtypes = [ctypes.c_char_p]
     lib.tierpack_gpu_op_tensors.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int64]
     lib.tierpack_gpu_stats_json.argtypes = [ctypes.c_int]
     lib.tierpack_gpu_stats_json.restype = ctypes.c_char_p
@@ -174,6 +176,7 @@ def _make_observer_class():
     from torch.utils._pytree import tree_flatten
 
     lib = _lib
+    named = hasattr(lib, "tierpack_gpu_op_begin_named")
 
     def report(tree):
         ptrs = []
@@ -192,7 +195,10 @@ def _make_observer_class():
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            lib.tierpack_gpu_op_begin(0)
+            if named:
+                lib.tierpack_gpu_op_begin_named(str(func).encode())
+            else:
+                lib.tierpack_gpu_op_begin(0)
             report((args, kwargs))
             out = func(*args, **kwargs)
             report(out)

@@ -18,17 +18,23 @@ class TwinDevice final : public TestDevice {
 
   void fill(std::uintptr_t p, std::size_t bytes, std::uint64_t seed, StreamHandle s,
             std::chrono::microseconds delay) override {
-    backend_.enqueue(s, [p, bytes, seed, delay] {
+    // Through device_access: a "kernel" touching an unmapped chunk fails its stream (like
+    // CUDA_ERROR_ILLEGAL_ADDRESS) instead of racing a remap unnoticed.
+    backend_.enqueue(s, [this, p, bytes, seed, delay] {
       if (delay.count() > 0) std::this_thread::sleep_for(delay);
-      auto* w = reinterpret_cast<std::uint64_t*>(p);
-      for (std::size_t i = 0; i < bytes / 8; ++i) w[i] = pattern_word(seed, i);
+      backend_.device_access(p, bytes, [&](void* at) {
+        auto* w = static_cast<std::uint64_t*>(at);
+        for (std::size_t i = 0; i < bytes / 8; ++i) w[i] = pattern_word(seed, i);
+      });
     });
   }
   void check(std::uintptr_t p, std::size_t bytes, std::uint64_t seed, StreamHandle s) override {
     backend_.enqueue(s, [this, p, bytes, seed] {
-      const auto* w = reinterpret_cast<const std::uint64_t*>(p);
       std::uint64_t bad = 0;
-      for (std::size_t i = 0; i < bytes / 8; ++i) bad += w[i] != pattern_word(seed, i);
+      backend_.device_access(p, bytes, [&](void* at) {
+        const auto* w = static_cast<const std::uint64_t*>(at);
+        for (std::size_t i = 0; i < bytes / 8; ++i) bad += w[i] != pattern_word(seed, i);
+      });
       mismatches_ += bad;
     });
   }

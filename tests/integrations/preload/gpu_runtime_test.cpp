@@ -9,6 +9,7 @@
 
 #include "alloc/gpu/memfd_backend.hpp"
 #include "core/error.hpp"
+#include "core/profile.hpp"
 #include "tests/alloc/gpu/test_device.hpp"
 
 namespace tierpack::gpu {
@@ -116,7 +117,7 @@ struct Setup {
   std::unique_ptr<GpuRuntime> rt;
 };
 
-Setup make_runtime(std::uint64_t budget) {
+Setup make_runtime(std::uint64_t budget, std::string profile_out = "") {
   TwinOptions t;
   t.granularity = 64 * KiB;
   t.device_bytes = 64 << 20;
@@ -133,6 +134,7 @@ Setup make_runtime(std::uint64_t budget) {
   o.headroom = 0.8;
   o.prewarm_threads = 1;
   o.log = LogLevel::quiet;
+  o.profile_out = std::move(profile_out);
   s.rt = std::make_unique<GpuRuntime>(std::move(be), o);
   return s;
 }
@@ -170,6 +172,35 @@ TEST(GpuRuntime, TracesPlansAndMovesGroupsUnderTheBudgetKeepingEveryByte) {
   EXPECT_LE(last["peak_device_bytes"].get<std::uint64_t>(), 5u << 20) << "budget exceeded";
   EXPECT_EQ(last["failures"].get<int>(), 0);
   EXPECT_EQ(j["divergence"], "");
+}
+
+TEST(GpuRuntime, WritesTheObservedIterationAsACoreProfile) {
+  const std::string path = ::testing::TempDir() + "gpu_runtime_profile.tpk";
+  std::remove(path.c_str());
+  auto s = make_runtime(5 << 20, path);
+  ToyTraining train(*s.rt, *s.be, 8, 512 * KiB);
+  bool tracing = s.rt->tracing();
+  for (int it = 1; it <= 3; ++it) {
+    train.step(it, tracing);
+    tracing = s.rt->iteration();
+  }
+  EXPECT_EQ(train.mismatches(), 0u);  // also waits for the stream
+  const Profile p = read_profile(path);  // validates
+  ASSERT_GT(p.ops.size(), 0u);
+  ASSERT_GT(p.tensors.size(), 0u);
+  EXPECT_EQ(p.topology.tiers.size(), 2u);
+  std::size_t used = 0, born_inside = 0, on_a_tier = 0;
+  for (const TensorRecord& t : p.tensors) {
+    used += !t.uses.empty();
+    born_inside += t.seq >= 0;
+    on_a_tier += t.tier != kNoTier;
+  }
+  EXPECT_GT(used, p.tensors.size() / 2) << "the op observer's uses must reach the profile";
+  EXPECT_GT(born_inside, 0u);
+  EXPECT_GE(on_a_tier, p.tensors.size() - std::count_if(p.tensors.begin(), p.tensors.end(), [](const TensorRecord& t) {
+                         return t.death_op != kAfterIteration;
+                       })) << "every tensor alive at the end has a tier";
+  std::remove(path.c_str());
 }
 
 TEST(GpuRuntime, FallsBackSafelyWhenAnIterationDiverges) {

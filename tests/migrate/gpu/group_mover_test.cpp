@@ -1,5 +1,8 @@
 // GroupMover conformance: evictions and prefetches keep data and addresses, are ordered after the
 // last use, respect the budget, and a late or impossible prefetch is a counted stall or miss.
+#include <thread>
+
+#include "alloc/gpu/memfd_backend.hpp"
 #include "tests/migrate/gpu/mover_fixture.hpp"
 
 namespace tierpack::gpu::testing {
@@ -122,6 +125,81 @@ TYPED_TEST(GroupMoverTest, RemapWhileOtherGroupsAreInUse) {
   }
   this->sync_all();
   EXPECT_EQ(this->dev_->take_mismatches(), 0u);
+}
+
+// A kernel the runtime never hears about (no op event, no prediction) reads a group on the compute
+// stream again and again while the group moves back and forth with copies ordered after another,
+// idle stream: the remap gate (Note [Remap gate]) must keep every remap window out of its way.
+// On CUDA a miss is CUDA_ERROR_ILLEGAL_ADDRESS; on the twin an illegal device_access.
+TYPED_TEST(GroupMoverTest, HiddenKernelDuringMovesNeverFaults) {
+  this->make(8);
+  const StreamHandle compute = this->streams_[0], other = this->streams_[1];
+  auto g = this->make_group(2, 77, compute);
+  this->backend().synchronize_stream(compute);
+  const int rounds = static_cast<int>(env_count("TIERPACK_STRESS_ROUNDS", 40));
+  for (int i = 0; i < rounds; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      this->dev_->busy(compute, std::chrono::microseconds(100));
+      this->check(g, compute);  // the hidden reader: no ensure_resident, no op event
+    }
+    if (i % 2 == 0) this->mover_->evict(g.arena, other);
+    else this->mover_->prefetch(g.arena, other);
+    if (i % 8 == 7) this->mover_->drain();
+  }
+  this->mover_->drain();
+  this->check(g, compute);
+  this->sync_all();
+  EXPECT_EQ(this->dev_->take_mismatches(), 0u);
+  const MoverCounters c = this->mover_->counters();
+  EXPECT_EQ(c.failures, 0u);
+  EXPECT_GT(c.gates, 0u);
+  EXPECT_GE(c.evictions + c.prefetches, static_cast<std::uint64_t>(rounds) / 2);
+  if (MemfdBackend* twin = twin_backend(*this->dev_)) {
+    EXPECT_EQ(twin->illegal_accesses(), 0u);
+  }
+}
+
+// The same hidden reader without the gate: the twin sees the remap window (this is the fault GPT-2
+// large hit at 60% and 45% budgets on the H200), which shows the test above can fail.
+TEST(GroupMoverTwin, WithoutTheGateAHiddenKernelSeesTheRemap) {
+  TwinDeviceOptions o;
+  auto dev = make_twin_device(o);
+  MemfdBackend* twin = twin_backend(*dev);
+  GpuAllocatorOptions ao;
+  ao.chunk_bytes = o.chunk_bytes;
+  ao.page_bytes = o.granularity;
+  ao.small_threshold = o.granularity / 4;
+  ao.device_budget = 16 * o.chunk_bytes;
+  ao.host_limit = 64 * o.chunk_bytes;
+  const StreamHandle compute = twin->create_stream(), other = twin->create_stream();
+  {
+    GpuAllocator alloc(*twin, ao);
+    MoverOptions mo;
+    mo.gate = false;
+    GroupMover mover(alloc, mo);
+    const ArenaId a = alloc.create_arena("g");
+    void* p = alloc.allocate(4 * o.chunk_bytes, compute, a);
+    const auto va = reinterpret_cast<std::uintptr_t>(p);
+    for (int i = 0; i < 400 && twin->illegal_accesses() == 0; ++i) {
+      for (int k = 0; k < 4; ++k)
+        twin->enqueue(compute, [&] {
+          try {
+            twin->device_access(va, 4 * o.chunk_bytes, [](void*) { std::this_thread::sleep_for(std::chrono::microseconds(20)); });
+          } catch (const std::exception&) {
+            // counted by the twin
+          }
+        });
+      if (i % 2 == 0) mover.evict(a, other);
+      else mover.prefetch(a, other);
+      mover.drain();
+    }
+    EXPECT_GT(twin->illegal_accesses(), 0u) << "400 unguarded round trips never overlapped the hidden kernel";
+    twin->synchronize_stream(compute);
+    mover.drain();
+    alloc.deallocate(p);
+  }
+  twin->destroy_stream(compute);
+  twin->destroy_stream(other);
 }
 
 TEST(GroupMoverTwin, LatePrefetchIsACountedStall) {
