@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""GPT-2 large under DistributedDataParallel (NCCL, one GPU per rank), default PyTorch vs tierpack at
+per-rank GPU budgets, one table. The multi-GPU counterpart of gpt2_bench.py (same model, batch, bf16
+autocast, AdamW, NVML peak sampling, floor), its model and sampler imported from there.
+
+Each mode is one torchrun job of --ranks processes; rank r sees only GPU r (CUDA_VISIBLE_DEVICES is set
+per rank before CUDA starts, so NVML samples that GPU), ranks train on different random tokens, DDP
+averages the gradients. Step time: the slowest rank's median over --steps steps after warm-up (the
+job runs at the slowest rank's pace). Peak: the highest rank's NVML peak over the timed steps minus its
+baseline. Floor per rank: max(default step, (default peak - budget) / pinned bandwidth), with the
+bandwidth measured by the default job's rank 0 (both ranks copy at once, each over its own link).
+
+Usage: python3 bench/gpu/ddp_bench.py [--ranks 2] [--budgets 60,45] [--steps 20] [--warmup 3]
+         [--tierpack-warmup 6] [--lib build/lib/libtierpack_cuda.so] [--gpu-opts ...] [--json out.json]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+GiB = float(1 << 30)
+
+
+def run_rank(a):
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(local)  # before CUDA exists in this process
+    sys.path.insert(0, HERE)
+    import gpt2_bench as gb
+    sampler = gb.NvmlSampler()
+    tc = None
+    if a.child == "tierpack":
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        import tierpack.cuda as tc
+        tc.install(budget=int(a.alloc_budget), gpu=a.gpu_opts or None, path=a.lib)
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel
+
+    dist.init_process_group("nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.cuda.set_device(0)
+    torch.manual_seed(0)  # same initial parameters on every rank
+    torch.backends.cuda.matmul.allow_tf32 = True
+    dev = torch.device("cuda")
+    with dev:
+        model = gb.build_model(torch, a.layers, 1280, 20, 50257, a.seq, ckpt=False)
+    model = DistributedDataParallel(model, device_ids=[0])
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    g = torch.Generator(device="cuda").manual_seed(1234 + rank)
+    batches = [torch.randint(0, 50257, (a.batch, a.seq + 1), device=dev, generator=g) for _ in range(4)]
+
+    def step(i):
+        x = batches[i % len(batches)]
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(x[:, :-1])
+            loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
+        del logits
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    losses, times = [], []
+    for i in range(a.warmup):
+        losses.append(step(i))
+    torch.cuda.synchronize()
+    dist.barrier()
+    sampler.reset()
+    for i in range(a.steps):
+        t0 = time.perf_counter()
+        losses.append(step(a.warmup + i))
+        times.append(time.perf_counter() - t0)
+    torch.cuda.synchronize()
+    res = {"rank": rank, "world": world, "mode": a.child, "median_step_s": statistics.median(times),
+           "peak_bytes": sampler.peak_bytes(), "losses": losses}
+    if tc is not None:
+        st = tc.stats()
+        its = [r for r in st.get("iterations", []) if r["iteration"] > a.warmup]
+        n = max(len(its), 1)
+        res["tierpack"] = {
+            "phase": st.get("phase"), "divergence": st.get("divergence"),
+            "to_host_bytes_per_step": sum(r["bytes_to_host"] for r in its) / n,
+            "to_device_bytes_per_step": sum(r["bytes_to_device"] for r in its) / n,
+            "stalls_per_step": sum(r["stalls"] for r in its) / n,
+            "failures": sum(r["failures"] for r in its),
+        }
+    if a.child == "default" and rank == 0:
+        n = 1 << 30
+        h = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+        d = torch.empty(n, dtype=torch.uint8, device=dev)
+
+        def timed(fn):
+            ts = []
+            for _ in range(6):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record(); fn(); e.record(); e.synchronize()
+                ts.append(s.elapsed_time(e) / 1e3)
+            return n / statistics.median(ts[1:])
+        res["pinned_h2d_Bps"] = timed(lambda: d.copy_(h, non_blocking=True))
+        res["pinned_d2h_Bps"] = timed(lambda: h.copy_(d, non_blocking=True))
+    sampler.stop = True
+    print("RESULT " + json.dumps(res), flush=True)
+    dist.destroy_process_group()
+
+
+def job(a, mode, budget=None, alloc_budget=None, warmup=None):
+    port = 29500 + int(time.time()) % 1000
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(a.ranks), "--master_port", str(port),
+           os.path.abspath(__file__), "--child", mode, "--steps", str(a.steps),
+           "--warmup", str(warmup if warmup is not None else a.warmup), "--layers", str(a.layers),
+           "--batch", str(a.batch), "--seq", str(a.seq), "--lib", a.lib]
+    if alloc_budget is not None:
+        cmd += ["--alloc-budget", str(int(alloc_budget))]
+    if a.gpu_opts:
+        cmd += ["--gpu-opts", a.gpu_opts]
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.child_timeout,
+                           env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    except subprocess.TimeoutExpired:
+        return {"mode": mode, "budget": budget, "error": f"timed out after {a.child_timeout} s"}
+    ranks = [json.loads(l[7:]) for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+    if len(ranks) != a.ranks:
+        return {"mode": mode, "budget": budget, "error": f"exit {p.returncode}, {len(ranks)} rank results",
+                "stderr": p.stderr[-4000:]}
+    ranks.sort(key=lambda r: r["rank"])
+    return {"mode": mode, "budget": budget, "ranks": ranks, "wall_s": time.time() - t0,
+            "median_step_s": max(r["median_step_s"] for r in ranks), "peak_bytes": max(r["peak_bytes"] for r in ranks)}
+
+
+def render(results, base, a):
+    step0, peak = base["median_step_s"], base["peak_bytes"]
+    r0 = base["ranks"][0]
+    bw = min(r0.get("pinned_h2d_Bps", 55e9), r0.get("pinned_d2h_Bps", 55e9))
+    hdr = ("mode", "budget/rank", "step ms", "tokens/s (all ranks)", "peak GiB (max rank)", "to host GB/step/rank",
+           "to dev GB/step/rank", "floor ms", "floor/step", "loss rel.diff (rank 0)", "note")
+    rows = []
+    for r in results:
+        if "error" in r:
+            rows.append((r["mode"] + (f" {r['pct']:.0f}%" if r.get("pct") else ""), "", "-", "-", "-", "-", "-", "-", "-", "-",
+                         r["error"]))
+            continue
+        step = r["median_step_s"]
+        floor = max(step0, max(peak - r["budget"], 0) / bw) if r.get("budget") else step0
+        tps = [x.get("tierpack") for x in r["ranks"] if x.get("tierpack")]
+        l0, l = base["ranks"][0]["losses"], r["ranks"][0]["losses"]
+        n = min(len(l0), len(l))
+        diff = max(abs(l[i] - l0[i]) / abs(l0[i]) for i in range(n)) if n else float("nan")
+        note = ""
+        if tps:
+            note = "phases " + ",".join(str(t.get("phase")) for t in tps)
+            if any(t.get("failures") for t in tps):
+                note += f", {sum(t['failures'] for t in tps)} failed moves"
+        rows.append((r["mode"] + (f" {r['pct']:.0f}%" if r.get("pct") else ""),
+                     f"{r['budget'] / GiB:.1f} GiB" if r.get("budget") else "-", f"{step * 1e3:.0f}",
+                     f"{a.ranks * a.batch * a.seq / step:.0f}", f"{r['peak_bytes'] / GiB:.1f}",
+                     f"{max(t['to_host_bytes_per_step'] for t in tps) / 1e9:.2f}" if tps else "-",
+                     f"{max(t['to_device_bytes_per_step'] for t in tps) / 1e9:.2f}" if tps else "-",
+                     f"{floor * 1e3:.0f}", f"{floor / step:.2f}", f"{diff:.1e}", note))
+    widths = [max(len(str(x[i])) for x in rows + [hdr]) for i in range(len(hdr))]
+    line = lambda row: "| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths)) + " |"  # noqa: E731
+    out = [line(hdr), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(x) for x in rows]
+    out.append(f"{a.ranks} ranks; default peak per rank {peak / GiB:.2f} GiB (NVML, max over ranks); pinned bandwidth "
+               f"{bw / 1e9:.1f} GB/s (rank 0, slower direction); floor = max(default step, (peak - budget) / bandwidth)")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--child")
+    ap.add_argument("--alloc-budget", type=float)
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--tierpack-warmup", type=int, default=6)
+    ap.add_argument("--layers", type=int, default=36)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--budgets", default="60,45")
+    ap.add_argument("--context-bytes", type=float, default=1.0 * GiB,
+                    help="device memory outside the allocator per rank (CUDA context, NCCL buffers)")
+    ap.add_argument("--lib", default=os.path.join(ROOT, "build", "lib", "libtierpack_cuda.so"))
+    ap.add_argument("--gpu-opts", default="")
+    ap.add_argument("--child-timeout", type=int, default=240)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    if a.child:
+        return run_rank(a)
+    base = job(a, "default")
+    print(json.dumps({k: v for k, v in base.items() if k != "ranks"}), flush=True)
+    if "error" in base:
+        print(base.get("stderr", ""), file=sys.stderr)
+        sys.exit(1)
+    results = [base]
+    for pct in [float(x) for x in a.budgets.split(",") if x]:
+        budget = base["peak_bytes"] * pct / 100.0
+        r = job(a, "tierpack", budget=budget, alloc_budget=max(budget - a.context_bytes, 1 << 30), warmup=a.tierpack_warmup)
+        r["pct"] = pct
+        results.append(r)
+        print(json.dumps({k: v for k, v in r.items() if k not in ("ranks",)})[:2000], flush=True)
+    table = render(results, base, a)
+    print(table)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"results": results, "table": table, "argv": sys.argv}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
