@@ -12,6 +12,7 @@ bandwidth measured by the default job's rank 0 (both ranks copy at once, each ov
 
 Usage: python3 bench/gpu/ddp_bench.py [--ranks 2] [--budgets 60,45] [--steps 20] [--warmup 3]
          [--tierpack-warmup 6] [--lib build/lib/libtierpack_cuda.so] [--gpu-opts ...] [--json out.json]
+         [--share-gpu]   (a one-GPU machine: every rank on GPU 0, gloo instead of NCCL)
 """
 import argparse
 import json
@@ -28,7 +29,8 @@ GiB = float(1 << 30)
 
 def run_rank(a):
     local = int(os.environ.get("LOCAL_RANK", "0"))
-    os.environ["CUDA_VISIBLE_DEVICES"] = str(local)  # before CUDA exists in this process
+    # Before CUDA exists in this process: one GPU per rank, or all ranks on GPU 0 (--share-gpu).
+    os.environ["CUDA_VISIBLE_DEVICES"] = "0" if a.share_gpu else str(local)
     sys.path.insert(0, HERE)
     import gpt2_bench as gb
     sampler = gb.NvmlSampler()
@@ -42,7 +44,7 @@ def run_rank(a):
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel
 
-    dist.init_process_group("nccl")
+    dist.init_process_group("gloo" if a.share_gpu else "nccl")  # NCCL refuses two ranks on one GPU
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.cuda.set_device(0)
     torch.manual_seed(0)  # same initial parameters on every rank
@@ -77,8 +79,10 @@ def run_rank(a):
         losses.append(step(a.warmup + i))
         times.append(time.perf_counter() - t0)
     torch.cuda.synchronize()
+    # Sharing one GPU, NVML sees every rank's memory at once: count an equal share per rank.
+    peak = sampler.peak_bytes() / (world if a.share_gpu else 1)
     res = {"rank": rank, "world": world, "mode": a.child, "median_step_s": statistics.median(times),
-           "peak_bytes": sampler.peak_bytes(), "losses": losses}
+           "peak_bytes": peak, "losses": losses}
     if tc is not None:
         st = tc.stats()
         its = [r for r in st.get("iterations", []) if r["iteration"] > a.warmup]
@@ -114,7 +118,7 @@ def job(a, mode, budget=None, alloc_budget=None, warmup=None):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(a.ranks), "--master_port", str(port),
            os.path.abspath(__file__), "--child", mode, "--steps", str(a.steps),
            "--warmup", str(warmup if warmup is not None else a.warmup), "--layers", str(a.layers),
-           "--batch", str(a.batch), "--seq", str(a.seq), "--lib", a.lib]
+           "--batch", str(a.batch), "--seq", str(a.seq), "--lib", a.lib] + (["--share-gpu"] if a.share_gpu else [])
     if alloc_budget is not None:
         cmd += ["--alloc-budget", str(int(alloc_budget))]
     if a.gpu_opts:
@@ -166,7 +170,7 @@ def render(results, base, a):
     widths = [max(len(str(x[i])) for x in rows + [hdr]) for i in range(len(hdr))]
     line = lambda row: "| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths)) + " |"  # noqa: E731
     out = [line(hdr), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(x) for x in rows]
-    out.append(f"{a.ranks} ranks; default peak per rank {peak / GiB:.2f} GiB (NVML, max over ranks); pinned bandwidth "
+    out.append(f"{a.ranks} ranks{' sharing GPU 0 (gloo; NVML peak / ranks)' if a.share_gpu else ''}; default peak per rank {peak / GiB:.2f} GiB (NVML, max over ranks); pinned bandwidth "
                f"{bw / 1e9:.1f} GB/s (rank 0, slower direction); floor = max(default step, (peak - budget) / bandwidth)")
     return "\n".join(out)
 
@@ -183,6 +187,8 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--budgets", default="60,45")
+    ap.add_argument("--share-gpu", action="store_true",
+                    help="all ranks on GPU 0 with the gloo backend (a one-GPU machine); peaks are the GPU's / ranks")
     ap.add_argument("--context-bytes", type=float, default=1.0 * GiB,
                     help="device memory outside the allocator per rank (CUDA context, NCCL buffers)")
     ap.add_argument("--lib", default=os.path.join(ROOT, "build", "lib", "libtierpack_cuda.so"))
