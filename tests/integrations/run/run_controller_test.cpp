@@ -126,8 +126,9 @@ TEST(RunController, ProfilesPlansAndAppliesFromTheNextIteration) {
     ++planned;
     EXPECT_EQ(it["routed_by_plan"], it["allocations"]) << it.dump();
     EXPECT_EQ(it["mismatched"], 0);
-    if (it["moves"]["moves_partial"] == 0)  // a partial eviction keeps its charge on the fast tier
+    if (it["moves"]["moves_partial"] == 0) {  // a partial eviction keeps its charge on the fast tier
       EXPECT_LE(it["fast_peak_bytes"].get<std::uint64_t>(), j["fast_budget_bytes"].get<std::uint64_t>()) << it.dump();
+    }
   }
   EXPECT_EQ(planned, 3);
   EXPECT_TRUE(fs::exists(temp_path("run.plan.json")));
