@@ -98,9 +98,25 @@ void* RunMemory::allocate(std::size_t bytes) noexcept {
   return p;
 }
 
+namespace {
+bool runtime_owns(host::HostRuntime* rt, const void* p) noexcept {
+  if (!rt) return false;
+  try {
+    return rt->allocator().lookup(p).has_value();
+  } catch (...) {
+    return false;
+  }
+}
+}  // namespace
+
 void RunMemory::deallocate(void* p) noexcept {
   if (arena_ && arena_->owns(p)) {
     arena_->deallocate(p);
+    return;
+  }
+  host::HostRuntime* prev = previous_.load(std::memory_order_acquire);
+  if (runtime_owns(prev, p)) {
+    prev->deallocate(p);
   } else if (host::HostRuntime* rt = runtime_.load(std::memory_order_acquire)) {
     rt->deallocate(p);
   }
@@ -108,13 +124,8 @@ void RunMemory::deallocate(void* p) noexcept {
 
 bool RunMemory::owns(const void* p) const noexcept {
   if (arena_ && arena_->owns(p)) return true;
-  host::HostRuntime* rt = runtime_.load(std::memory_order_acquire);
-  if (!rt) return false;
-  try {
-    return rt->allocator().lookup(p).has_value();
-  } catch (...) {
-    return false;
-  }
+  return runtime_owns(runtime_.load(std::memory_order_acquire), p) ||
+         runtime_owns(previous_.load(std::memory_order_acquire), p);
 }
 
 // ---- RunController ----------------------------------------------------------------------------------
@@ -240,9 +251,9 @@ void RunController::install_plan(Plan plan, std::int64_t first_seq) {
   plan_ = std::move(plan);
   moves_after_.clear();
   for (std::size_t i = 0; i < plan_.schedule.size(); ++i) moves_after_[plan_.schedule[i].issue_after].push_back(i);
-  host::HostRuntime* old = runtime_.release();  // a runtime without plan keeps serving its blocks' frees
-  (void)old;  // never destroyed: tensors from it may still be alive (RunMemory cannot reach it any more
-              // for frees, so they leak; this only happens when the profiling arena was unavailable)
+  // A runtime without a plan (no profiling arena) keeps taking back its blocks through RunMemory:
+  // released, never destroyed (tensors from it may live to the end of the process).
+  (void)runtime_.release();
   runtime_ = std::move(rt);
   settle_arena_tensors(plan_);
   for (const auto& e : emulated_)

@@ -69,8 +69,11 @@ class RunMemory final : public HostMemory {
     return arena_ ? arena_->extent_of(p) : std::nullopt;
   }
 
-  /// From now on new blocks come from `runtime` (which must outlive this object).
-  void install(host::HostRuntime* runtime) noexcept { runtime_.store(runtime, std::memory_order_release); }
+  /// From now on new blocks come from `runtime` (which must outlive this object). The runtime it
+  /// replaces (if any) still takes back the blocks it handed out.
+  void install(host::HostRuntime* runtime) noexcept {
+    previous_.store(runtime_.exchange(runtime, std::memory_order_acq_rel), std::memory_order_release);
+  }
   ProfilingArena* arena() noexcept { return arena_.get(); }
   /// The lowest address the arena handed out (0: none), for residency queries.
   std::uintptr_t arena_low() const noexcept { return arena_low_.load(std::memory_order_relaxed); }
@@ -80,6 +83,7 @@ class RunMemory final : public HostMemory {
  private:
   std::unique_ptr<ProfilingArena> arena_;
   std::atomic<host::HostRuntime*> runtime_{nullptr};
+  std::atomic<host::HostRuntime*> previous_{nullptr};  ///< the runtime before the plan's (no arena)
   std::atomic<std::uintptr_t> arena_low_{0};
   std::atomic<std::uint64_t> allocations_{0};
 };
