@@ -53,5 +53,13 @@ function(tierpack_add_test name)
   target_compile_definitions(${name} PRIVATE TIERPACK_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
                                              TIERPACK_BINARY_DIR="${PROJECT_BINARY_DIR}")
   set(labels unit ${ARG_LABELS})
-  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "${labels}" TIMEOUT 600)
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "${labels}" TIMEOUT 600
+                       TEST_LIST ${name}_TESTS)
+  # gtest_discover_tests (CMake 3.25) flattens PROPERTIES, so a list of labels keeps only its first
+  # ("unit"); set all of them on the discovered tests once they are known (runs after discovery).
+  if(ARG_LABELS)
+    set(script ${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake)
+    file(WRITE ${script} "if(DEFINED ${name}_TESTS)\n  set_tests_properties(\${${name}_TESTS} PROPERTIES LABELS \"${labels}\")\nendif()\n")
+    set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${script})
+  endif()
 endfunction()

@@ -67,6 +67,7 @@ Session::Session(Config config, SessionOptions options) : config_(std::move(conf
 }
 
 Session::~Session() {
+  std::lock_guard lock(writer_mu_);
   if (writer_.joinable()) writer_.join();
 }
 
@@ -164,6 +165,10 @@ void Session::after_event() noexcept {
   }
   if (recorder_->profile_ready() && !config_.profile_out.empty() && !write_started_.load() &&
       !write_started_.exchange(true)) {
+    // writer_ is assigned under writer_mu_, and not at all once finish() began (it joins the writer
+    // under the same lock): a framework thread may get here while another thread runs finish().
+    std::lock_guard lock(writer_mu_);
+    if (finished_.load()) return;  // finish() writes the profile itself
     try {
       writer_ = std::thread([this] { write_profile_now(false); });
     } catch (const std::exception&) {
@@ -224,9 +229,14 @@ bool Session::write_profile_now(bool final) noexcept {
 bool Session::finish() noexcept {
   if (finished_.exchange(true)) return written_.load() || !recorder_;
   write_started_.store(true);  // no new writer thread from here on
-  if (writer_.joinable()) {
+  std::thread writer;
+  {
+    std::lock_guard lock(writer_mu_);
+    writer = std::move(writer_);
+  }
+  if (writer.joinable()) {
     try {
-      writer_.join();
+      writer.join();
     } catch (const std::exception&) {
     }
   }

@@ -127,6 +127,7 @@ class Session {
   std::atomic<bool> written_{false};
   std::atomic<bool> write_started_{false};
   std::thread writer_;  ///< writes the profile off the training thread (Note [Profile write])
+  std::mutex writer_mu_;  ///< guards writer_: started on a framework thread, joined by finish()
   std::atomic<int> last_reported_{-2};  ///< recorder phase last announced
   std::mutex write_mu_;
   std::int32_t written_iterations_ = -1;
