@@ -40,6 +40,8 @@ CudaVmmBackend::CudaVmmBackend(CudaBackendOptions options) : api_(CudaDriverApi:
 }
 
 CudaVmmBackend::~CudaVmmBackend() {
+  for (CUevent e : gate_event_)
+    if (e) api_.event_destroy(e);
   if (gate_words_) api_.mem_free_host(const_cast<std::uint32_t*>(gate_words_));
   if (ctx_) api_.primary_ctx_release(device_);
 }
@@ -210,6 +212,7 @@ GateHandle CudaVmmBackend::close_gate(StreamHandle s) {
       gate_words_ = static_cast<volatile std::uint32_t*>(p);
       gate_words_dev_ = d;
       gate_value_.assign(kGateSlots, 0);
+      gate_event_.assign(kGateSlots, nullptr);
       for (std::uint32_t i = kGateSlots; i-- > 0;) gate_free_.push_back(i);
     }
     if (gate_free_.empty()) throw cuda_error("remap gate: all slots in use", 0, "tierpack");
@@ -217,6 +220,22 @@ GateHandle CudaVmmBackend::close_gate(StreamHandle s) {
     gate_free_.pop_back();
     n = ++gate_value_[slot];
     if (n == 0) n = gate_value_[slot] = 1;  // never wraps in practice; keep GEQ meaningful
+    if (!gate_event_[slot]) {
+      CUevent e = nullptr;
+      if (CUresult r = api_.event_create(&e, CU_EVENT_DISABLE_TIMING); r != CUDA_SUCCESS) {
+        gate_free_.push_back(slot);
+        api_.check(r, "cuEventCreate(gate)");
+      }
+      gate_event_[slot] = e;
+    }
+  }
+  // Belt and braces: an event just before the gate. gate_reached() also asks that it completed, so
+  // the gate does not rest on the stream-ordering of memory operations alone for the work this
+  // thread's caller saw enqueued (work other threads slip in between is covered by the gate's write).
+  if (CUresult r = api_.event_record(gate_event_[slot], reinterpret_cast<CUstream>(s)); r != CUDA_SUCCESS) {
+    std::lock_guard lk(gate_mutex_);
+    gate_free_.push_back(slot);
+    api_.check(r, "cuEventRecord(gate)");
   }
   CUstreamBatchMemOpParams ops[2];
   std::memset(ops, 0, sizeof ops);
@@ -240,11 +259,18 @@ GateHandle CudaVmmBackend::close_gate(StreamHandle s) {
 bool CudaVmmBackend::gate_reached(GateHandle g) {
   const auto slot = static_cast<std::uint32_t>(g - 1);
   std::uint32_t n = 0;
+  CUevent e = nullptr;
   {
     std::lock_guard lk(gate_mutex_);
     n = gate_value_[slot];
+    e = gate_event_[slot];
   }
-  return gate_words_[2 * slot] == n;
+  if (gate_words_[2 * slot] != n) return false;
+  bind();
+  const CUresult r = api_.event_query(e);
+  if (r == CUDA_ERROR_NOT_READY) return false;
+  api_.check(r, "cuEventQuery(gate)");
+  return true;
 }
 
 void CudaVmmBackend::open_gate(GateHandle g) noexcept {

@@ -69,6 +69,7 @@ class CudaVmmBackend final : public VmmBackend {
   volatile std::uint32_t* gate_words_ = nullptr;  // 2 * kGateSlots
   CUdeviceptr gate_words_dev_ = 0;
   std::vector<std::uint32_t> gate_value_;  // value of the slot's current gate
+  std::vector<CUevent> gate_event_;        // recorded on the stream just before the slot's gate
   std::vector<std::uint32_t> gate_free_;
 };
 

@@ -377,34 +377,29 @@ struct GpuAllocator::Impl {
   // A handle for a new chunk: device first (reclaiming, then waiting for evictions), then host
   // when spilling is allowed. Empty result: out of memory.
   Acquired acquire_for_new_chunk(std::unique_lock<std::mutex>& lk) {
-    // Order matters for speed, not correctness: a blocking reclaim (reclaim_one(true)) waits for
-    // the segment's stream to drain everything enqueued so far, i.e. it stalls the CPU's run-ahead
-    // once per allocation while the budget is full; spilling a chunk to host memory (still mapped,
-    // still correct) costs only slower kernels. So spill before waiting, wait only without spill.
     for (int attempt = 0; attempt < 1000; ++attempt) {
       if (PooledHandle h = pool(Residence::device).try_acquire()) return {h, Residence::device};
-      if (reclaim_one(false)) continue;
+      if (reclaim_one(false) || reclaim_one(true)) continue;
+      if (!pressure) break;
+      ++st.pressure_waits;
+      lk.unlock();
       bool more = false;
-      if (pressure) {
-        ++st.pressure_waits;
-        lk.unlock();
-        try {
-          more = pressure();
-        } catch (...) {
-          more = false;
-        }
-        lk.lock();
+      try {
+        more = pressure();
+      } catch (...) {
+        more = false;
       }
-      if (more) continue;
-      if (PooledHandle h = pool(Residence::device).try_acquire()) return {h, Residence::device};
-      if (self.options_.spill_to_host) {
-        if (PooledHandle h = pool(Residence::host).try_acquire()) {
-          ++st.spilled_chunks;
-          return {h, Residence::host};
-        }
+      lk.lock();
+      if (!more) {
+        if (PooledHandle h = pool(Residence::device).try_acquire()) return {h, Residence::device};
+        break;
       }
-      if (reclaim_one(true)) continue;
-      break;
+    }
+    if (self.options_.spill_to_host) {
+      if (PooledHandle h = pool(Residence::host).try_acquire()) {
+        ++st.spilled_chunks;
+        return {h, Residence::host};
+      }
     }
     return {};
   }

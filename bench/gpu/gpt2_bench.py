@@ -276,6 +276,7 @@ def main():
         sys.exit(1)
     peak = base["peak_bytes"]
     ctx = a.context_bytes if a.context_bytes is not None else measure_context(a)
+    save(a, results, ctx)
     for m in modes:
         if m in ("default",):
             continue
@@ -285,13 +286,30 @@ def main():
                 r = child(a, "tierpack", budget=target, alloc_budget=max(target - ctx, 1 << 30), warmup=a.tierpack_warmup)
                 r["pct"] = pct
                 results.append(r)
-                print(json.dumps({k: v for k, v in r.items() if k not in ("losses", "step_s", "stderr_tail", "tierpack")}), flush=True)
+                brief = {k: v for k, v in r.items() if k not in ("losses", "step_s", "stderr_tail", "tierpack")}
+                if "losses" in r:
+                    n = min(len(r["losses"]), len(base["losses"]))
+                    brief["loss_max_rel_diff"] = max(abs(r["losses"][i] - base["losses"][i]) / abs(base["losses"][i]) for i in range(n))
+                    tp = r.get("tierpack", {})
+                    brief.update({k: tp.get(k) for k in ("to_host_bytes_per_step", "to_device_bytes_per_step", "stalls_per_step",
+                                                         "stall_ms_per_step", "gates_per_step", "gate_hold_ms_per_step", "failures",
+                                                         "misses_per_step", "phase", "divergence")})
+                print(json.dumps(brief), flush=True)
+                save(a, results, ctx)
         else:
             r = child(a, m)
             results.append(r)
             print(json.dumps({k: v for k, v in r.items() if k not in ("losses", "step_s", "stderr_tail")}), flush=True)
+            save(a, results, ctx)
     table = render(results, base, ctx)
     print(table)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"results": results, "context_bytes": ctx, "table": table, "argv": sys.argv}, f, indent=1)
+
+
+def save(a, results, ctx, table=None):
+    """Writes the results so far (a run cut short by a timeout keeps what it measured)."""
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"results": results, "context_bytes": ctx, "table": table, "argv": sys.argv}, f, indent=1)

@@ -12,6 +12,16 @@
 // the same thing in every iteration even when no op observer runs. An op that touched a tensor is
 // recorded as the interval [clock at op begin, clock at op end]: its `from` bounds the first use
 // (prefetch must be done by then), its `to` the last use (eviction may start after it).
+// Note [Why the GPU runtime keeps its own planner]
+// The architecture wants Profile -> placer -> Plan -> migrate. The GPU runtime still plans with
+// plan_from_trace because (a) its plan is keyed by the allocator's event clock and allocation
+// position of the unobserved (reference) iteration, which the placer's op-indexed Plan does not
+// carry yet, and (b) the runtime must plan inside the training process between two iterations,
+// where the placer's inputs (a Profile with page data) are not complete. The runtime now writes the
+// traced iteration as a core Profile (profile_out, Note [Runtime profile] in
+// integrations/preload/gpu_runtime.cpp), so the placer and the simulator can be checked against
+// the same iteration; switching the runtime to the placer's Plan needs a mapping from op indices
+// to the event clock (both are in that Profile: birth/death ops and allocation positions).
 #pragma once
 
 #include <cstdint>
