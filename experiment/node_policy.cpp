@@ -142,7 +142,9 @@ bool Balloon::add(std::uint64_t bytes) {
   const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
   bytes = bytes / page * page;
   if (bytes == 0) return true;
-  void* p = map_with_policy(bytes, NodePolicy::bind, {node_});
+  // Preferred, not bind: if the node fills up meanwhile (another balloon part, the kernel's own
+  // migrations), the rest lands elsewhere instead of waking the OOM killer.
+  void* p = map_with_policy(bytes, NodePolicy::preferred, {node_});
   if (!p) return false;
   // mlock populates and pins the pages: reclaim (and so demotion) cannot take them.
   if (mlock(p, bytes) != 0) {

@@ -212,18 +212,15 @@ ExperimentResult run_real_experiment(const Profile& profile_in, const RealOption
             row.note += "; diverged: " + placement.stats.back().divergence;
         } else {
           // first-touch, interleave, preferred-fast and the kernel's policies: node 0 shrunk to the budget.
+          // The balloon first, on a quiet system: the kernel's tiering would move pages while it is sized.
+          if (policy == "kernel-tiering" && !tiering.available) throw logic_error("not available: " + tiering.reason);
+          if (policy == "damon" && !damon.available) throw logic_error("not available: " + damon.reason);
+          Balloon balloon(fast_node, budget);
           const auto vm0 = read_vmstat();
           std::unique_ptr<KernelTieringSession> kt;
           std::unique_ptr<DamonSession> dm;
-          if (policy == "kernel-tiering") {
-            if (!tiering.available) throw logic_error("not available: " + tiering.reason);
-            kt = std::make_unique<KernelTieringSession>();
-          }
-          if (policy == "damon") {
-            if (!damon.available) throw logic_error("not available: " + damon.reason);
-            dm = std::make_unique<DamonSession>(fast_node, slow_node);
-          }
-          Balloon balloon(fast_node, budget);
+          if (policy == "kernel-tiering") kt = std::make_unique<KernelTieringSession>();
+          if (policy == "damon") dm = std::make_unique<DamonSession>(fast_node, slow_node);
           const NodePolicy np = policy == "interleave"       ? NodePolicy::interleave
                                 : policy == "preferred-fast" ? NodePolicy::preferred
                                                              : NodePolicy::local;  // first-touch, kernel-tiering, damon
