@@ -49,6 +49,8 @@ class Balloon {
   Balloon& operator=(const Balloon&) = delete;
   std::uint64_t bytes() const;
   std::uint64_t room() const { return room_; }
+  /// Whether the last probe found the room within tolerance (max(256 KiB, leave/10)) of `leave`.
+  bool converged() const { return converged_; }
 
  private:
   bool add(std::uint64_t bytes);
@@ -56,6 +58,7 @@ class Balloon {
   int node_;
   std::vector<std::pair<void*, std::uint64_t>> parts_;
   std::uint64_t room_ = 0;
+  bool converged_ = false;
 };
 
 }  // namespace tierpack::experiment

@@ -233,7 +233,8 @@ ExperimentResult run_real_experiment(const Profile& profile_in, const RealOption
           };
           const int n = run.iterations;
           row.note = "node " + std::to_string(fast_node) + " shrunk by a " + format_bytes(balloon.bytes()) + " mlock'ed balloon; room found " +
-                     format_bytes(balloon.room());
+                     format_bytes(balloon.room()) +
+                     (balloon.converged() ? "" : " (NOT the budget: the balloon did not converge, the row does not hold the budget)");
           if (dm) {
             row.bytes_to_fast = dm->applied_bytes(0) / static_cast<std::uint64_t>(n);
             row.bytes_to_slow = dm->applied_bytes(1) / static_cast<std::uint64_t>(n);
