@@ -142,6 +142,8 @@ ReplayRunStats replay_on_nodes(const ReplayWorkload& w, Placement& placement, co
   s.iterations = static_cast<int>(timed_ns.size());
   const std::size_t m = timed_ns.size();
   s.step_ns = m == 0 ? 0 : m % 2 ? timed_ns[m / 2] : (timed_ns[m / 2 - 1] + timed_ns[m / 2]) / 2;
+  s.min_ns = m ? timed_ns.front() : 0;
+  s.max_ns = m ? timed_ns.back() : 0;
   return s;
 }
 

@@ -49,6 +49,7 @@ class Placement {
 
 struct ReplayRunStats {
   double step_ns = 0;                ///< median over the iterations after the first
+  double min_ns = 0, max_ns = 0;     ///< fastest and slowest of them (the noise)
   std::uint64_t fast_peak_bytes = 0; ///< highest bytes of live tensor pages on the fast node at a sample
   std::uint64_t slow_peak_bytes = 0;
   int iterations = 0;

@@ -7,6 +7,7 @@
 // Needs root (the QEMU guest runs as root); anything missing is reported as "not available: why".
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,8 @@ class DamonSession {
   DamonSession& operator=(const DamonSession&) = delete;
   /// Bytes DAMON's schemes applied their action to so far (sum of the schemes' stats/sz_applied).
   std::uint64_t applied_bytes(int scheme) const;
+  /// "tried N regions (B bytes), applied M (B bytes)" of one scheme, for the notes.
+  std::string stats(int scheme) const;
 };
 
 }  // namespace tierpack::experiment

@@ -142,7 +142,9 @@ bool Balloon::add(std::uint64_t bytes) {
   const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
   bytes = bytes / page * page;
   if (bytes == 0) return true;
-  void* p = map_with_policy(bytes, NodePolicy::bind, {node_});
+  // Preferred, not bind: if the node fills up meanwhile (another balloon part, the kernel's own
+  // migrations), the rest lands elsewhere instead of waking the OOM killer.
+  void* p = map_with_policy(bytes, NodePolicy::preferred, {node_});
   if (!p) return false;
   // mlock populates and pins the pages: reclaim (and so demotion) cannot take them.
   if (mlock(p, bytes) != 0) {
@@ -181,7 +183,9 @@ Balloon::Balloon(int node, std::uint64_t leave) : node_(node) {
   if (!add(first)) throw os_error("mmap+mbind+mlock balloon of " + format_bytes(first) + " on node " + std::to_string(node), errno);
   // Probe, adjust, probe again until the room is within tolerance of `leave`.
   const std::uint64_t tolerance = std::max<std::uint64_t>(256u << 10, leave / 10);
-  for (int round = 0; round < 6; ++round) {
+  for (int round = 0; round < 10; ++round) {
+    // Let freed probe pages and the kernel's background work (kswapd, migrations) settle first.
+    usleep(50 * 1000);
     room_ = probe();
     if (room_ > leave + tolerance) {
       if (!add(room_ - leave)) break;
@@ -196,7 +200,9 @@ Balloon::Balloon(int node, std::uint64_t leave) : node_(node) {
       break;
     }
   }
+  usleep(50 * 1000);
   room_ = probe();  // what the run starts with (reported)
+  converged_ = room_ + tolerance >= leave && room_ <= leave + tolerance;
 }
 
 Balloon::~Balloon() {

@@ -36,7 +36,8 @@ std::map<std::string, std::uint64_t> read_vmstat();
 void add_residency(const void* p, std::size_t n, std::map<int, std::uint64_t>& bytes_per_node);
 
 /// Pins `node`'s free memory down to about `leave` bytes for its lifetime: mlock'ed mappings bound to
-/// the node, so neither reclaim nor demotion can take them back. Where allocations start falling back
+/// the node (MPOL_PREFERRED, so a mis-sized part never OOM-kills), so neither reclaim nor demotion can
+/// take them back. Where allocations start falling back
 /// to another node depends on the kernel's watermarks, so the size is calibrated: a probe touches
 /// pages (local policy) until one lands elsewhere, and the balloon grows or shrinks by the difference
 /// between what fitted and `leave` (a few rounds). room() is what the last probe found.
@@ -48,6 +49,8 @@ class Balloon {
   Balloon& operator=(const Balloon&) = delete;
   std::uint64_t bytes() const;
   std::uint64_t room() const { return room_; }
+  /// Whether the last probe found the room within tolerance (max(256 KiB, leave/10)) of `leave`.
+  bool converged() const { return converged_; }
 
  private:
   bool add(std::uint64_t bytes);
@@ -55,6 +58,7 @@ class Balloon {
   int node_;
   std::vector<std::pair<void*, std::uint64_t>> parts_;
   std::uint64_t room_ = 0;
+  bool converged_ = false;
 };
 
 }  // namespace tierpack::experiment

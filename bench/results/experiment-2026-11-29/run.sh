@@ -22,11 +22,15 @@ $build/bin/tierpack-synth -o $here/gpt2-large-synthetic.tpk --tensors 2448 --par
   --activation-bytes 42M --bytes-per-ns 3500 --seed 1
 # Validation against bench/results/gpu-h200-2026-11-29 (GPT-2 large, B=8, T=1024): default 145 ms;
 # tierpack 100% (allocator budget 29.9 - 0.67 GiB context, persistent:off, run 2a) 147 ms;
-# tierpack 75% (22.4 - 0.67 GiB, run 1) 490 ms.
+# tierpack 75% (22.4 - 0.67 GiB, run 1) 490 ms; and from branch gpu2, bench/results/gpu-h200-2026-11-29-2:
+# tierpack 60% (allocator budget 18546871500 B = 17.27 GiB, call 1) 835 ms; tierpack 35% (10519809228 B = 9.80 GiB,
+# call 3, remap_threads:4) 8189 ms.
 $tp experiment --workload $here/gpt2-large-synthetic.tpk --tiers preset:h200-pcie \
   --fast-budgets 100%,75%,60%,50%,30%,20% --policies all \
-  --measured 'all-fast=145ms,page-aware@29.23G=147ms,page-aware@21.73G=490ms' \
-  --measured-source 'H200, bench/results/gpu-h200-2026-11-29 (GPT-2 large table)' -o $here/gpt2-h200 >/dev/null
+  --measured 'all-fast=145ms,page-aware@29.23G=147ms,page-aware@21.73G=490ms,page-aware@17.27G=835ms,page-aware@9.80G=8189ms' \
+  --measured-source 'H200: bench/results/gpu-h200-2026-11-29 (first three), gpu-h200-2026-11-29-2 on branch gpu2 (last two)' \
+  -o $here/gpt2-h200 >/dev/null
+rm -f $here/gpt2-large-synthetic.tpk
 
 # 3. Real nodes, emulated: the CPU example's profile replayed for real on the two NUMA nodes of the QEMU
 #    test guest (node 1 memory-only, HMAT says slower, but both nodes run at the same real speed).
