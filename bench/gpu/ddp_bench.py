@@ -95,19 +95,7 @@ def run_rank(a):
             "failures": sum(r["failures"] for r in its),
         }
     if a.child == "default" and rank == 0:
-        n = 1 << 30
-        h = torch.empty(n, dtype=torch.uint8, pin_memory=True)
-        d = torch.empty(n, dtype=torch.uint8, device=dev)
-
-        def timed(fn):
-            ts = []
-            for _ in range(6):
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record(); fn(); e.record(); e.synchronize()
-                ts.append(s.elapsed_time(e) / 1e3)
-            return n / statistics.median(ts[1:])
-        res["pinned_h2d_Bps"] = timed(lambda: d.copy_(h, non_blocking=True))
-        res["pinned_d2h_Bps"] = timed(lambda: h.copy_(d, non_blocking=True))
+        res["pinned_h2d_Bps"], res["pinned_d2h_Bps"] = gb.pinned_bandwidth(torch, dev)
     sampler.stop = True
     print("RESULT " + json.dumps(res), flush=True)
     dist.destroy_process_group()

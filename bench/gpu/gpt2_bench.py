@@ -193,20 +193,25 @@ def run_child(a):
     if a.mode == "default":
         # CUDA context and library overhead seen by NVML before any tensor exists in a process,
         # and pinned copy bandwidth per direction (the link the floor is computed with).
-        n = 1 << 30
-        h = torch.empty(n, dtype=torch.uint8, pin_memory=True)
-        d = torch.empty(n, dtype=torch.uint8, device=dev)
-        def timed(fn):
-            ts = []
-            for _ in range(6):
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record(); fn(); e.record(); e.synchronize()
-                ts.append(s.elapsed_time(e) / 1e3)
-            return n / statistics.median(ts[1:])
-        res["pinned_h2d_Bps"] = timed(lambda: d.copy_(h, non_blocking=True))
-        res["pinned_d2h_Bps"] = timed(lambda: h.copy_(d, non_blocking=True))
+        res["pinned_h2d_Bps"], res["pinned_d2h_Bps"] = pinned_bandwidth(torch, dev)
     sampler.stop = True
     print("RESULT " + json.dumps(res), flush=True)
+
+
+def pinned_bandwidth(torch, dev):
+    """Pinned copy bandwidth (bytes/s) host->device and device->host: 1 GiB copies, median of 5 after one."""
+    n = 1 << 30
+    h = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+    d = torch.empty(n, dtype=torch.uint8, device=dev)
+
+    def timed(fn):
+        ts = []
+        for _ in range(6):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record(); fn(); e.record(); e.synchronize()
+            ts.append(s.elapsed_time(e) / 1e3)
+        return n / statistics.median(ts[1:])
+    return timed(lambda: d.copy_(h, non_blocking=True)), timed(lambda: h.copy_(d, non_blocking=True))
 
 
 # ------------------------------------------------------------------------------------------- driver

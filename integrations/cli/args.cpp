@@ -55,4 +55,17 @@ Args parse_args(const std::vector<std::string>& argv, const ArgSpec& spec) {
   return a;
 }
 
+int count_flag(const Args& args, const std::string& flag, int fallback, int min) {
+  const auto v = args.get(flag);
+  if (!v) return fallback;
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(*v, &used);
+    if (used != v->size() || n < min) throw std::invalid_argument("range");
+    return n;
+  } catch (const std::exception&) {
+    throw usage_error("flag " + flag + " needs an integer >= " + std::to_string(min) + ", not '" + *v + "'");
+  }
+}
+
 }  // namespace tierpack::cli

@@ -40,4 +40,7 @@ struct Args {
 /// Parses argv (after the subcommand name) against spec; throws usage_error.
 Args parse_args(const std::vector<std::string>& argv, const ArgSpec& spec);
 
+/// The integer value of `flag` (`fallback` when absent); usage_error unless it is an integer >= min.
+int count_flag(const Args& args, const std::string& flag, int fallback, int min);
+
 }  // namespace tierpack::cli

@@ -211,4 +211,16 @@ std::string describe_status(int status) {
   return "exit status " + std::to_string(status);
 }
 
+void apply_child_flags(const Args& args, Config& config) {
+  if (auto t = args.get("--page-tracer")) {
+    try {
+      config.page_tracer = parse_config("page_tracer:" + *t).page_tracer;
+    } catch (const logic_error&) {
+      throw usage_error("--page-tracer must be auto, mprotect, uffd or off, not '" + *t + "'");
+    }
+  }
+  if (args.has("--quiet")) config.log = LogLevel::quiet;
+  if (args.has("--verbose")) config.log = LogLevel::debug;
+}
+
 }  // namespace tierpack::cli

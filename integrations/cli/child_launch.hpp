@@ -8,7 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "core/config.hpp"
+#include "integrations/cli/args.hpp"
+
 namespace tierpack::cli {
+
+/// The flags every command that launches a child under tierpack shares: --page-tracer KIND, --quiet,
+/// --verbose, applied to the child's config. Throws usage_error for a bad tracer kind.
+void apply_child_flags(const Args& args, Config& config);
 
 /// Where the pieces a child needs are (build tree or install tree).
 struct TierpackPaths {

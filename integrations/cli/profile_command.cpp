@@ -43,23 +43,10 @@ const char* const kProfileUsage =
 
 namespace {
 
-int parse_count(const Args& args, const std::string& flag, int fallback, int min) {
-  const auto v = args.get(flag);
-  if (!v) return fallback;
-  try {
-    std::size_t used = 0;
-    const int n = std::stoi(*v, &used);
-    if (used != v->size() || n < min) throw std::invalid_argument("range");
-    return n;
-  } catch (const std::exception&) {
-    throw usage_error("flag " + flag + " needs an integer >= " + std::to_string(min) + ", not '" + *v + "'");
-  }
-}
-
 int summary(const Args& args) {
   if (args.has("-o") || !args.child.empty()) throw usage_error("--summary takes a profile file, not -o or a command");
   SummaryOptions opt;
-  opt.top_tensors = static_cast<std::size_t>(parse_count(args, "--top", 15, 1));
+  opt.top_tensors = static_cast<std::size_t>(count_flag(args, "--top", 15, 1));
   const Profile p = read_profile(*args.get("--summary"));
   std::fputs(format_profile_summary(p, opt).c_str(), stdout);
   return 0;
@@ -86,30 +73,23 @@ int run_profile(const std::vector<std::string>& argv) {
   Config c;
   c.mode = RunMode::profile;
   c.profile_out = out;
-  c.warmup_iterations = parse_count(args, "--warmup", 1, 0);
-  c.profile_iterations = parse_count(args, "--iterations", 1, 1);
-  c.max_iterations = parse_count(args, "--max-iterations", 0, 0);
-  c.page_window_depth = parse_count(args, "--window-depth", 1, 1);
-  if (auto t = args.get("--page-tracer")) {
-    try {
-      c.page_tracer = parse_config("page_tracer:" + *t).page_tracer;
-    } catch (const logic_error&) {
-      throw usage_error("--page-tracer must be auto, mprotect, uffd or off, not '" + *t + "'");
-    }
-  }
-  if (args.has("--quiet")) c.log = LogLevel::quiet;
-  if (args.has("--verbose")) c.log = LogLevel::debug;
+  c.warmup_iterations = count_flag(args, "--warmup", 1, 0);
+  c.profile_iterations = count_flag(args, "--iterations", 1, 1);
+  c.max_iterations = count_flag(args, "--max-iterations", 0, 0);
+  c.page_window_depth = count_flag(args, "--window-depth", 1, 1);
+  apply_child_flags(args, c);
   if (c.max_iterations > 0 && c.max_iterations < c.warmup_iterations + c.profile_iterations)
     throw usage_error("--max-iterations must leave room for the warm-up and profiled iterations");
 
   // An output that cannot be written fails now, not after a (possibly hours-long) run. "a": an
   // existing profile is not truncated here; it is removed below anyway.
-  if (std::FILE* f = std::fopen(out.c_str(), "ab")) std::fclose(f);
-  else throw os_error("open " + out + " for writing", errno);
+  // With a %r pattern the probe is rank 0's file (or this rank's), removed again below.
+  const std::string single = expand_rank_pattern(out, rank ? rank->rank : 0);
+  if (std::FILE* f = std::fopen(single.c_str(), "ab")) std::fclose(f);
+  else throw os_error("open " + single + " for writing", errno);
 
   const TierpackPaths paths = find_tierpack_paths();
   const ChildLaunch launch = prepare_child(args.child, format_config(c), paths);
-  const std::string single = expand_rank_pattern(out, rank ? rank->rank : 0);
   std::error_code ec;
   if (per_rank)
     remove_rank_files(out);

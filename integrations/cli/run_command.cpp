@@ -49,19 +49,6 @@ const char* const kRunUsage =
 namespace {
 namespace fs = std::filesystem;
 
-int parse_count(const Args& args, const std::string& flag, int fallback, int min) {
-  const auto v = args.get(flag);
-  if (!v) return fallback;
-  try {
-    std::size_t used = 0;
-    const int n = std::stoi(*v, &used);
-    if (used != v->size() || n < min) throw std::invalid_argument("range");
-    return n;
-  } catch (const std::exception&) {
-    throw usage_error("flag " + flag + " needs an integer >= " + std::to_string(min) + ", not '" + *v + "'");
-  }
-}
-
 Budget budget_flag(const Args& args, const std::string& flag) {
   const auto text = args.get(flag);
   if (!text) return {};
@@ -95,17 +82,9 @@ int run_run(const std::vector<std::string>& argv) {
   c.mode = RunMode::run;
   c.fast_budget = budget_flag(args, "--fast-budget");
   c.gpu_budget = budget_flag(args, "--gpu-budget");
-  c.warmup_iterations = parse_count(args, "--warmup", 1, 0);
-  c.profile_iterations = parse_count(args, "--profile-iterations", 1, 1);
-  if (auto t = args.get("--page-tracer")) {
-    try {
-      c.page_tracer = parse_config("page_tracer:" + *t).page_tracer;
-    } catch (const logic_error&) {
-      throw usage_error("--page-tracer must be auto, mprotect, uffd or off, not '" + *t + "'");
-    }
-  }
-  if (args.has("--quiet")) c.log = LogLevel::quiet;
-  if (args.has("--verbose")) c.log = LogLevel::debug;
+  c.warmup_iterations = count_flag(args, "--warmup", 1, 0);
+  c.profile_iterations = count_flag(args, "--profile-iterations", 1, 1);
+  apply_child_flags(args, c);
 
   if (auto tiers = args.get("--tiers")) {
     if (args.has("--plan")) throw usage_error("--tiers and --plan: the plan carries its tiers");

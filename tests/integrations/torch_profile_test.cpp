@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/file_envelope.hpp"
 #include "core/profile.hpp"
+#include "tests/support/run_command.hpp"
 #include "profiler/tensor_lifetime.hpp"
 
 using namespace tierpack;
@@ -25,21 +26,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Proc {
-  int status = -1;
-  std::string output;
-};
-
-Proc run(const std::string& cmd) {
-  Proc r;
-  FILE* f = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, f)) r.output.append(buf, n);
-  const int st = ::pclose(f);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
-}
+using tierpack::testing::Proc;
+using tierpack::testing::run;
 
 std::string python() {
   const char* p = std::getenv("TIERPACK_TEST_PYTHON");
