@@ -436,27 +436,32 @@ void RunController::on_finish() noexcept {
       session_.log(line);
     }
     if (runtime_) {
-      host::HostArenaAllocator& alloc = runtime_->allocator();
-      std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
-      alloc.for_each([&](const host::AllocationInfo& i) {
-        const auto b = reinterpret_cast<std::uintptr_t>(i.base);
-        ranges.emplace_back(b, b + i.usable);
-      });
+      const std::uint64_t page = runtime_->allocator().os().page_size();
       std::map<int, std::uint64_t> rt_nodes, arena_nodes;
-      count_nodes(alloc.os(), ranges, rt_nodes);
-      session_.log("residency at exit (move_pages): runtime blocks: " + node_counts_text(rt_nodes, alloc.os().page_size()));
-      if (memory_->arena() && memory_->arena_low()) {
-        if (auto ext = memory_->arena()->extent_of(memory_->arena_low())) {
-          count_nodes(alloc.os(), {*ext}, arena_nodes);
-          session_.log("residency at exit (move_pages): profiling arena: " +
-                       node_counts_text(arena_nodes, alloc.os().page_size()));
-        }
-      }
+      const bool arena = residency_at_exit(rt_nodes, arena_nodes);
+      session_.log("residency at exit (move_pages): runtime blocks: " + node_counts_text(rt_nodes, page));
+      if (arena) session_.log("residency at exit (move_pages): profiling arena: " + node_counts_text(arena_nodes, page));
     }
   } catch (const std::exception& e) {
     session_.log(std::string("run summary failed: ") + e.what());
   }
   write_stats();
+}
+
+bool RunController::residency_at_exit(std::map<int, std::uint64_t>& runtime_nodes,
+                                      std::map<int, std::uint64_t>& arena_nodes) {
+  host::HostArenaAllocator& alloc = runtime_->allocator();
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
+  alloc.for_each([&](const host::AllocationInfo& i) {
+    const auto b = reinterpret_cast<std::uintptr_t>(i.base);
+    ranges.emplace_back(b, b + i.usable);
+  });
+  count_nodes(alloc.os(), ranges, runtime_nodes);
+  if (!memory_->arena() || !memory_->arena_low()) return false;
+  const auto ext = memory_->arena()->extent_of(memory_->arena_low());
+  if (!ext) return false;
+  count_nodes(alloc.os(), {*ext}, arena_nodes);
+  return true;
 }
 
 void RunController::write_stats() noexcept {
@@ -503,16 +508,8 @@ void RunController::write_stats() noexcept {
                           {"arena_fast_bytes", arena_fast_bytes_},
                           {"arena_slow_bytes", arena_moved_bytes_}};
     if (runtime_) {
-      host::HostArenaAllocator& alloc = runtime_->allocator();
-      std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
-      alloc.for_each([&](const host::AllocationInfo& i) {
-        const auto b = reinterpret_cast<std::uintptr_t>(i.base);
-        ranges.emplace_back(b, b + i.usable);
-      });
       std::map<int, std::uint64_t> rt_nodes, arena_nodes;
-      count_nodes(alloc.os(), ranges, rt_nodes);
-      if (memory_->arena() && memory_->arena_low())
-        if (auto ext = memory_->arena()->extent_of(memory_->arena_low())) count_nodes(alloc.os(), {*ext}, arena_nodes);
+      residency_at_exit(rt_nodes, arena_nodes);
       auto to_obj = [](const std::map<int, std::uint64_t>& m) {
         nlohmann::json o = nlohmann::json::object();
         for (const auto& [k, v] : m) o[std::to_string(k)] = v;

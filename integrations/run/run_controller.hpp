@@ -39,6 +39,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -126,6 +127,9 @@ class RunController final : public EventListener {
   void settle_arena_tensors(const Plan& plan);
   void sample(std::uint64_t t_ns);
   void write_stats() noexcept;
+  /// Pages by NUMA node (move_pages status) of the runtime's live blocks and of the profiling arena's
+  /// extent; false when there is no arena extent to count. Needs runtime_.
+  bool residency_at_exit(std::map<int, std::uint64_t>& runtime_nodes, std::map<int, std::uint64_t>& arena_nodes);
   std::string plan_path() const;
 
   Session& session_;
