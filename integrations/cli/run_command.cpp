@@ -4,6 +4,7 @@
 // command checks the flags, launches the child like `tierpack profile` does, and reports the outcome.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,11 +14,13 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/plan.hpp"
+#include "core/process_rank.hpp"
 #include "core/tier_spec.hpp"
 #include "core/units.hpp"
 #include "integrations/cli/args.hpp"
 #include "integrations/cli/child_launch.hpp"
 #include "integrations/cli/commands.hpp"
+#include "integrations/cli/rank_files.hpp"
 
 namespace tierpack::cli {
 
@@ -48,6 +51,60 @@ const char* const kRunUsage =
 
 namespace {
 namespace fs = std::filesystem;
+
+/// Reads one run's statistics and prints its outcome line (and where its report is). Returns 0 when a
+/// plan was applied, 1 otherwise (the reason printed).
+int report_outcome(const std::string& stats_path, const std::string& who, const std::string& profile_out,
+                   bool stats_kept) {
+  nlohmann::json stats;
+  bool have_stats = false;
+  if (std::ifstream in(stats_path); in) {
+    try {
+      in >> stats;
+      have_stats = stats.contains("tierpack_run");
+    } catch (const std::exception&) {
+    }
+  }
+  if (!have_stats) {
+    std::fprintf(stderr,
+                 "tierpack run: error: %sthe run wrote no statistics (tierpack was not enabled in the command: see the "
+                 "messages above; torch never loaded, or no iteration ended)\n",
+                 who.c_str());
+    return 1;
+  }
+  const auto& run = stats["tierpack_run"];
+  const std::string plan_error = run.value("plan_error", std::string());
+  if (!run.value("plan_applied", false)) {
+    std::fprintf(stderr, "tierpack run: error: %sno plan was applied: %s\n", who.c_str(),
+                 plan_error.empty() ? "the run ended before the profiled iterations were complete" : plan_error.c_str());
+    return 1;
+  }
+  std::uint64_t to_fast = 0, to_slow = 0, late = 0, fallbacks = 0;
+  int planned = 0;
+  for (const auto& it : run["iterations"]) {
+    if (!it.value("planned", false)) continue;
+    ++planned;
+    to_fast += it["moves"].value("bytes_to_fast", std::uint64_t{0});
+    to_slow += it["moves"].value("bytes_to_slow", std::uint64_t{0});
+    late += it["moves"].value("moves_late", std::uint64_t{0});
+    fallbacks += it.value("over_budget", std::uint64_t{0});
+  }
+  std::fprintf(stderr,
+               "tierpack run: %splan applied from iteration %d for %d iteration(s): moved %s to the fast tier, %s to the "
+               "slow tier, %llu late move(s), %llu allocation(s) over budget\n",
+               who.c_str(), run.value("apply_from", -1), planned, format_bytes(to_fast).c_str(),
+               format_bytes(to_slow).c_str(), static_cast<unsigned long long>(late),
+               static_cast<unsigned long long>(fallbacks));
+  const std::string plan_file = run.value("plan_file", std::string());
+  std::error_code ec;
+  if (!profile_out.empty() && fs::exists(profile_out, ec) && !stats_kept)
+    std::fprintf(stderr, "tierpack run: %sprofile %s, plan %s (add --stats FILE to see measured vs planned in the report)\n",
+                 who.c_str(), profile_out.c_str(), plan_file.c_str());
+  else if (!profile_out.empty() && fs::exists(profile_out, ec))
+    std::fprintf(stderr, "tierpack run: %sreport: tierpack report %s --plan %s --run-stats %s -o report/\n", who.c_str(),
+                 profile_out.c_str(), plan_file.c_str(), stats_path.c_str());
+  return 0;
+}
 
 Budget budget_flag(const Args& args, const std::string& flag) {
   const auto text = args.get(flag);
@@ -124,70 +181,52 @@ int run_run(const std::vector<std::string>& argv) {
     if (args.has("--plan")) throw usage_error("-o writes the profile, and with --plan nothing is profiled");
     c.profile_out = absolute(*o, "-o");
   }
-  // The child always writes statistics: this command reads them to report the outcome.
+  // The child always writes statistics: this command reads them to report the outcome. Under a
+  // distributed launcher every rank writes its own (`%r`, Note [Per-rank files] in core/process_rank.hpp).
+  const auto rank = process_rank_from_env();
+  const int my_rank = rank ? rank->rank : 0;
   std::string stats_tmp;
   if (auto s = args.get("--stats")) {
     c.stats_out = absolute(*s, "--stats");
   } else {
-    stats_tmp = (fs::temp_directory_path() / ("tierpack-run-" + std::to_string(::getpid()) + ".json")).string();
+    stats_tmp = (fs::temp_directory_path() / ("tierpack-run-" + std::to_string(::getpid()) + ".%r.json")).string();
     c.stats_out = stats_tmp;
   }
+  const bool per_rank_stats = has_rank_pattern(c.stats_out) && !rank;
 
   const TierpackPaths paths = find_tierpack_paths();
   const ChildLaunch launch = prepare_child(args.child, format_config(c), paths);
   std::error_code ec;
-  fs::remove(c.stats_out, ec);
-  if (!c.profile_out.empty()) fs::remove(c.profile_out, ec);
+  if (per_rank_stats)
+    remove_rank_files(c.stats_out);
+  else
+    fs::remove(expand_rank_pattern(c.stats_out, my_rank), ec);
+  if (!c.profile_out.empty()) {
+    if (has_rank_pattern(c.profile_out) && !rank)
+      remove_rank_files(c.profile_out);
+    else
+      fs::remove(expand_rank_pattern(c.profile_out, my_rank), ec);
+  }
 
   std::fprintf(stderr, "tierpack run: running %s (%s)\n", launch.argv[0].c_str(), launch.how.c_str());
   const int status = run_child(launch);
   std::fprintf(stderr, "tierpack run: the command ended with %s\n", describe_status(status).c_str());
 
-  nlohmann::json stats;
-  bool have_stats = false;
-  if (std::ifstream in(c.stats_out); in) {
-    try {
-      in >> stats;
-      have_stats = stats.contains("tierpack_run");
-    } catch (const std::exception&) {
-    }
+  std::vector<RankFile> stats_files;
+  if (per_rank_stats)
+    stats_files = existing_rank_files(c.stats_out);
+  else
+    stats_files.push_back({my_rank, expand_rank_pattern(c.stats_out, my_rank)});
+  const bool several = per_rank_stats || rank.has_value();
+  int outcome = 0;
+  for (const auto& f : stats_files) {
+    const std::string who = several ? "rank " + std::to_string(f.rank) + ": " : std::string();
+    const std::string profile = c.profile_out.empty() ? std::string() : expand_rank_pattern(c.profile_out, f.rank);
+    outcome = std::max(outcome, report_outcome(f.path, who, profile, stats_tmp.empty()));
+    if (!stats_tmp.empty()) fs::remove(f.path, ec);
   }
-  if (!stats_tmp.empty()) fs::remove(stats_tmp, ec);
-  if (!have_stats) {
-    std::fprintf(stderr,
-                 "tierpack run: error: the run wrote no statistics (tierpack was not enabled in the command: see the "
-                 "messages above; torch never loaded, or no iteration ended)\n");
-    return status != 0 ? status : 1;
-  }
-  const auto& run = stats["tierpack_run"];
-  const std::string plan_error = run.value("plan_error", std::string());
-  if (!run.value("plan_applied", false)) {
-    std::fprintf(stderr, "tierpack run: error: no plan was applied: %s\n",
-                 plan_error.empty() ? "the run ended before the profiled iterations were complete" : plan_error.c_str());
-    return status != 0 ? status : 1;
-  }
-  std::uint64_t to_fast = 0, to_slow = 0, late = 0, fallbacks = 0;
-  int planned = 0;
-  for (const auto& it : run["iterations"]) {
-    if (!it.value("planned", false)) continue;
-    ++planned;
-    to_fast += it["moves"].value("bytes_to_fast", std::uint64_t{0});
-    to_slow += it["moves"].value("bytes_to_slow", std::uint64_t{0});
-    late += it["moves"].value("moves_late", std::uint64_t{0});
-    fallbacks += it.value("over_budget", std::uint64_t{0});
-  }
-  std::fprintf(stderr,
-               "tierpack run: plan applied from iteration %d for %d iteration(s): moved %s to the fast tier, %s to the "
-               "slow tier, %llu late move(s), %llu allocation(s) over budget\n",
-               run.value("apply_from", -1), planned, format_bytes(to_fast).c_str(), format_bytes(to_slow).c_str(),
-               static_cast<unsigned long long>(late), static_cast<unsigned long long>(fallbacks));
-  const std::string plan_file = run.value("plan_file", std::string());
-  if (!c.profile_out.empty() && fs::exists(c.profile_out, ec) && !stats_tmp.empty())
-    std::fprintf(stderr, "tierpack run: profile %s, plan %s (add --stats FILE to see measured vs planned in the report)\n",
-                 c.profile_out.c_str(), plan_file.c_str());
-  else if (!c.profile_out.empty() && fs::exists(c.profile_out, ec))
-    std::fprintf(stderr, "tierpack run: report: tierpack report %s --plan %s --run-stats %s -o report/\n",
-                 c.profile_out.c_str(), plan_file.c_str(), c.stats_out.c_str());
+  if (stats_files.empty()) outcome = report_outcome(expand_rank_pattern(c.stats_out, 0), "", "", true);
+  if (outcome != 0) return status != 0 ? status : outcome;
   return status;
 }
 

@@ -120,6 +120,28 @@ TEST_F(TorchDistributed, ProfileInsideEachRankWritesItsOwnFile) {
   EXPECT_EQ(params.at(0), params.at(1));
 }
 
+TEST_F(TorchDistributed, RunAppliesEachRanksPlanAndTrainsTheSame) {
+  // Every rank profiles, plans and applies its own plan (CXL emulated on node 0 here); DDP keeps the
+  // ranks in step, and placement must not change a bit of the result.
+  const Proc base = run(torchrun() + launcher_flags() + example() + " --iters 6");
+  ASSERT_EQ(base.status, 0) << base.output;
+  const auto expected = final_params(base.output);
+  ASSERT_EQ(expected.size(), 2u) << base.output;
+
+  const std::string out = (dir_ / "out.%r.tpk").string(), stats = (dir_ / "stats.%r.json").string();
+  const Proc r = run(tierpack_bin() + " run --warmup 2 --fast-budget 50% --tiers preset:ddr5-cxl -o " + out +
+                     " --stats " + stats + " -- " + torchrun() + launcher_flags() + example() + " --iters 6");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_NE(r.output.find("tierpack run: rank " + std::to_string(rank) + ": plan applied from iteration"),
+              std::string::npos)
+        << r.output;
+    EXPECT_TRUE(fs::exists(dir_ / ("stats." + std::to_string(rank) + ".json"))) << r.output;
+    EXPECT_TRUE(fs::exists(dir_ / ("out." + std::to_string(rank) + ".tpk"))) << r.output;
+  }
+  EXPECT_EQ(final_params(r.output), expected) << "tierpack run changed training\n" << r.output;
+}
+
 TEST_F(TorchDistributed, NoProfileForAnyRankIsAClearError) {
   // The ranks exit before an iteration ends: the command must say no rank wrote a profile.
   const std::string out = (dir_ / "out.%r.tpk").string();
