@@ -46,7 +46,12 @@ void HostMover::submit(const Move& m) {
       return;
     }
   }
-  // Synchronous mode: the same path as the worker, on this thread.
+  // Synchronous mode: the same path as the worker, on this thread. Nothing queued can make room.
+  if (!fits_budget(job)) {
+    std::lock_guard lock(mu_);
+    ++counters_.moves_over_budget;
+    return;
+  }
   for (;;) {
     MoveResult r = execute(job);
     std::lock_guard lock(mu_);
@@ -128,6 +133,18 @@ void HostMover::run() {
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (stop_) break;
+    if (!fits_budget(queue_.front())) {
+      Job waiting = std::move(queue_.front());
+      queue_.pop_front();
+      if (!queue_.empty() && waiting.deferrals < options_.max_deferrals) {
+        ++waiting.deferrals;  // behind the evictions that may make room
+        queue_.push_back(std::move(waiting));
+      } else {
+        ++counters_.moves_over_budget;  // stays on the slow tier: correct, slower
+        if (queue_.empty() && !running_job_) idle_cv_.notify_all();
+      }
+      continue;
+    }
     current_ = std::move(queue_.front());
     queue_.pop_front();
     running_job_ = true;
@@ -189,6 +206,16 @@ MoveCounters HostMover::finish(Job& job, MoveResult& r) {
   }
   counters_.add(d);
   return d;
+}
+
+bool HostMover::fits_budget(const Job& job) const {
+  if (job.move.kind != MoveKind::prefetch || !job.pages.empty()) return true;
+  try {
+    const TierUsage u = alloc_.usage(job.move.to);
+    return u.budget == 0 || u.resident + alloc_.group_bytes(job.move.group) <= u.budget;
+  } catch (...) {
+    return true;  // no accounting: move as planned
+  }
 }
 
 MoveResult HostMover::execute(const Job& job) {

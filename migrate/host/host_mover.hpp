@@ -19,6 +19,14 @@
 // A move whose pages all reached the target (or were absent) is complete and the group's blocks are
 // re-charged to the target tier; otherwise it is partial and the charge stays on the source tier.
 //
+// Note [Prefetches respect the budget]
+// A prefetch re-charges its group to the fast tier; if the evictions the plan put before it are late
+// (still queued, or empty because their tensors live outside this allocator) it would lift the fast
+// tier above its budget. So a prefetch runs only when the group fits under the target tier's budget;
+// otherwise it goes behind the queued moves (the evictions) up to max_deferrals times, and when still
+// nothing makes room it is not done: the group stays on the slow tier, which is correct (host memory is
+// always accessible), only slower. Counted as moves_over_budget.
+//
 // Note [Transparent huge pages and moves]
 // move_pages on any address inside a THP moves the whole 2 MiB page. With huge_page_stride the
 // mover passes one address per 2 MiB-aligned chunk that a range covers fully, then queries every
@@ -49,6 +57,7 @@ struct MoverOptions {
   int max_retries = 3;             ///< for -EBUSY / EAGAIN
   bool huge_page_stride = false;   ///< see Note [Transparent huge pages and moves]
   bool worker = true;              ///< false: submit() runs the move on the caller's thread
+  int max_deferrals = 8;           ///< prefetches waiting for room (Note [Prefetches respect the budget])
 };
 
 /// What one execution of a move did (tests and benchmarks look at it).
@@ -92,7 +101,12 @@ class HostMover {
     std::vector<void*> pages;  ///< retry: only these pages; empty: the whole group
     bool late = false;
     bool failed = false;       ///< some attempt left pages behind
+    int deferrals = 0;         ///< times put back for lack of room on the target tier
   };
+
+  /// Whether a prefetch's group fits under its target tier's budget now (always true for evictions
+  /// and retries: Note [Prefetches respect the budget]).
+  bool fits_budget(const Job& job) const;
 
   void run();
   /// Executes one job; the returned busy pages are what is left to retry.

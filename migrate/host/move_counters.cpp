@@ -18,6 +18,7 @@ void MoveCounters::add(const MoveCounters& o) {
   moves_late += o.moves_late;
   moves_dropped += o.moves_dropped;
   moves_empty += o.moves_empty;
+  moves_over_budget += o.moves_over_budget;
   pages_moved += o.pages_moved;
   pages_absent += o.pages_absent;
   pages_zero += o.pages_zero;
@@ -55,6 +56,7 @@ std::string MoveCounters::summary() const {
     s += ")";
   }
   if (moves_dropped > 0) s += "; " + std::to_string(moves_dropped) + " dropped";
+  if (moves_over_budget > 0) s += "; " + std::to_string(moves_over_budget) + " prefetch(es) left on the slow tier for lack of room";
   if (pages_zero > 0) s += "; " + std::to_string(pages_zero) + " zero/unmapped pages skipped";
   return s;
 }
@@ -66,6 +68,7 @@ void to_json(nlohmann::json& j, const MoveCounters& c) {
                      {"moves_submitted", c.moves_submitted}, {"moves_complete", c.moves_complete},
                      {"moves_partial", c.moves_partial},   {"moves_late", c.moves_late},
                      {"moves_dropped", c.moves_dropped},   {"moves_empty", c.moves_empty},
+                     {"moves_over_budget", c.moves_over_budget},
                      {"pages_moved", c.pages_moved},       {"pages_absent", c.pages_absent},
                      {"pages_zero", c.pages_zero},
                      {"pages_retried", c.pages_retried},   {"pages_failed", c.pages_failed},

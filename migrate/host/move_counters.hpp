@@ -20,6 +20,7 @@ struct MoveCounters {
   std::uint64_t moves_late = 0;      ///< a prefetch still in flight when its needed_by op began
   std::uint64_t moves_dropped = 0;   ///< discarded at shutdown or superseded before they ran
   std::uint64_t moves_empty = 0;     ///< the group had no live blocks
+  std::uint64_t moves_over_budget = 0;  ///< prefetches not done: no room under the fast budget
   std::uint64_t pages_moved = 0;     ///< base pages on the target after their move
   std::uint64_t pages_absent = 0;    ///< -ENOENT: never touched; they fault in on the target later
   std::uint64_t pages_zero = 0;      ///< -EFAULT: the shared zero page (read, never written) or unmapped

@@ -222,6 +222,61 @@ TEST(HostMover, WorkerRunsQueuedMovesAndCountsLatePrefetches) {
   EXPECT_EQ(f.alloc->lookup(blocks[0])->tier, 1);
 }
 
+// Note [Prefetches respect the budget]: a prefetch never lifts the fast tier above its budget.
+TEST(HostMover, PrefetchWithoutRoomStaysOnTheSlowTierAndLosesNothing) {
+  Fixture f;
+  auto a = f.group(20, 1, 8);
+  auto b = f.group(21, 1, 8);
+  const auto sum_b = checksum(b[0], 8 * f.page);
+  HostMover mover(*f.alloc, {.worker = false});
+  ASSERT_TRUE(mover.move_now(21, 1, MoveKind::evict).complete);
+  f.alloc->set_budget(0, 8 * f.page);  // room for one group
+  mover.submit({.group = 21, .kind = MoveKind::prefetch, .from = 1, .to = 0});
+  EXPECT_EQ(f.alloc->lookup(b[0])->tier, 1) << "no room: the group stays where it is";
+  EXPECT_EQ(mover.counters().moves_over_budget, 1u);
+  EXPECT_LE(f.alloc->usage(0).resident, 8 * f.page);
+  EXPECT_EQ(checksum(b[0], 8 * f.page), sum_b);
+  // Once an eviction makes room, the same prefetch is done.
+  mover.submit({.group = 20, .kind = MoveKind::evict, .from = 0, .to = 1});
+  mover.submit({.group = 21, .kind = MoveKind::prefetch, .from = 1, .to = 0});
+  EXPECT_EQ(f.alloc->lookup(b[0])->tier, 0);
+  EXPECT_EQ(f.alloc->lookup(a[0])->tier, 1);
+  EXPECT_EQ(mover.counters().moves_over_budget, 1u);
+  EXPECT_EQ(checksum(b[0], 8 * f.page), sum_b);
+}
+
+TEST(HostMover, PrefetchQueuedBeforeItsEvictionWaitsForIt) {
+  Fixture f;
+  auto a = f.group(30, 1, 8);
+  auto b = f.group(31, 1, 8);
+  f.group(32, 1, 4);
+  {
+    HostMover sync(*f.alloc, {.worker = false});
+    ASSERT_TRUE(sync.move_now(31, 1, MoveKind::evict).complete);
+    ASSERT_TRUE(sync.move_now(32, 1, MoveKind::evict).complete);
+  }
+  f.alloc->set_budget(0, 8 * f.page);  // group 30 fills it
+  f.alloc->reset_peak(0);
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  std::atomic<int> entered{0};
+  f.os.on_move_pages([&] {
+    if (entered.fetch_add(1) == 0) gate.wait();  // hold the first move so the next two queue up
+  });
+  HostMover mover(*f.alloc);
+  mover.submit({.group = 32, .kind = MoveKind::prefetch, .from = 1, .to = 1});  // held: an unrelated move
+  while (entered.load() == 0) std::this_thread::yield();
+  // The plan's order, but the eviction arrives after the prefetch (a late eviction).
+  mover.submit({.group = 31, .kind = MoveKind::prefetch, .from = 1, .to = 0});
+  mover.submit({.group = 30, .kind = MoveKind::evict, .from = 0, .to = 1});
+  release.set_value();
+  mover.wait_idle();
+  EXPECT_EQ(f.alloc->lookup(b[0])->tier, 0) << "the prefetch went behind the eviction, then ran";
+  EXPECT_EQ(f.alloc->lookup(a[0])->tier, 1);
+  EXPECT_EQ(mover.counters().moves_over_budget, 0u);
+  EXPECT_LE(f.alloc->usage(0).peak, 8 * f.page) << "the fast tier never went above its budget";
+}
+
 TEST(HostMover, ShutdownWithMovesInFlightDropsTheQueueAndLosesNothing) {
   Fixture f;
   std::vector<std::vector<char*>> groups;
