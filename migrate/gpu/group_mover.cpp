@@ -386,48 +386,55 @@ void GroupMover::run(Residence dir) {
         ++counters_.gate_timeouts;
       }
     }
-    for (std::size_t i = 0; i < running.size();) {
-      if (running[i].remapped == running[i].ticket.moves.size()) {
-        Job over = std::move(running[i]);
-        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
-        finish(over);
-        progressed = true;
-        continue;
-      }
-      ++i;
-    }
-    // Issue the first queued job of this direction whose arena has no earlier job queued or running.
-    std::unordered_set<ArenaId> blocked;
-    for (const auto& r : running_)
-      for (const Job& j : r) blocked.insert(j.arena);
-    for (ArenaId a : issuing_) blocked.insert(a);
+    // Note [No allocator calls behind closed gates]: finishing and issuing jobs take the allocator's
+    // lock; the training thread may hold that lock while it waits for a stream this thread has gated
+    // (GpuAllocator::reclaim_device with wait, from ensure_resident), which would never return. So
+    // they wait until this direction's gates are open again (remap_ready opens them before it calls
+    // the allocator).
     bool have_queued = false;
-    for (std::size_t i = 0; i < queue_.size(); ++i) {
-      Job& j = queue_[i];
-      const bool mine = j.to == dir;
-      if (blocked.count(j.arena)) continue;
-      blocked.insert(j.arena);
-      if (!mine) continue;
-      have_queued = true;
-      if (j.cancelled) {
+    if (!gate.closed) {
+      for (std::size_t i = 0; i < running.size();) {
+        if (running[i].remapped == running[i].ticket.moves.size()) {
+          Job over = std::move(running[i]);
+          running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+          finish(over);
+          progressed = true;
+          continue;
+        }
+        ++i;
+      }
+      // Issue the first queued job of this direction whose arena has no earlier job queued or running.
+      std::unordered_set<ArenaId> blocked;
+      for (const auto& r : running_)
+        for (const Job& j : r) blocked.insert(j.arena);
+      for (ArenaId a : issuing_) blocked.insert(a);
+      for (std::size_t i = 0; i < queue_.size(); ++i) {
+        Job& j = queue_[i];
+        const bool mine = j.to == dir;
+        if (blocked.count(j.arena)) continue;
+        blocked.insert(j.arena);
+        if (!mine) continue;
+        have_queued = true;
+        if (j.cancelled) {
+          Job job = std::move(j);
+          queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(i));
+          // An eviction given up for lack of host memory (or of handles: creation failed) left chunks
+          // on the device that the plan wanted gone: a failure, counted (a given-up prefetch is a miss).
+          if (job.to == Residence::host) job.failed = true;
+          finish(job);
+          progressed = true;
+          break;
+        }
+        if (j.parked && j.evictions_seen == evictions_done_ && !progressed) continue;  // retried on the next poll
         Job job = std::move(j);
         queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(i));
-        // An eviction given up for lack of host memory (or of handles: creation failed) left chunks
-        // on the device that the plan wanted gone: a failure, counted (a given-up prefetch is a miss).
-        if (job.to == Residence::host) job.failed = true;
-        finish(job);
-        progressed = true;
-        break;
+        job.parked = false;
+        issuing_.push_back(job.arena);
+        const ArenaId issued = job.arena;
+        if (try_issue(lk, job)) progressed = true;
+        issuing_.erase(std::find(issuing_.begin(), issuing_.end(), issued));
+        break;  // the queue may have changed while unlocked
       }
-      if (j.parked && j.evictions_seen == evictions_done_ && !progressed) continue;  // retried on the next poll
-      Job job = std::move(j);
-      queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(i));
-      job.parked = false;
-      issuing_.push_back(job.arena);
-      const ArenaId issued = job.arena;
-      if (try_issue(lk, job)) progressed = true;
-      issuing_.erase(std::find(issuing_.begin(), issuing_.end(), issued));
-      break;  // the queue may have changed while unlocked
     }
     if (!have_queued)
       for (const Job& j : queue_) have_queued |= j.to == dir;
