@@ -37,16 +37,17 @@ kver=$(basename "$kernel" | sed 's/^vmlinuz-//')
 
 # ---- the 9p modules of the same kernel package (decompressed: busybox insmod takes plain .ko) ----
 mods=$cache/modules-$kver
-if [ ! -f "$mods/9p.ko" ]; then
+if [ ! -f "$mods/9p.ko" ] || [ ! -f "$mods/overlay.ko" ]; then
   pkg=linux-image-$kver
   say "extracting the 9p modules from $pkg"
   dl=$(mktemp -d "$cache/dl.XXXXXX")
   (cd "$dl" && apt-get download "$pkg" >/dev/null 2>&1) || { say "apt-get download $pkg failed"; rm -rf "$dl"; exit 125; }
   dpkg-deb --fsys-tarfile "$dl"/*.deb | tar -x -C "$dl" --wildcards \
     "./lib/modules/$kver/kernel/fs/netfs/netfs.ko.xz" "./lib/modules/$kver/kernel/fs/9p/9p.ko.xz" \
-    "./lib/modules/$kver/kernel/net/9p/9pnet.ko.xz" "./lib/modules/$kver/kernel/net/9p/9pnet_virtio.ko.xz"
+    "./lib/modules/$kver/kernel/net/9p/9pnet.ko.xz" "./lib/modules/$kver/kernel/net/9p/9pnet_virtio.ko.xz" \
+    "./lib/modules/$kver/kernel/fs/overlayfs/overlay.ko.xz"
   mkdir -p "$mods"
-  for m in netfs 9pnet 9pnet_virtio 9p; do
+  for m in netfs 9pnet 9pnet_virtio 9p overlay; do
     xz -dc "$(find "$dl" -name "$m.ko.xz")" >"$mods/$m.ko"
   done
   rm -rf "$dl"
@@ -71,12 +72,17 @@ cat >"$root/init" <<'EOF'
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2>/dev/null
-for m in netfs 9pnet 9pnet_virtio 9p; do insmod /mods/$m.ko || echo "insmod $m failed"; done
+for m in netfs 9pnet 9pnet_virtio 9p overlay; do insmod /mods/$m.ko || echo "insmod $m failed"; done
 echo 0 > /proc/sys/kernel/numa_balancing 2>/dev/null
 if mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=1048576,cache=loose hostfs /host; then
-  for fs in proc:proc sysfs:sys devtmpfs:dev tmpfs:tmp; do
+  for fs in proc:proc sysfs:sys devtmpfs:dev; do
     mount -t "${fs%%:*}" "${fs#*:}" "/host/${fs#*:}" || echo "hostfs-guest: mounting ${fs%%:*} on /host/${fs#*:} failed"
   done
+  # /tmp: writable, and still showing the host's /tmp (a checkout or build tree may live there): an
+  # overlay of a guest tmpfs over the read-only host directory; a plain tmpfs if overlay is refused.
+  mkdir -p /rw && mount -t tmpfs rw /rw && mkdir -p /rw/up /rw/work
+  mount -t overlay overlay -o lowerdir=/host/tmp,upperdir=/rw/up,workdir=/rw/work /host/tmp ||
+    { echo "hostfs-guest: overlay on /tmp refused: the host's /tmp is hidden in the guest"; mount -t tmpfs tmp /host/tmp; }
   cp /run.sh /host/tmp/.tierpack-run.sh
   echo "TIERPACK_GUEST_BEGIN nodes=$(ls -d /sys/devices/system/node/node* | wc -l) kernel=$(uname -r)"
   t0=$(cut -d' ' -f1 /proc/uptime)
