@@ -162,6 +162,11 @@ TYPED_TEST(GroupMoverTest, HiddenKernelDuringMovesNeverFaults) {
 // The same hidden reader without the gate: the twin sees the remap window (this is the fault GPT-2
 // large hit at 60% and 45% budgets on the H200), which shows the test above can fail.
 TEST(GroupMoverTwin, WithoutTheGateAHiddenKernelSeesTheRemap) {
+#if defined(__SANITIZE_THREAD__)
+  // A negative control that needs a race to happen within 400 round trips; ThreadSanitizer's
+  // scheduling made it miss once (scripts/test.sh's TSan stage). The normal build runs it.
+  GTEST_SKIP() << "timing-based negative control: not run under ThreadSanitizer";
+#endif
   TwinDeviceOptions o;
   auto dev = make_twin_device(o);
   MemfdBackend* twin = twin_backend(*dev);
