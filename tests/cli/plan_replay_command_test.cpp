@@ -14,6 +14,7 @@
 #include "core/plan.hpp"
 #include "core/tier_spec.hpp"
 #include "placer/plan_check.hpp"
+#include "tests/support/run_command.hpp"
 #include "tests/support/synthetic_profile.hpp"
 
 using namespace tierpack;
@@ -21,10 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
+using tierpack::testing::CliRun;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -50,14 +48,7 @@ class PlanReplayCli : public ::testing::Test {
 
   // Runs `tierpack <args>` with stdout and stderr captured in files.
   static CliRun tierpack(const std::string& args) {
-    const std::string out = path("stdout"), err = path("stderr");
-    const std::string cmd = std::string(TIERPACK_BINARY_DIR) + "/bin/tierpack " + args + " >" + out + " 2>" + err;
-    const int raw = std::system(cmd.c_str());
-    CliRun r;
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
+    return tierpack::testing::run_split(std::string(TIERPACK_BINARY_DIR) + "/bin/tierpack " + args, dir_.string());
   }
 
   static void expect_one_line_error(const CliRun& r, int status, const std::string& fragment) {

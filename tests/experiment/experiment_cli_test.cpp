@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "experiment/node_policy.hpp"
+#include "tests/support/run_command.hpp"
 #include "tests/support/synthetic_profile.hpp"
 
 using namespace tierpack;
@@ -18,10 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
+using tierpack::testing::CliRun;
 
 std::string slurp(const fs::path& path) {
   std::ifstream in(path);
@@ -42,10 +40,8 @@ class ExperimentCli : public ::testing::Test {
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
   static CliRun tierpack(const std::string& args) {
-    const auto out = dir_ / "stdout", err = dir_ / "stderr";
-    const std::string cmd = std::string(TIERPACK_BINARY_DIR) + "/bin/tierpack experiment " + args + " >" + out.string() + " 2>" + err.string();
-    const int raw = std::system(cmd.c_str());
-    return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, slurp(out), slurp(err)};
+    return tierpack::testing::run_split(std::string(TIERPACK_BINARY_DIR) + "/bin/tierpack experiment " + args,
+                                        dir_.string());
   }
   static inline fs::path dir_;
 };

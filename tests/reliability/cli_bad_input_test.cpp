@@ -16,16 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/run_command.hpp"
 #include "tests/support/synthetic_profile.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
+using tierpack::testing::CliRun;
 
 class CliBadInput : public ::testing::Test {
  protected:
@@ -43,20 +41,9 @@ class CliBadInput : public ::testing::Test {
   /// A path whose parent is a regular file: unwritable even for root (ENOTDIR).
   static std::string unwritable(const std::string& name) { return path("a_file") + "/" + name; }
 
-  static std::string slurp(const std::string& p) {
-    std::ifstream in(p);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
   static CliRun tierpack(const std::string& args, const std::string& env = {}) {
-    const std::string out = path("stdout"), err = path("stderr");
-    const std::string cmd =
-        env + " " + std::string(TIERPACK_BINARY_DIR) + "/bin/tierpack " + args + " </dev/null >" + out + " 2>" + err;
-    const int raw = std::system(cmd.c_str());
-    CliRun r;
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
+    return tierpack::testing::run_split(env + " " + std::string(TIERPACK_BINARY_DIR) + "/bin/tierpack " + args + " </dev/null",
+                                        dir_.string());
   }
   static void expect_one_line_error(const std::string& args, int status, const std::string& fragment,
                                     const std::string& env = {}) {

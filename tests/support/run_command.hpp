@@ -5,6 +5,9 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 namespace tierpack::testing {
@@ -23,6 +26,24 @@ inline Proc run(const std::string& cmd) {
   const int st = ::pclose(f);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return r;
+}
+
+/// A command's exit status with its stdout and stderr apart (for checking that an error is one line
+/// on stderr). `scratch_dir` holds the two capture files.
+struct CliRun {
+  int status = -1;
+  std::string out, err;
+};
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+inline CliRun run_split(const std::string& cmd, const std::string& scratch_dir) {
+  const std::string out = scratch_dir + "/stdout", err = scratch_dir + "/stderr";
+  const int raw = std::system((cmd + " >" + out + " 2>" + err).c_str());
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read_text(out), read_text(err)};
 }
 
 }  // namespace tierpack::testing
