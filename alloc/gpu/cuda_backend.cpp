@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "alloc/gpu/checksum_kernel.hpp"
 #include "core/error.hpp"
 
 namespace tierpack::gpu {
@@ -43,6 +44,7 @@ CudaVmmBackend::~CudaVmmBackend() {
   for (CUevent e : gate_event_)
     if (e) api_.event_destroy(e);
   if (gate_words_) api_.mem_free_host(const_cast<std::uint32_t*>(gate_words_));
+  for (void* p : host_words_) api_.mem_free_host(p);
   if (ctx_) api_.primary_ctx_release(device_);
 }
 
@@ -185,6 +187,32 @@ void CudaVmmBackend::copy_async(std::uintptr_t dst, std::uintptr_t src, std::siz
   api_.check(api_.memcpy_async(static_cast<CUdeviceptr>(dst), static_cast<CUdeviceptr>(src), bytes,
                                reinterpret_cast<CUstream>(s)),
              "cuMemcpyAsync");
+}
+
+void CudaVmmBackend::checksum_async(std::uintptr_t va, std::size_t bytes, std::size_t stride, std::uint64_t* out,
+                                    StreamHandle s) {
+  bind();
+  const int e = kernels::launch_checksum(reinterpret_cast<const void*>(va), bytes, stride, out, reinterpret_cast<void*>(s));
+  if (e != 0) throw cuda_error("checksum kernel launch (cudaLaunchKernel)", e, "cudaError_t " + std::to_string(e));
+}
+
+// Pinned and mapped; under unified addressing (every 64-bit Linux system CUDA 13 supports) the
+// device sees it at the same address, which is checked here rather than assumed.
+std::uint64_t* CudaVmmBackend::host_words(std::size_t n) {
+  bind();
+  void* p = nullptr;
+  api_.check(api_.mem_host_alloc(&p, n * sizeof(std::uint64_t), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+             "cuMemHostAlloc(checksum words)");
+  CUdeviceptr d = 0;
+  const CUresult r = api_.mem_host_get_device_pointer(&d, p, 0);
+  if (r != CUDA_SUCCESS || d != reinterpret_cast<CUdeviceptr>(p)) {
+    api_.mem_free_host(p);
+    api_.check(r != CUDA_SUCCESS ? r : CUDA_ERROR_NOT_SUPPORTED, "cuMemHostGetDevicePointer(checksum words)");
+  }
+  std::memset(p, 0, n * sizeof(std::uint64_t));
+  std::lock_guard lk(gate_mutex_);
+  host_words_.push_back(p);
+  return static_cast<std::uint64_t*>(p);
 }
 
 // Note [CUDA remap gate]

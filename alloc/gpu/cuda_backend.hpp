@@ -44,6 +44,8 @@ class CudaVmmBackend final : public VmmBackend {
   void wait(StreamHandle s, EventHandle e) override;
   void synchronize_stream(StreamHandle s) override;
   void copy_async(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, StreamHandle s) override;
+  void checksum_async(std::uintptr_t va, std::size_t bytes, std::size_t stride, std::uint64_t* out, StreamHandle s) override;
+  std::uint64_t* host_words(std::size_t n) override;
   GateHandle close_gate(StreamHandle s) override;
   bool gate_reached(GateHandle g) override;
   void open_gate(GateHandle g) noexcept override;
@@ -71,6 +73,7 @@ class CudaVmmBackend final : public VmmBackend {
   std::vector<std::uint32_t> gate_value_;  // value of the slot's current gate
   std::vector<CUevent> gate_event_;        // recorded on the stream just before the slot's gate
   std::vector<std::uint32_t> gate_free_;
+  std::vector<void*> host_words_;  // cuMemHostAlloc'ed (host_words), freed with the backend
 };
 
 }  // namespace tierpack::gpu

@@ -55,6 +55,7 @@ struct Segment {
   bool spill = false;           // made over budget with host chunks: single use, released when empty
   bool empty_known = false;     // empty_event was recorded (else wait for the whole stream)
   bool in_empty = false;
+  bool in_release = false;      // queued in Impl::host_release
   std::list<Segment*>::iterator empty_it;
 };
 
@@ -100,7 +101,9 @@ struct GpuAllocator::Impl {
   std::vector<std::unique_ptr<Arena>> arenas;
   std::unordered_map<std::uintptr_t, Block*> live;
   std::list<Segment*> empty;
-  std::vector<Segment*> spill_release;  // emptied spill segments, released once their stream passed
+  // Emptied segments in host memory (spill segments, and any other segment whose chunks all live on
+  // the host), released once their stream passed their last use (Note [Spill segments]).
+  std::vector<Segment*> host_release;
   std::vector<Pending> pending;
   std::vector<EventHandle> events;  // idle events
   std::unique_ptr<HandlePool> pools[kResidenceCount];
@@ -256,29 +259,59 @@ struct GpuAllocator::Impl {
     if (s->spill) {
       // Note [Spill segments]: a chunk made on the host because the budget was full serves the one
       // request that made it; once free it is released, so later tensors get device memory again
-      // instead of settling in host memory for good.
-      if (s->allocated == 0) {
-        record_empty(s);
-        spill_release.push_back(s);
-      }
+      // instead of settling in host memory for good. The same holds for any other segment found
+      // empty with all its chunks on the host (a spilled page of small blocks, a group's segment
+      // emptied while evicted): cached, it would put the next tensors in host memory.
+      if (s->allocated == 0) queue_host_release(s);
       return;
     }
     a->free.insert(b);
-    if (s->allocated == 0) mark_empty(s);
+    if (s->allocated == 0) {
+      if (segment_on_host_idle(s)) queue_host_release(s);
+      else mark_empty(s);
+    }
+  }
+
+  void queue_host_release(Segment* s) {
+    // Recorded on every call: a queued segment may have been reused and emptied again since, and
+    // its release must wait for that use too.
+    record_empty(s);
+    if (s->in_release) return;
+    s->in_release = true;
+    host_release.push_back(s);
+  }
+
+  bool segment_on_host_idle(const Segment* s) const {
+    for (std::uint32_t i = 0; i < s->count; ++i) {
+      const Chunk& c = chunks[s->first + i];
+      if (c.moving || c.where != Residence::host) return false;
+    }
+    return true;
   }
 
   void process_events() {
-    for (std::size_t i = 0; i < spill_release.size();) {
-      Segment* s = spill_release[i];
+    for (std::size_t i = 0; i < host_release.size();) {
+      Segment* s = host_release[i];
       bool chunk_moving = false;
       for (std::uint32_t k = 0; k < s->count; ++k) chunk_moving |= chunks[s->first + k].moving;
-      if (chunk_moving || !empty_passed(s)) {
+      if (chunk_moving) {
         ++i;
         continue;
       }
-      spill_release[i] = spill_release.back();
-      spill_release.pop_back();
-      release_segment(s);
+      // A cached segment may have been reused, or brought to the device, since it was queued.
+      const bool keep = !s->spill && (s->allocated != 0 || !segment_on_host_idle(s));
+      if (!keep && !empty_passed(s)) {
+        ++i;
+        continue;
+      }
+      host_release[i] = host_release.back();
+      host_release.pop_back();
+      s->in_release = false;
+      if (keep) {
+        if (s->allocated == 0) mark_empty(s);
+      } else {
+        release_segment(s);
+      }
     }
     if (pending.empty()) return;
     for (auto it = pending.begin(); it != pending.end();) {

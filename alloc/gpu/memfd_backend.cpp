@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "alloc/gpu/chunk_checksum.hpp"
 
 namespace tierpack::gpu {
 
@@ -270,6 +271,23 @@ void MemfdBackend::copy_async(std::uintptr_t dst, std::uintptr_t src, std::size_
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
     std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
   });
+}
+
+// A kernel reading the range: like device_access, an unmapped byte is an illegal address.
+void MemfdBackend::checksum_async(std::uintptr_t va, std::size_t bytes, std::size_t stride, std::uint64_t* out,
+                                  StreamHandle s) {
+  stream(s).push([this, va, bytes, stride, out] {
+    device_access(va, bytes, [&](void* p) {
+      out[0] = checksum_bytes(p, bytes, stride);
+      for (std::size_t i = 1; i < kChecksumWords; ++i) out[i] = 0;
+    });
+  });
+}
+
+std::uint64_t* MemfdBackend::host_words(std::size_t n) {
+  std::lock_guard lk(mutex_);
+  words_.push_back(std::make_unique<std::uint64_t[]>(n));
+  return words_.back().get();
 }
 
 // A gate is a work item that says it started (everything before it on the stream has completed)

@@ -19,6 +19,7 @@
 #include <shared_mutex>
 #include <atomic>
 #include <unordered_map>
+#include <vector>
 
 #include "alloc/gpu/vmm_backend.hpp"
 
@@ -58,6 +59,8 @@ class MemfdBackend final : public VmmBackend {
   void wait(StreamHandle s, EventHandle e) override;
   void synchronize_stream(StreamHandle s) override;
   void copy_async(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, StreamHandle s) override;
+  void checksum_async(std::uintptr_t va, std::size_t bytes, std::size_t stride, std::uint64_t* out, StreamHandle s) override;
+  std::uint64_t* host_words(std::size_t n) override;
   GateHandle close_gate(StreamHandle s) override;
   bool gate_reached(GateHandle g) override;
   void open_gate(GateHandle g) noexcept override;
@@ -93,6 +96,7 @@ class MemfdBackend final : public VmmBackend {
   std::unique_ptr<Stream> default_stream_;
   std::unordered_map<StreamHandle, std::unique_ptr<Stream>> streams_;
   std::unordered_map<GateHandle, std::shared_ptr<Gate>> gates_;
+  std::vector<std::unique_ptr<std::uint64_t[]>> words_;  // host_words
 };
 
 }  // namespace tierpack::gpu

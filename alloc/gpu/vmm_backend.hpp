@@ -90,6 +90,14 @@ class VmmBackend {
   virtual void synchronize_stream(StreamHandle s) = 0;
   /// Stream-ordered copy between two device-visible addresses (device or host-backed).
   virtual void copy_async(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, StreamHandle s) = 0;
+  /// Stream-ordered checksum of [va, va+bytes) (device-visible, bytes a multiple of 16; with a
+  /// `stride`, of the first kSampleBytes of every stride bytes only) written as
+  /// kChecksumWords partial sums to `out` (from host_words; read it with checksum_total once an event
+  /// recorded after this call has completed). See alloc/gpu/chunk_checksum.hpp.
+  virtual void checksum_async(std::uintptr_t va, std::size_t bytes, std::size_t stride, std::uint64_t* out, StreamHandle s) = 0;
+  /// `n` words of host memory the device can write (pinned and mapped on CUDA), owned by the
+  /// backend and valid until it is destroyed.
+  virtual std::uint64_t* host_words(std::size_t n) = 0;
 
   // ---- remap gates (Note [Remap gate] in migrate/gpu/group_mover.hpp)
   /// Enqueues a gate on `s` in ONE stream operation: work enqueued on `s` before it runs to

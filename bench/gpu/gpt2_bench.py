@@ -117,9 +117,14 @@ def run_child(a):
         sys.path.insert(0, os.path.join(ROOT, "python"))
         import tierpack.cuda as tc
         tc.install(budget=int(a.alloc_budget), gpu=a.gpu_opts or None, path=a.lib)
+    if a.deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import torch
     import torch.nn.functional as F
 
+    if a.deterministic:
+        # Bitwise-repeatable kernels where PyTorch has them (warn_only: ops without one still run).
+        torch.use_deterministic_algorithms(True, warn_only=True)
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = True
     dev = torch.device("cuda")
@@ -187,6 +192,10 @@ def run_child(a):
             "gate_hold_ms_per_step": sum(r.get("gate_hold_ms", 0) for r in its) / n,
             "gate_timeouts": sum(r.get("gate_timeouts", 0) for r in its),
             "failures": sum(r["failures"] for r in its),
+            "verified_chunks_per_step": sum(r.get("verified_chunks", 0) for r in its) / n,
+            "verify_ms_per_step": sum(r.get("verify_ms", 0) for r in its) / n,
+            "rewrites": sum(r.get("rewrites", 0) for r in its),
+            "verify": st.get("verify"),
             "iterations": [{k: v for k, v in r.items() if k != "timeline"} for r in st.get("iterations", [])],
             "timeline_last": (its[-1]["timeline"] if its else []),
         }
@@ -224,6 +233,8 @@ def child(args, mode, budget=None, alloc_budget=None, warmup=None, timeout=None)
         cmd += ["--budget", str(int(budget)), "--alloc-budget", str(int(alloc_budget))]
     if args.gpu_opts:
         cmd += ["--gpu-opts", args.gpu_opts]
+    if args.deterministic:
+        cmd += ["--deterministic"]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     t0 = time.time()
     try:
@@ -231,6 +242,11 @@ def child(args, mode, budget=None, alloc_budget=None, warmup=None, timeout=None)
     except subprocess.TimeoutExpired as e:
         return {"mode": mode, "budget": budget, "error": f"timed out after {timeout} s",
                 "stderr": (e.stderr or b"")[-3000:].decode(errors="replace") if isinstance(e.stderr, bytes) else str(e.stderr)[-3000:]}
+    if args.logs:
+        os.makedirs(args.logs, exist_ok=True)
+        name = mode + (f"_{int(budget)}" if budget is not None else "") + f"_{int(t0)}.stderr.txt"
+        with open(os.path.join(args.logs, name), "w") as f:
+            f.write(p.stderr)
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
             r = json.loads(line[7:])
@@ -260,6 +276,9 @@ def main():
     ap.add_argument("--baseline", help="JSON written by an earlier run (--json): reuse its default run and context")
     ap.add_argument("--child-timeout", type=int, default=240)
     ap.add_argument("--json")
+    ap.add_argument("--logs", help="folder for every child's whole stderr (tierpack's status and verify lines)")
+    ap.add_argument("--deterministic", action="store_true",
+                    help="torch.use_deterministic_algorithms (warn_only) and CUBLAS_WORKSPACE_CONFIG=:4096:8 in every mode")
     a = ap.parse_args()
     if a.child:
         a.mode = a.child
@@ -298,11 +317,15 @@ def main():
                     tp = r.get("tierpack", {})
                     brief.update({k: tp.get(k) for k in ("to_host_bytes_per_step", "to_device_bytes_per_step", "stalls_per_step",
                                                          "stall_ms_per_step", "gates_per_step", "gate_hold_ms_per_step", "failures",
-                                                         "misses_per_step", "phase", "divergence")})
+                                                         "misses_per_step", "phase", "divergence", "rewrites",
+                                                         "verify_ms_per_step")})
                 print(json.dumps(brief), flush=True)
                 save(a, results, ctx)
         else:
-            r = child(a, m)
+            # default_again: a second default run, to see how far two plain runs' losses differ.
+            r = child(a, "default" if m == "default_again" else m)
+            if m == "default_again":
+                r["mode"] = "default (again)"
             results.append(r)
             print(json.dumps({k: v for k, v in r.items() if k not in ("losses", "step_s", "stderr_tail")}), flush=True)
             save(a, results, ctx)
@@ -372,6 +395,8 @@ def render(results, base, ctx):
                 note += f", {tp['gates_per_step']:.0f} gates/step holding {tp['gate_hold_ms_per_step']:.0f} ms"
             if tp.get("failures"):
                 note += f", {tp['failures']} failed moves"
+            if tp.get("verified_chunks_per_step"):
+                note += f", verify {tp['verify_ms_per_step']:.0f} ms/step, {tp.get('rewrites', 0)} rewrites"
         label = r["mode"] + (f" {r['pct']:.0f}%" if r.get("pct") else "")
         rows.append((label, f"{budget / GiB:.1f} GiB" if budget else "-", f"{step * 1e3:.0f}", f"{r['tokens_per_s']:.0f}",
                      f"{r['peak_bytes'] / GiB:.1f}",

@@ -6,11 +6,14 @@
 //    direction's GB/s and the driver time of the remaps.
 //  * BM_MigrateBothWays/<group MiB>/<chunk MiB>: one group leaves while another arrives.
 //  * BM_PinnedCopy/<MiB>: the reference, cuMemcpyAsync between device memory and a pinned buffer.
+//  * BM_Migrate's third argument is the verification (0 off, 1 evictions, 2 sampled, 3 all; Note [Verified
+//    remaps]); BM_Checksum/<where>/<MiB> is the checksum kernel alone on device or host-backed memory.
 // The CUDA benchmarks report "no CUDA device" and skip where there is none.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 
+#include "alloc/gpu/chunk_checksum.hpp"
 #include "alloc/gpu/gpu_allocator.hpp"
 #include "alloc/gpu/memfd_backend.hpp"
 #include "bench/gpu/bench_device.hpp"
@@ -66,7 +69,7 @@ struct MigrationSetup {
   std::unique_ptr<GroupMover> mover;
 };
 
-MigrationSetup make_setup(VmmBackend& be, std::size_t chunk, std::size_t host_bytes) {
+MigrationSetup make_setup(VmmBackend& be, std::size_t chunk, std::size_t host_bytes, Verify verify = Verify::all) {
   MigrationSetup s;
   GpuAllocatorOptions o;
   o.chunk_bytes = chunk;
@@ -74,7 +77,9 @@ MigrationSetup make_setup(VmmBackend& be, std::size_t chunk, std::size_t host_by
   o.small_threshold = MiB;
   o.host_limit = host_bytes;
   s.alloc = std::make_unique<GpuAllocator>(be, o);
-  s.mover = std::make_unique<GroupMover>(*s.alloc);
+  MoverOptions mo;
+  mo.verify = verify;
+  s.mover = std::make_unique<GroupMover>(*s.alloc, mo);
   s.alloc->prewarm_host(host_bytes);  // host handles are slow to create: not what is measured here
   return s;
 }
@@ -86,7 +91,7 @@ void BM_Migrate(benchmark::State& st) {
     return;
   }
   const std::size_t group = static_cast<std::size_t>(st.range(0)) * MiB, chunk = static_cast<std::size_t>(st.range(1)) * MiB;
-  auto s = make_setup(*be, chunk, group + chunk);
+  auto s = make_setup(*be, chunk, group + chunk, static_cast<Verify>(st.range(2)));
   const ArenaId g = s.alloc->create_arena("bench");
   void* p = s.alloc->allocate(group, 0, g);
   be->synchronize_stream(0);
@@ -111,13 +116,14 @@ void BM_Migrate(benchmark::State& st) {
   st.counters["to_device_GBps"] = static_cast<double>(group) * n / prefetch_s / 1e9;
   st.counters["remap_ms_per_GiB"] = c.remap_ns / 1e6 / (2.0 * n * static_cast<double>(group) / (1024.0 * MiB));
   st.counters["failures"] = static_cast<double>(c.failures);
+  st.counters["verify_ms_per_GiB"] = c.verify_ns / 1e6 / (2.0 * n * static_cast<double>(group) / (1024.0 * MiB));
   st.SetBytesProcessed(static_cast<std::int64_t>(2 * group) * st.iterations());
   s.alloc->deallocate(p);
 }
 BENCHMARK(BM_Migrate)
-    ->ArgsProduct({{2, 8, 32, 128, 512}, {2}})
-    ->ArgsProduct({{32, 128, 512, 2048}, {32}})
-    ->ArgsProduct({{128, 512, 2048}, {128}})
+    ->ArgsProduct({{2, 8, 32, 128, 512}, {2}, {0, 3}})
+    ->ArgsProduct({{32, 128, 512, 2048}, {32}, {0, 1, 2, 3}})
+    ->ArgsProduct({{128, 512, 2048}, {128}, {0, 3}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.3);
@@ -187,6 +193,34 @@ void BM_PinnedCopy(benchmark::State& st) {
   a.deallocate(d);
 }
 BENCHMARK(BM_PinnedCopy)->Arg(32)->Arg(128)->Arg(512)->Arg(2048)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.3);
+
+void BM_Checksum(benchmark::State& st, Residence where) {
+  VmmBackend* be = backends().cuda.get();
+  if (!be) {
+    st.SkipWithError(backends().why.c_str());
+    return;
+  }
+  const std::size_t bytes = static_cast<std::size_t>(st.range(0)) * MiB;
+  const std::uintptr_t va = be->reserve(bytes);
+  const PhysHandle h = be->create(where, bytes);
+  be->map(va, h);
+  std::uint64_t* words = be->host_words(kChecksumWords);
+  const StreamHandle s = be->create_stream();
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    be->checksum_async(va, bytes, static_cast<std::size_t>(st.range(1)) * 1024, words, s);
+    be->synchronize_stream(s);
+    st.SetIterationTime(seconds_since(t0));
+  }
+  st.SetBytesProcessed(static_cast<std::int64_t>(bytes) * st.iterations());
+  be->destroy_stream(s);
+  be->unmap(va, bytes);
+  be->release(h);
+  be->unreserve(va, bytes);
+}
+// Second argument: sample stride in KiB (0: every byte; 1024: 64 KiB of every MiB, Verify::sampled).
+BENCHMARK_CAPTURE(BM_Checksum, device, Residence::device)->ArgsProduct({{64, 512}, {0, 1024}})->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+BENCHMARK_CAPTURE(BM_Checksum, host, Residence::host)->ArgsProduct({{64, 512}, {0, 1024}})->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
 
 }  // namespace
 }  // namespace tierpack::gpu::bench

@@ -40,6 +40,8 @@ GpuRuntime::GpuRuntime(std::unique_ptr<VmmBackend> backend, GpuRuntimeOptions op
   budget_bytes_ = alloc_->device_budget();
   MoverOptions mo;
   mo.remap_threads = options_.remap_threads;
+  mo.verify = options_.verify;
+  mo.on_rewrite = [this](const RewriteReport& r) { note_rewrite(r); };
   mover_ = std::make_unique<GroupMover>(*alloc_, mo);
   alloc_->set_pressure_handler([m = mover_.get()] { return m->wait_for_eviction(); });
   iteration_start_ = std::chrono::steady_clock::now();
@@ -78,6 +80,7 @@ bool GpuRuntime::tracing() const {
 
 void GpuRuntime::tick_locked(StreamHandle stream) {
   ++clock_;
+  clock_now_.store(clock_, std::memory_order_relaxed);
   if (phase_ == Phase::planned && executor_) executor_->advance(clock_, stream);
   if (clock_ % timeline_stride_ == 0 && timeline_.size() < 4096) timeline_.emplace_back(clock_, alloc_->device_bytes());
 }
@@ -108,6 +111,10 @@ void* GpuRuntime::allocate(std::size_t bytes, StreamHandle stream) {
     traced = phase_ == Phase::traced || phase_ == Phase::reference;
   }
   void* p = alloc_->allocate(bytes, stream, arena);
+  if (arena != kDefaultArena && options_.verify != Verify::off) {
+    std::lock_guard g(diag_m_);
+    block_seq_[reinterpret_cast<std::uintptr_t>(p)] = seq;
+  }
   if (traced) {
     std::lock_guard lk(m_);
     if (phase_ == Phase::traced || phase_ == Phase::reference) {
@@ -151,6 +158,10 @@ void GpuRuntime::deallocate(void* p) noexcept {
   } catch (const std::exception& e) {
     log(std::string("migration step failed while freeing (the free still happens): ") + e.what());
   } catch (...) {
+  }
+  if (options_.verify != Verify::off) {
+    std::lock_guard g(diag_m_);
+    block_seq_.erase(reinterpret_cast<std::uintptr_t>(p));
   }
   alloc_->deallocate(p);
 }
@@ -204,6 +215,91 @@ void GpuRuntime::op_end() {
 std::uint64_t GpuRuntime::since_start_ns() const {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - iteration_start_).count());
+}
+
+// Note [Rewrite reports]
+// A verified remap (Note [Verified remaps] in migrate/gpu/group_mover.hpp) that had to copy a chunk
+// again means some kernel wrote a page group the plan said was idle: no data was lost, but the plan
+// missed a use. The runtime names the live tensors in that chunk by their allocation position in the
+// plan and the uses the plan knew of, with the clock of the moment, so the missed use can be found.
+// The first 32 reports are logged at the end of their iteration; all are counted in the statistics.
+void GpuRuntime::note_rewrite(const RewriteReport& r) {
+  std::string line = "verify: gpu" + std::to_string(device_) + " " + (r.to == Residence::host ? "eviction" : "prefetch") +
+                     " of arena " + std::to_string(r.arena) + " chunk " + std::to_string(r.va - alloc_->base()) +
+                     " was written between its copy and its remap (copied again behind the gate, nothing lost); "
+                     "iteration " + std::to_string(iteration_now_.load()) + ", clock " +
+                     std::to_string(clock_now_.load()) + "; live tensors:";
+  std::vector<LiveBlock> blocks;
+  try {
+    blocks = alloc_->live_blocks();
+  } catch (...) {
+  }
+  std::lock_guard g(diag_m_);
+  ++rewrite_reports_;
+  missed_.push_back(Missed{r.arena, r.to, clock_now_.load(), iteration_now_.load()});
+  if (rewrite_notes_.size() >= 32 || rewrite_reports_ > 32) return;
+  int shown = 0;
+  for (const LiveBlock& b : blocks) {
+    if (b.addr + b.size <= r.va || b.addr >= r.va + r.bytes) continue;
+    if (++shown > 6) {
+      line += " ...";
+      break;
+    }
+    const DiagTensor* d = nullptr;
+    std::string who;
+    if (auto it = block_seq_.find(b.addr); it != block_seq_.end()) {
+      who = "#" + std::to_string(it->second);
+      if (auto dt = diag_seq_.find(it->second); dt != diag_seq_.end()) d = &dt->second;
+    } else if (auto dc = diag_carried_.find(b.addr); dc != diag_carried_.end()) {
+      who = "carried";
+      d = &dc->second;
+    } else {
+      who = "unplanned";
+    }
+    line += " " + who + " " + format_bytes(b.size);
+    if (d) {
+      line += " uses";
+      int u = 0;
+      for (const TracedUse& use : d->uses) {
+        if (++u > 4) {
+          line += " ...";
+          break;
+        }
+        line += " " + std::to_string(use.from) + "-" + std::to_string(use.to);
+      }
+    }
+    line += ";";
+  }
+  if (shown == 0) line += " none";
+  rewrite_notes_.push_back(std::move(line));
+}
+
+// Between iterations (m_ held): the missed uses reported since the last call, one repair per group
+// and direction with the latest clock (two chunks of one move report the same use), applied only to
+// reports of the iteration that just ended (a late report of an older move says nothing new).
+void GpuRuntime::repair_locked() {
+  std::vector<Missed> missed;
+  {
+    std::lock_guard g(diag_m_);
+    missed.swap(missed_);
+  }
+  if (!executor_ || phase_ != Phase::planned) return;
+  std::map<std::pair<ArenaId, int>, std::int64_t> latest;
+  for (const Missed& m : missed) {
+    if (m.iteration != iteration_) continue;
+    auto& at = latest[{m.arena, static_cast<int>(m.to)}];
+    at = std::max(at, m.clock);
+  }
+  for (const auto& [key, at] : latest) {
+    auto it = arena_group_.find(key.first);
+    if (it == arena_group_.end()) continue;
+    mover_->verify_always(key.first);
+    const std::string what = executor_->repair(
+        it->second, static_cast<Residence>(key.second) == Residence::host ? MoveKind::evict : MoveKind::prefetch, at);
+    if (what.empty()) continue;
+    ++repairs_;
+    log("schedule repaired on gpu" + std::to_string(device_) + ": " + what);
+  }
 }
 
 // Note [Runtime profile]
@@ -364,6 +460,7 @@ void GpuRuntime::apply_plan_locked() {
     const ArenaId a = alloc_->create_arena("group " + std::to_string(g.id),
                                            g.cls == TensorClass::persistent ? 0 : g.bytes);
     arenas[g.id] = a;
+    arena_group_[a] = g.id;
     group_arenas_.push_back(a);
   }
   planned_.assign(static_cast<std::size_t>(planned_allocations_), Planned{});
@@ -373,6 +470,14 @@ void GpuRuntime::apply_plan_locked() {
   for (const TensorPlacement& p : plan_.placements) {
     if (p.seq >= 0) planned_[static_cast<std::size_t>(p.seq)].arena = arenas.at(p.group);
     else adopted += alloc_->adopt(arenas.at(p.group), reinterpret_cast<const void*>(p.address));
+  }
+  if (options_.verify != Verify::off) {
+    std::lock_guard g(diag_m_);
+    for (const TracedTensor& t : trace_.tensors) {
+      DiagTensor d{t.bytes, t.uses};
+      if (t.seq >= 0) diag_seq_[t.seq] = std::move(d);
+      else diag_carried_[t.address] = std::move(d);
+    }
   }
   if (!plan_.schedule.empty()) executor_ = std::make_unique<ScheduleExecutor>(*mover_, plan_.schedule, arenas);
   for (const std::string& n : plan_.notes) log("plan for gpu" + std::to_string(device_) + ": " + n);
@@ -413,6 +518,12 @@ bool GpuRuntime::iteration() {
     diverge_locked("iteration " + std::to_string(iteration_) + " made " + std::to_string(seq_) +
                    " allocations, the traced one " + std::to_string(planned_allocations_));
   r.moves = mover_->take_counters();
+  {
+    std::lock_guard g(diag_m_);
+    for (const std::string& n : rewrite_notes_) log(n);
+    rewrite_notes_.clear();
+  }
+  repair_locked();
   const AllocatorStats st = alloc_->stats();
   r.peak_device_bytes = st.peak_device_handles;
   r.device_bytes_end = st.device_handles;
@@ -447,6 +558,7 @@ bool GpuRuntime::iteration() {
     }
   }
   ++iteration_;
+  iteration_now_.store(iteration_, std::memory_order_relaxed);
   clock_ = 0;
   seq_ = 0;
   alloc_->reset_peaks();
@@ -467,6 +579,16 @@ std::string GpuRuntime::stats_json() const {
   j["backend"] = backend_->info().name;
   j["device_name"] = backend_->info().device_name;
   j["budget"] = budget_bytes_;
+  {
+    std::lock_guard g(diag_m_);
+    const char* mode = options_.verify == Verify::all         ? "all"
+                       : options_.verify == Verify::sampled   ? "sampled"
+                       : options_.verify == Verify::evictions ? "evictions"
+                                                              : "off";
+    j["verify"] = {{"mode", mode},
+                   {"rewrites", rewrite_reports_},
+                   {"repairs", repairs_}};
+  }
   j["chunk"] = options_.chunk_bytes;
   j["spill"] = options_.spill;
   j["phase"] = phase_name(phase_);
@@ -524,6 +646,9 @@ std::string GpuRuntime::stats_json() const {
                    {"gate_wait_ms", r.moves.gate_wait_ns / 1e6},
                    {"gate_hold_ms", r.moves.gate_hold_ns / 1e6},
                    {"gate_timeouts", r.moves.gate_timeouts},
+                   {"verified_chunks", r.moves.verified_chunks},
+                   {"rewrites", r.moves.rewrites},
+                   {"verify_ms", r.moves.verify_ns / 1e6},
                    {"peak_device_bytes", r.peak_device_bytes},
                    {"device_bytes_end", r.device_bytes_end},
                    {"host_bytes_end", r.host_bytes_end},

@@ -21,7 +21,9 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -109,6 +111,8 @@ class GpuRuntime {
   std::uint64_t since_start_ns() const;
   void log(const std::string& line) const;
   static const char* phase_name(Phase p);
+  void note_rewrite(const RewriteReport& r);  // mover thread (Note [Rewrite reports])
+  void repair_locked();                       // applies missed_ to the schedule between iterations
 
   GpuRuntimeOptions options_;
   int device_ = 0;
@@ -141,6 +145,30 @@ class GpuRuntime {
   std::vector<std::thread> prewarm_;
   std::vector<OpRecord> profile_ops_;
   std::vector<ProfiledTensor> profile_tensors_;  // parallel to trace_.tensors while observed
+
+  // Note [Rewrite reports]: what a verified remap found, named by plan position. Own lock: the mover
+  // thread must not take m_ (the training thread holds it while it waits for the mover).
+  struct DiagTensor {
+    std::uint64_t bytes = 0;
+    std::vector<TracedUse> uses;
+  };
+  mutable std::mutex diag_m_;
+  std::unordered_map<std::uintptr_t, std::int64_t> block_seq_;  // live planned blocks -> allocation position
+  std::unordered_map<std::int64_t, DiagTensor> diag_seq_;        // plan's tensors by position
+  std::unordered_map<std::uintptr_t, DiagTensor> diag_carried_;  // plan's carried tensors by address
+  std::vector<std::string> rewrite_notes_;                       // not yet logged
+  struct Missed {
+    ArenaId arena = 0;
+    Residence to = Residence::host;
+    std::int64_t clock = 0;
+    int iteration = 0;
+  };
+  std::vector<Missed> missed_;                                   // not yet repaired (Note [Repairing the schedule])
+  std::unordered_map<ArenaId, GroupId> arena_group_;
+  std::uint64_t rewrite_reports_ = 0;
+  std::uint64_t repairs_ = 0;  // schedule repairs (m_)
+  std::atomic<std::int64_t> clock_now_{0};
+  std::atomic<int> iteration_now_{1};
 };
 
 }  // namespace tierpack::gpu

@@ -14,6 +14,9 @@
 //   profile_out:PATH    write the observed iteration as a tierpack profile (%d: the device; default
 //                       with TIERPACK_CONF profile_out=run.tpk: run.gpu%d.tpk)
 //   remap_threads:1     threads sharing one gated batch of unmap/map calls
+//   verify:sampled      check moved chunks behind the gate and copy again what was written after the
+//                       copy: sampled (evictions in full, prefetches on 1/16 samples), all (in full:
+//                       prefetch checks read host memory, ~as slow as the copy), evictions, off
 #include "integrations/preload/gpu_runtime_options.hpp"
 
 #include <charconv>
@@ -106,6 +109,12 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
       if (ec != std::errc{} || p != value.data() + value.size() || n < 1 || n > 16) bad(key, value, "1..16");
       o.remap_threads = n;
+    } else if (key == "verify") {
+      if (value == "all") o.verify = Verify::all;
+      else if (value == "sampled") o.verify = Verify::sampled;
+      else if (value == "evictions") o.verify = Verify::evictions;
+      else if (value == "off") o.verify = Verify::off;
+      else bad(key, value, "sampled, all, evictions, off");
     } else if (key == "budget") {  // convenience: same as TIERPACK_CONF's gpu_budget
       try {
         o.budget = parse_budget(value);
@@ -115,7 +124,7 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
     } else {
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
                         "' (accepted keys: chunk, host_limit, spill, migrate, persistent, group, headroom, "
-                        "min_move, prewarm_threads, plan_out, profile_out, remap_threads, budget)");
+                        "min_move, prewarm_threads, plan_out, profile_out, remap_threads, verify, budget)");
     }
   }
   return o;

@@ -9,6 +9,7 @@
 
 #include "core/config.hpp"
 #include "core/units.hpp"
+#include "migrate/gpu/group_mover.hpp"
 
 namespace tierpack::gpu {
 
@@ -28,6 +29,7 @@ struct GpuRuntimeOptions {
   std::string plan_out;
   std::string profile_out;    ///< write the observed iteration as a core Profile (tierpack-profile file)
   int remap_threads = 1;      ///< threads sharing a gated batch of remaps
+  Verify verify = Verify::sampled;  ///< moves checked behind the gate (Note [Verified remaps])
   LogLevel log = LogLevel::info;
 };
 

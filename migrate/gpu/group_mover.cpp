@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "alloc/gpu/chunk_checksum.hpp"
 #include "core/error.hpp"
 
 namespace tierpack::gpu {
@@ -29,13 +30,21 @@ MoverCounters& MoverCounters::operator+=(const MoverCounters& o) {
   gate_wait_ns += o.gate_wait_ns;
   gate_hold_ns += o.gate_hold_ns;
   gate_timeouts += o.gate_timeouts;
+  verified_chunks += o.verified_chunks;
+  rewrites += o.rewrites;
+  verify_ns += o.verify_ns;
   return *this;
 }
 
 GroupMover::GroupMover(GpuAllocator& allocator, MoverOptions options)
     : alloc_(allocator), backend_(allocator.backend()), options_(options) {
-  copy_stream_[0] = backend_.create_stream();
-  copy_stream_[1] = backend_.create_stream();
+  for (int d = 0; d < kResidenceCount; ++d) {
+    copy_stream_[d] = backend_.create_stream();
+    if (options_.verify != Verify::off) {
+      verify_stream_[d] = backend_.create_stream();
+      verify_event_[d] = backend_.create_event();
+    }
+  }
   for (int d = 0; d < kResidenceCount; ++d) workers_[d] = std::thread([this, d] { run(static_cast<Residence>(d)); });
 }
 
@@ -48,8 +57,50 @@ GroupMover::~GroupMover() {
   cv_.notify_all();
   for (std::thread& w : workers_) w.join();
   for (EventHandle e : events_) backend_.destroy_event(e);
-  backend_.destroy_stream(copy_stream_[0]);
-  backend_.destroy_stream(copy_stream_[1]);
+  for (int d = 0; d < kResidenceCount; ++d) {
+    backend_.destroy_stream(copy_stream_[d]);
+    if (verify_stream_[d]) backend_.destroy_stream(verify_stream_[d]);
+    if (verify_event_[d]) backend_.destroy_event(verify_event_[d]);
+  }
+}
+
+std::int64_t GroupMover::verify_stride(Residence to, ArenaId arena) {
+  switch (options_.verify) {
+    case Verify::off: return -1;
+    case Verify::all: return 0;
+    case Verify::evictions:
+    case Verify::sampled:
+      if (to == Residence::host) return 0;
+      break;
+  }
+  std::lock_guard lk(mutex_);
+  if (verify_always_.count(arena)) return 0;
+  return options_.verify == Verify::sampled ? static_cast<std::int64_t>(kPrefetchSampleStride) : -1;
+}
+
+void GroupMover::verify_always(ArenaId arena) {
+  std::lock_guard lk(mutex_);
+  verify_always_.insert(arena);
+}
+
+// Slots of 2 * kChecksumWords pinned words, made 64 at a time (host_words is a driver allocation:
+// never called behind a closed gate, only when issuing).
+std::uint64_t* GroupMover::take_sum_slots() {
+  std::lock_guard lk(slots_mutex_);
+  if (free_slots_.empty()) {
+    constexpr std::size_t kBatch = 64;
+    std::uint64_t* words = backend_.host_words(kBatch * 2 * kChecksumWords);
+    for (std::size_t i = 0; i < kBatch; ++i) free_slots_.push_back(words + i * 2 * kChecksumWords);
+  }
+  std::uint64_t* p = free_slots_.back();
+  free_slots_.pop_back();
+  return p;
+}
+
+void GroupMover::give_sum_slots(std::uint64_t* p) {
+  if (!p) return;
+  std::lock_guard lk(slots_mutex_);
+  free_slots_.push_back(p);
 }
 
 EventHandle GroupMover::take_event() {
@@ -131,13 +182,23 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
   const StreamHandle stream = copy_stream_[static_cast<int>(job.to)];
   MigrationTicket ticket;
   std::vector<EventHandle> chunk_events;
+  std::vector<std::uint64_t*> sums;
+  const std::int64_t stride = verify_stride(job.to, job.arena);
+  const bool verify = stride >= 0;
+  job.verify_stride = stride > 0 ? static_cast<std::size_t>(stride) : 0;
   bool ok = true;
   try {
     ticket = alloc_.begin_migration(job.arena, job.to);
     if (!ticket.moves.empty()) {
       if (job.after) backend_.wait(stream, job.after);
       for (const ChunkMove& m : ticket.moves) {
+        // Note [Verified remaps]: the fingerprint is taken on the device side of the copy.
+        std::uint64_t* sum = verify && m.copy ? take_sum_slots() : nullptr;
+        sums.push_back(sum);
+        if (sum && job.to == Residence::host) backend_.checksum_async(m.va, m.bytes, job.verify_stride, sum, stream);
         if (m.copy) backend_.copy_async(m.to.shadow, m.va, m.bytes, stream);
+        if (sum && job.to == Residence::device)
+          backend_.checksum_async(m.to.shadow, m.bytes, job.verify_stride, sum, stream);
         // Also for chunks without live data: the event orders their remap after `after`.
         chunk_events.push_back(take_event());
         backend_.record(chunk_events.back(), stream);
@@ -150,11 +211,21 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
   }
   lk.lock();
   if (!ok) {
+    // The copy stream may still run what was enqueued: wait before the slots are reused.
+    lk.unlock();
+    try {
+      backend_.synchronize_stream(stream);
+    } catch (...) {
+    }
+    lk.lock();
     for (EventHandle e : chunk_events) give_event(e);
+    for (std::uint64_t* p : sums) give_sum_slots(p);
     chunk_events.clear();
+    sums.clear();
   }
   job.ticket = std::move(ticket);
   job.chunk_events = std::move(chunk_events);
+  job.sums = std::move(sums);
   job.remapped = 0;
   if (!ok) {
     ++counters_.failures;
@@ -217,6 +288,48 @@ void GroupMover::open_gates(Residence dir) noexcept {
   g.closed = false;
 }
 
+// Note [Verified remaps]. Called behind the closed and reached gates, lock not held. No allocator
+// call and no driver allocation here: only kernels, copies and a wait on the (ungated) verify stream.
+std::vector<char> GroupMover::check_batch(Residence dir, std::vector<Job>& running,
+                                          const std::vector<std::pair<std::size_t, std::size_t>>& items) {
+  std::vector<char> result(items.size(), 0);
+  const StreamHandle vs = verify_stream_[static_cast<int>(dir)];
+  const EventHandle ve = verify_event_[static_cast<int>(dir)];
+  bool any = false;
+  for (const auto& [j, i] : items) any |= running[j].sums[i] != nullptr;
+  if (!any || !vs) return result;
+  try {
+    for (const auto& [j, i] : items) {
+      std::uint64_t* sum = running[j].sums[i];
+      if (!sum) continue;
+      const ChunkMove& m = running[j].ticket.moves[i];
+      // The source as its address sees it now.
+      backend_.checksum_async(m.va, m.bytes, running[j].verify_stride, sum + kChecksumWords, vs);
+    }
+    backend_.record(ve, vs);
+    backend_.synchronize(ve);
+    bool copied = false;
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      const auto [j, i] = items[k];
+      const std::uint64_t* sum = running[j].sums[i];
+      if (!sum || checksum_total(sum) == checksum_total(sum + kChecksumWords)) continue;
+      const ChunkMove& m = running[j].ticket.moves[i];
+      backend_.copy_async(m.to.shadow, m.va, m.bytes, vs);  // written after the copy: copy it again
+      result[k] = 1;
+      copied = true;
+    }
+    if (copied) {
+      backend_.record(ve, vs);
+      backend_.synchronize(ve);
+    }
+  } catch (...) {
+    // Without a verdict no verified chunk may be remapped: they keep their old handles (correct data).
+    for (std::size_t k = 0; k < items.size(); ++k)
+      if (running[items[k].first].sums[items[k].second]) result[k] = 2;
+  }
+  return result;
+}
+
 // Remaps, behind the closed and reached gates, every chunk of this direction's running jobs whose
 // copy has completed, then opens the gates and gives the old handles back. Lock held on entry and
 // exit; only this direction's worker touches running_[dir], so the jobs stay valid unlocked.
@@ -245,9 +358,12 @@ void GroupMover::remap_ready(std::unique_lock<std::mutex>& lk, Residence dir) {
     done[j].to = failed[j].to = job.ticket.to;
     for (std::size_t i = job.remapped; i < ends[j]; ++i) items.emplace_back(j, i);
   }
+  const std::vector<char> checked = check_batch(dir, running, items);
+  const auto t_checked = std::chrono::steady_clock::now();
   std::vector<char> ok(items.size(), 0);
   auto remap_range = [&](std::size_t from, std::size_t to) {
     for (std::size_t k = from; k < to; ++k) {
+      if (checked[k] == 2) continue;  // could not be verified: keeps its old handle (still correct)
       const ChunkMove& m = running[items[k].first].ticket.moves[items[k].second];
       try {
         backend_.unmap(m.va, m.bytes);
@@ -290,14 +406,36 @@ void GroupMover::remap_ready(std::unique_lock<std::mutex>& lk, Residence dir) {
     alloc_.finish_migration(done[j]);  // device handles of evicted chunks are usable again from here
     alloc_.abort_migration(failed[j]);
   }
+  std::uint64_t verified = 0, rewritten = 0;
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const auto [j, i] = items[k];
+    verified += running[j].sums[i] != nullptr && checked[k] != 2;
+    if (checked[k] != 1) continue;
+    ++rewritten;
+    if (options_.on_rewrite) {
+      const ChunkMove& m = running[j].ticket.moves[i];
+      try {
+        options_.on_rewrite(RewriteReport{running[j].ticket.arena, m.va, m.bytes, running[j].ticket.to});
+      } catch (...) {
+        // diagnostics only
+      }
+    }
+  }
   lk.lock();
-  counters_.remap_ns += std::chrono::duration<double, std::nano>(t1 - t0).count();
+  counters_.verified_chunks += verified;
+  counters_.rewrites += rewritten;
+  counters_.verify_ns += std::chrono::duration<double, std::nano>(t_checked - t0).count();
+  counters_.remap_ns += std::chrono::duration<double, std::nano>(t1 - t_checked).count();
   ++counters_.gates;
   counters_.gate_wait_ns += wait_ns;
   counters_.gate_hold_ns += hold_ns;
   for (std::size_t j = 0; j < running.size(); ++j) {
     Job& job = running[j];
-    for (std::size_t i = job.remapped; i < ends[j]; ++i) give_event(job.chunk_events[i]);
+    for (std::size_t i = job.remapped; i < ends[j]; ++i) {
+      give_event(job.chunk_events[i]);
+      give_sum_slots(job.sums[i]);
+      job.sums[i] = nullptr;
+    }
     job.remapped = ends[j];
     const std::uint64_t bytes = done[j].copy_bytes();
     (job.to == Residence::host ? counters_.bytes_to_host : counters_.bytes_to_device) += bytes;
@@ -361,7 +499,11 @@ void GroupMover::run(Residence dir) {
             }
             alloc_.abort_migration(failed);
             lk.lock();
-            for (std::size_t i = job.remapped; i < job.ticket.moves.size(); ++i) give_event(job.chunk_events[i]);
+            for (std::size_t i = job.remapped; i < job.ticket.moves.size(); ++i) {
+              give_event(job.chunk_events[i]);
+              give_sum_slots(job.sums[i]);
+              job.sums[i] = nullptr;
+            }
             job.remapped = job.ticket.moves.size();
             job.failed = true;
           }

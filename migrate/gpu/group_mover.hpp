@@ -36,6 +36,27 @@
 // after it (on the new one); both handles hold the same bytes unless something wrote the group
 // between the copy's start and the gate, which only a wrong plan does (a lost write of a hidden
 // writer, never a fault).
+// Note [Verified remaps]
+// The gate makes the remap window invisible, but it cannot undo a write that landed on the old handle
+// after the copy read it: only a kernel touching a group the plan says is idle does that (a use the op
+// observer missed, a clock the alignment got wrong), and its write would be lost by the remap. So the
+// mover fingerprints what it copied and checks it again behind the gate:
+//   eviction   checksum of the source (device memory, cheap) on the copy stream just before the copy;
+//   prefetch   checksum of the destination (device memory) just after the copy: exactly the bytes
+//              copied;
+//   behind the gate, before the unmap: checksum of the source as the chunk's address sees it now, on a
+//   verify stream of this worker (never gated). A difference means the source changed after the
+//   copy: the chunk is copied again, still behind the gate, and only then remapped (a counted
+//   rewrite, reported through on_rewrite with the chunk's address once the gates are open).
+// For evictions both checksums read HBM (~70 us per 64 MiB on an H200); for prefetches the one
+// behind the gate reads the host copy over PCIe, about as long as the copy itself (~1.3 ms per
+// 64 MiB), held compute included. So by default (Verify::sampled) prefetches are checked on samples,
+// 64 KiB of every MiB: 1/16 of the reads, and every write covering an aligned MiB (any tensor of 2 MiB
+// or more written whole) is still seen; smaller writes are seen only when they touch a sample. A
+// group found written once is then verified both ways (verify_always), and
+// the GPU runtime repairs its schedule around the missed use (Note [Repairing the schedule] in
+// schedule_executor.cpp). A write between the first checksum and an eviction's copy makes a false
+// difference (one more copy, never a loss). Chunks copied without live blocks are not checked.
 // Deadlocks: gates on several streams can form a cycle with the streams' own cross-stream waits
 // (stream A waits for an event that stream B records after B's gate, enqueued while the gates were
 // being closed one by one), and two sets of gates closed at once can interleave in opposite orders.
@@ -50,9 +71,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "alloc/gpu/gpu_allocator.hpp"
@@ -75,8 +98,24 @@ struct MoverCounters {
   double gate_wait_ns = 0;       ///< gate closed -> every gated stream reached it
   double gate_hold_ns = 0;       ///< streams held at a gate (reached -> opened): compute stall bound
   std::uint64_t gate_timeouts = 0;  ///< gates reopened unreached (see Note [Remap gate])
+  std::uint64_t verified_chunks = 0;  ///< chunks checked behind a gate (Note [Verified remaps])
+  std::uint64_t rewrites = 0;         ///< of those, found written after their copy and copied again
+  double verify_ns = 0;               ///< time behind gates spent checking and copying again
 
   MoverCounters& operator+=(const MoverCounters& o);
+};
+
+/// Which moves are checked behind the gate (Note [Verified remaps]): none; evictions only; evictions
+/// in full and prefetches by samples (64 KiB of every MiB); everything in full.
+enum class Verify : std::uint8_t { off, evictions, sampled, all };
+inline constexpr std::size_t kPrefetchSampleStride = std::size_t{1} << 20;
+
+/// A chunk found written between its copy and its remap (and copied again).
+struct RewriteReport {
+  ArenaId arena = 0;
+  std::uintptr_t va = 0;
+  std::size_t bytes = 0;
+  Residence to = Residence::host;
 };
 
 struct MoverOptions {
@@ -85,6 +124,9 @@ struct MoverOptions {
   std::chrono::milliseconds gate_timeout{200};  ///< reopen gates not all reached by then (a cycle)
   int remap_threads = 1;  ///< threads sharing one gated batch's unmap/map calls
   bool gate = true;  ///< gate the allocator's streams around remaps (off only to show the fault in tests)
+  Verify verify = Verify::sampled;
+  /// Called on a mover thread, no lock held, gates open, for every rewrite (diagnostics).
+  std::function<void(const RewriteReport&)> on_rewrite;
 };
 
 class GroupMover {
@@ -108,6 +150,9 @@ class GroupMover {
   bool wait_for_eviction();
   /// True when `arena` has no queued or running move.
   bool idle(ArenaId arena) const;
+  /// Verifies every later move of `arena`, both directions, whatever `verify` says (a group found
+  /// written behind the plan's back once: Note [Verified remaps]).
+  void verify_always(ArenaId arena);
 
   MoverCounters counters() const;
   MoverCounters take_counters();
@@ -119,6 +164,8 @@ class GroupMover {
     EventHandle after = 0;
     MigrationTicket ticket;
     std::vector<EventHandle> chunk_events;  // one per move, recorded after its copy
+    std::vector<std::uint64_t*> sums;       // per move: checksum after the copy, behind the gate (2 slots), or null
+    std::size_t verify_stride = 0;          // 0: full checksums, else sampled (Verify::sampled)
     std::size_t remapped = 0;               // moves [0, remapped) are done
     bool moved = false;
     bool failed = false;
@@ -137,6 +184,14 @@ class GroupMover {
   void finish(Job& job);
   EventHandle take_event();
   void give_event(EventHandle e);
+  /// How a move of `arena` towards `to` is verified: -1 not at all, 0 in full, else the sample stride.
+  std::int64_t verify_stride(Residence to, ArenaId arena);
+  std::uint64_t* take_sum_slots();  // two checksums' words (lock not needed)
+  void give_sum_slots(std::uint64_t* p);
+  /// Behind the gate: checks the batch's verified chunks and copies changed ones again. Returns per
+  /// item 0 (remap), 1 (rewritten, remap), 2 (could not be checked: keep the old handle).
+  std::vector<char> check_batch(Residence dir, std::vector<Job>& running,
+                                const std::vector<std::pair<std::size_t, std::size_t>>& items);
   bool busy_locked(ArenaId arena) const;
   std::uint64_t evictions_pending_locked() const;
   bool any_outstanding_locked() const;
@@ -145,6 +200,10 @@ class GroupMover {
   VmmBackend& backend_;
   MoverOptions options_;
   StreamHandle copy_stream_[kResidenceCount] = {0, 0};  // indexed by destination
+  StreamHandle verify_stream_[kResidenceCount] = {0, 0};
+  EventHandle verify_event_[kResidenceCount] = {0, 0};
+  std::mutex slots_mutex_;
+  std::vector<std::uint64_t*> free_slots_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<Job> queue_;     // not yet issued, FIFO
@@ -159,6 +218,7 @@ class GroupMover {
   std::mutex gate_owner_;  // held by the worker whose gates are closed  // arenas whose job a worker is issuing (out of queue_ and running_)  // by destination; only its worker touches it
   std::vector<EventHandle> events_;
   std::unordered_map<ArenaId, int> outstanding_;  // queued + running jobs per arena
+  std::unordered_set<ArenaId> verify_always_;
   std::uint64_t evictions_done_ = 0;
   std::uint64_t eviction_progress_ = 0;  // chunks batches evicted (device handles given back)
   std::uint64_t eviction_jobs_ = 0;  // eviction jobs not yet completed (parked ones included)

@@ -10,15 +10,68 @@ namespace tierpack::gpu {
 ScheduleExecutor::ScheduleExecutor(GroupMover& mover, std::vector<Move> schedule,
                                    std::unordered_map<GroupId, ArenaId> arenas)
     : mover_(mover), by_issue_(std::move(schedule)), arenas_(std::move(arenas)) {
-  std::stable_sort(by_issue_.begin(), by_issue_.end(),
-                   [](const Move& a, const Move& b) { return a.issue_after < b.issue_after; });
   for (const Move& m : by_issue_)
     TIERPACK_EXPECTS(arenas_.count(m.group) != 0, "schedule moves group " + std::to_string(m.group) + " with no arena");
+  index();
+}
+
+void ScheduleExecutor::index() {
+  std::stable_sort(by_issue_.begin(), by_issue_.end(),
+                   [](const Move& a, const Move& b) { return a.issue_after < b.issue_after; });
+  prefetch_need_.clear();
   for (std::size_t i = 0; i < by_issue_.size(); ++i)
     if (by_issue_[i].kind == MoveKind::prefetch) prefetch_need_.push_back(i);
   std::stable_sort(prefetch_need_.begin(), prefetch_need_.end(),
                    [&](std::size_t a, std::size_t b) { return by_issue_[a].needed_by < by_issue_[b].needed_by; });
   issued_.assign(by_issue_.size(), false);
+  next_issue_ = next_need_ = 0;
+}
+
+// Note [Repairing the schedule]
+// The plan's clock of a missed use is unknown, but bounded: the writer's kernel was enqueued before
+// the gate that found its write, so by the time the report arrives the training thread's clock `at`
+// is past it. The same use comes back at the same clock every iteration (the allocation sequence is
+// the same), so an eviction issued after `at` copies after it. A round trip is the eviction of a
+// group and its next prefetch (wrapping around the iteration end). For a write seen by an eviction:
+// the eviction with the latest issue point before `at` moves to `at` unless that is at or past its
+// prefetch's issue point; for one seen by a prefetch, the use came before the group was needed: the
+// round trip holding it goes. Dropping keeps the group resident from then on: more device memory
+// (the allocator spills over the budget if it must), never a lost write.
+std::string ScheduleExecutor::repair(GroupId group, MoveKind kind, std::int64_t at) {
+  std::vector<std::size_t> ev, pf;  // this group's moves in issue order
+  for (std::size_t i = 0; i < by_issue_.size(); ++i) {
+    if (by_issue_[i].group != group) continue;
+    (by_issue_[i].kind == MoveKind::evict ? ev : pf).push_back(i);
+  }
+  if (ev.empty()) return "";
+  // The round trip whose window holds `at`: the last eviction issued before it (or, wrapping, the
+  // last of the iteration), and the first prefetch issued after that eviction (or, wrapping, the first).
+  std::size_t e = ev.back();
+  for (std::size_t i : ev)
+    if (by_issue_[i].issue_after < at) e = i;
+  std::size_t p = by_issue_.size();
+  for (std::size_t i : pf)
+    if (by_issue_[i].issue_after >= by_issue_[e].issue_after) {
+      p = i;
+      break;
+    }
+  if (p == by_issue_.size() && !pf.empty()) p = pf.front();
+  const bool wraps = p == by_issue_.size() || by_issue_[p].issue_after < by_issue_[e].issue_after;
+  const std::string name = "group " + std::to_string(group);
+  if (kind == MoveKind::evict && by_issue_[e].issue_after < at && (wraps || at < by_issue_[p].issue_after)) {
+    const std::int64_t was = by_issue_[e].issue_after;
+    by_issue_[e].issue_after = static_cast<OpIndex>(at);
+    index();
+    return "the eviction of " + name + " now starts after clock " + std::to_string(at) + " (was " +
+           std::to_string(was) + "): a use the plan missed";
+  }
+  std::vector<std::size_t> drop{e};
+  if (p != by_issue_.size()) drop.push_back(p);
+  std::sort(drop.rbegin(), drop.rend());
+  for (std::size_t i : drop) by_issue_.erase(by_issue_.begin() + static_cast<std::ptrdiff_t>(i));
+  index();
+  return "the round trip of " + name + " around clock " + std::to_string(at) +
+         " is dropped (it stays on the device): a use the plan missed";
 }
 
 void ScheduleExecutor::issue(const Move& m, StreamHandle stream) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -27,11 +28,20 @@ class ScheduleExecutor {
   /// Issues every move not issued yet in this iteration.
   void end_iteration(StreamHandle stream);
 
+  /// Note [Repairing the schedule]: a verified remap of `group` found a write the plan did not know
+  /// of, seen by clock `at`, during a move of `kind`. Postpones the eviction whose window held it
+  /// past `at`, or drops that round trip (the group then stays on the device) when postponing would
+  /// reach its prefetch. Call between iterations. Returns what changed, for the log ("" if nothing).
+  std::string repair(GroupId group, MoveKind kind, std::int64_t at);
+
   std::size_t moves() const { return by_issue_.size(); }
+  /// The schedule as it runs now (repairs included), in issue order.
+  const std::vector<Move>& schedule() const { return by_issue_; }
   std::uint64_t ensured_misses() const { return misses_; }
 
  private:
   void issue(const Move& m, StreamHandle stream);
+  void index();  // sorts by_issue_ and rebuilds prefetch_need_ and issued_
 
   GroupMover& mover_;
   std::vector<Move> by_issue_;             // sorted by issue_after

@@ -2,6 +2,10 @@
 // operations the allocator and the mover rely on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
+#include "alloc/gpu/chunk_checksum.hpp"
 #include "alloc/gpu/vmm_backend.hpp"
 #include "tests/alloc/gpu/test_device.hpp"
 
@@ -61,6 +65,50 @@ TYPED_TEST(VmmBackendTest, RemapKeepsTheAddressAndShowsTheNewHandlesBytes) {
   be.destroy_stream(s);
   be.unreserve(va, 4 * g);
   be.unreserve(shadow, 4 * g);
+}
+
+// The checksum kernel (Note [Verified remaps]) computes what the CPU computes, on device and on
+// host-backed memory, and sees a changed word; a sampled checksum sees a change inside its samples
+// and, by design, not one outside them.
+TYPED_TEST(VmmBackendTest, ChecksumMatchesTheCpuAndSamplesSeeOnlyTheirBytes) {
+  VmmBackend& be = this->dev_->backend();
+  const std::size_t bytes = std::max<std::size_t>(be.info().granularity, std::size_t{4} << 20);
+  const std::size_t stride = std::size_t{1} << 20;
+  const StreamHandle s = be.create_stream();
+  std::uint64_t* words = be.host_words(kChecksumWords);
+  auto sum = [&](std::uintptr_t va, std::size_t str) {
+    be.checksum_async(va, bytes, str, words, s);
+    be.synchronize_stream(s);
+    return checksum_total(words);
+  };
+  std::vector<std::uint64_t> data(bytes / 8);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = pattern_word(9, i);
+  for (Residence where : {Residence::device, Residence::host}) {
+    SCOPED_TRACE(where == Residence::device ? "device memory" : "host memory");
+    const std::uintptr_t va = be.reserve(bytes);
+    const PhysHandle h = be.create(where, bytes);
+    be.map(va, h);
+    be.write(va, data.data(), bytes);
+    const std::uint64_t full = sum(va, 0), sampled = sum(va, stride);
+    EXPECT_EQ(full, checksum_bytes(data.data(), bytes));
+    EXPECT_EQ(sampled, checksum_bytes(data.data(), bytes, stride));
+    EXPECT_NE(full, sampled);
+    const std::uint64_t one = 0x5A5A5A5A5A5A5A5Aull;
+    // Inside the second stride's sample: both see it.
+    be.write(va + stride + 4096, &one, sizeof one);
+    EXPECT_NE(sum(va, 0), full);
+    EXPECT_NE(sum(va, stride), sampled);
+    be.write(va + stride + 4096, &data[(stride + 4096) / 8], 8);
+    EXPECT_EQ(sum(va, 0), full);
+    // Outside every sample: only the full checksum sees it.
+    be.write(va + stride + kSampleBytes + 8, &one, sizeof one);
+    EXPECT_NE(sum(va, 0), full);
+    EXPECT_EQ(sum(va, stride), sampled);
+    be.unmap(va, bytes);
+    be.release(h);
+    be.unreserve(va, bytes);
+  }
+  be.destroy_stream(s);
 }
 
 TYPED_TEST(VmmBackendTest, EventsOrderWorkAcrossStreams) {

@@ -214,8 +214,11 @@ TYPED_TEST(GpuAllocatorTest, SpilledChunksAreReleasedOnceFreeSoLaterTensorsGetDe
   EXPECT_EQ(a.stats().segment_bytes[static_cast<int>(Residence::host)], this->chunk());
   void* small = a.allocate(this->chunk() / 4, s);  // must not settle in the spilled chunk's free half
   EXPECT_FALSE(this->u(small) >= this->u(spilled) && this->u(small) < this->u(spilled) + this->chunk());
+  void* tiny = a.allocate(4096, s);  // a page of small blocks, spilled to the host as well
+  EXPECT_EQ(a.residence_of(tiny), Residence::host);
   a.deallocate(spilled);
   a.deallocate(small);
+  a.deallocate(tiny);
   a.deallocate(d1);
   this->sync_all();
   void* again = a.allocate(this->chunk() / 2, s);  // the spilled chunk is gone; device memory is free

@@ -40,7 +40,39 @@ TYPED_TEST(GroupMoverTest, RoundTripKeepsAddressesAndData) {
   EXPECT_EQ(c.bytes_to_host, 4 * this->chunk());
   EXPECT_EQ(c.bytes_to_device, 4 * this->chunk());
   EXPECT_EQ(c.failures, 0u);
+  EXPECT_EQ(c.verified_chunks, 8u) << "every chunk with live data is checked behind the gate";
+  EXPECT_EQ(c.rewrites, 0u) << "nothing wrote the group while it moved";
   EXPECT_LE(this->alloc_->stats().peak_device_handles, 16 * this->chunk());
+}
+
+// A kernel the plan does not know about writes a group after the copy of its move has read it and
+// before the remap (the gate waits for that kernel): Note [Verified remaps] finds the change behind
+// the gate and copies the chunk again, so the write survives the remap, in both directions.
+// The writer is queued on the compute stream behind a long busy kernel before the move is issued
+// (the copy waits on another, idle stream), so the copy runs during the busy kernel, the write after
+// it, and the gate, whenever it is closed, after the write.
+TYPED_TEST(GroupMoverTest, AWriteBetweenCopyAndRemapIsNotLost) {
+  this->make(16);
+  const StreamHandle compute = this->streams_[0], other = this->streams_[1];
+  auto g = this->make_group(2, 5, compute);
+  this->sync_all();
+  for (int round = 0; round < 2; ++round) {
+    const bool evicting = round == 0;
+    this->mover_->take_counters();
+    this->dev_->busy(compute, std::chrono::milliseconds(50));
+    this->fill(g, 100 + round, compute);
+    if (evicting) this->mover_->evict(g.arena, other);
+    else this->mover_->prefetch(g.arena, other);
+    this->mover_->drain();
+    const ArenaResidency r = this->alloc_->residency(g.arena);
+    EXPECT_EQ(evicting ? r.host_bytes : r.device_bytes, 2 * this->chunk());
+    this->check(g, compute);
+    this->sync_all();
+    EXPECT_EQ(this->dev_->take_mismatches(), 0u) << (evicting ? "eviction" : "prefetch") << " lost a write";
+    const MoverCounters c = this->mover_->take_counters();
+    EXPECT_EQ(c.rewrites, 2u) << (evicting ? "eviction" : "prefetch") << ": both chunks were written after their copy";
+    EXPECT_EQ(c.failures, 0u);
+  }
 }
 
 TYPED_TEST(GroupMoverTest, EvictionCopiesOnlyAfterTheLastUse) {
@@ -205,6 +237,42 @@ TEST(GroupMoverTwin, WithoutTheGateAHiddenKernelSeesTheRemap) {
   }
   twin->destroy_stream(compute);
   twin->destroy_stream(other);
+}
+
+// The same write without verification is lost: the negative control of the test above.
+TEST(GroupMoverTwin, WithoutVerificationAWriteBetweenCopyAndRemapIsLost) {
+  TwinDeviceOptions o;
+  auto dev = make_twin_device(o);
+  VmmBackend& be = dev->backend();
+  GpuAllocatorOptions ao;
+  ao.chunk_bytes = o.chunk_bytes;
+  ao.page_bytes = o.granularity;
+  ao.small_threshold = o.granularity / 4;
+  ao.device_budget = 16 * o.chunk_bytes;
+  ao.host_limit = 64 * o.chunk_bytes;
+  const StreamHandle compute = be.create_stream(), other = be.create_stream();
+  {
+    GpuAllocator alloc(be, ao);
+    MoverOptions mo;
+    mo.verify = Verify::off;
+    GroupMover mover(alloc, mo);
+    const ArenaId a = alloc.create_arena("g");
+    void* p = alloc.allocate(o.chunk_bytes, compute, a);
+    const auto va = reinterpret_cast<std::uintptr_t>(p);
+    dev->fill(va, o.chunk_bytes, 1, compute);
+    be.synchronize_stream(compute);
+    dev->busy(compute, std::chrono::milliseconds(50));
+    dev->fill(va, o.chunk_bytes, 2, compute);
+    mover.evict(a, other);
+    mover.drain();
+    dev->check(va, o.chunk_bytes, 2, compute);
+    be.synchronize_stream(compute);
+    EXPECT_GT(dev->take_mismatches(), 0u) << "without verification the write after the copy should be lost";
+    EXPECT_EQ(mover.counters().verified_chunks, 0u);
+    alloc.deallocate(p);
+  }
+  be.destroy_stream(compute);
+  be.destroy_stream(other);
 }
 
 TEST(GroupMoverTwin, LatePrefetchIsACountedStall) {

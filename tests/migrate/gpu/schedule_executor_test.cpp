@@ -54,6 +54,46 @@ TEST_F(ExecutorTest, RunsTheScheduleOnTheClockAcrossIterations) {
   EXPECT_EQ(ex.ensured_misses(), 0u);
 }
 
+// Note [Repairing the schedule]: a use the plan missed, reported by a verified remap.
+TEST_F(ExecutorTest, RepairPostponesAnEvictionPastAMissedUseOrDropsTheRoundTrip) {
+  make(16);
+  const StreamHandle s = streams_[0];
+  auto g0 = make_group(1, 1, s);
+  auto g1 = make_group(1, 2, s);
+  // g0 idle in (3, 30) with its prefetch issued at 20; g1 idle from 5 to the next iteration's 2.
+  ScheduleExecutor ex(*mover_, {move(0, MoveKind::evict, 3), move(0, MoveKind::prefetch, 20, 30),
+                                move(1, MoveKind::evict, 5), move(1, MoveKind::prefetch, 0, 2)},
+                      {{0, g0.arena}, {1, g1.arena}});
+  auto issue_of = [&](GroupId g, MoveKind k) {
+    for (const Move& m : ex.schedule())
+      if (m.group == g && m.kind == k) return static_cast<std::int64_t>(m.issue_after);
+    return std::int64_t{-100};
+  };
+  // Seen by an eviction at clock 10: g0's eviction now starts after 10, its prefetch is unchanged.
+  EXPECT_NE(ex.repair(0, MoveKind::evict, 10).find("after clock 10"), std::string::npos);
+  EXPECT_EQ(issue_of(0, MoveKind::evict), 10);
+  EXPECT_EQ(issue_of(0, MoveKind::prefetch), 20);
+  EXPECT_EQ(ex.moves(), 4u);
+  // Seen again past the prefetch's issue point: the round trip goes, g0 stays resident.
+  EXPECT_NE(ex.repair(0, MoveKind::evict, 25).find("dropped"), std::string::npos);
+  EXPECT_EQ(issue_of(0, MoveKind::evict), -100);
+  EXPECT_EQ(issue_of(0, MoveKind::prefetch), -100);
+  EXPECT_EQ(ex.moves(), 2u);
+  // g1's eviction wraps to the next iteration: a use seen late in the iteration postpones it.
+  EXPECT_NE(ex.repair(1, MoveKind::evict, 9).find("after clock 9"), std::string::npos);
+  EXPECT_EQ(issue_of(1, MoveKind::evict), 9);
+  // A write seen by a prefetch: the group was needed before it arrived: the round trip goes.
+  EXPECT_NE(ex.repair(1, MoveKind::prefetch, 1).find("dropped"), std::string::npos);
+  EXPECT_EQ(ex.moves(), 0u);
+  EXPECT_EQ(ex.repair(7, MoveKind::evict, 3), "") << "a group the schedule does not move";
+  // The repaired schedule still runs.
+  ex.begin_iteration(s);
+  for (std::int64_t c = 1; c <= 10; ++c) ex.advance(c, s);
+  ex.end_iteration(s);
+  mover_->drain();
+  EXPECT_EQ(alloc_->residency(g0.arena).host_bytes + alloc_->residency(g1.arena).host_bytes, 0u);
+}
+
 TEST_F(ExecutorTest, RejectsAScheduleForAnUnboundGroup) {
   make(4);
   EXPECT_THROW(ScheduleExecutor(*mover_, {move(3, MoveKind::evict, 1)}, {}), tierpack::logic_error);
