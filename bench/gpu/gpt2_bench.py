@@ -123,8 +123,11 @@ def run_child(a):
     import torch.nn.functional as F
 
     if a.deterministic:
-        # Bitwise-repeatable kernels where PyTorch has them (warn_only: ops without one still run).
-        torch.use_deterministic_algorithms(True, warn_only=True)
+        # Bitwise-repeatable kernels. warn_only=False: flash attention's backward only takes its
+        # deterministic algorithm then (with warn_only it warns and stays non-deterministic), and an op
+        # without one raises instead of silently varying. cuDNN attention has none: left out.
+        torch.use_deterministic_algorithms(True, warn_only=False)
+        torch.backends.cuda.enable_cudnn_sdp(False)
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = True
     dev = torch.device("cuda")
@@ -278,7 +281,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--logs", help="folder for every child's whole stderr (tierpack's status and verify lines)")
     ap.add_argument("--deterministic", action="store_true",
-                    help="torch.use_deterministic_algorithms (warn_only) and CUBLAS_WORKSPACE_CONFIG=:4096:8 in every mode")
+                    help="torch.use_deterministic_algorithms(True), CUBLAS_WORKSPACE_CONFIG=:4096:8 and no cuDNN attention in every mode")
     a = ap.parse_args()
     if a.child:
         a.mode = a.child
