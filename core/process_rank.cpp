@@ -61,4 +61,11 @@ bool has_rank_pattern(std::string_view pattern) {
   return false;
 }
 
+std::string device_sibling_path(std::string_view path, int device, std::string_view suffix) {
+  std::string base(path);
+  const std::size_t slash = base.find_last_of('/'), dot = base.find_last_of('.');
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) base.resize(dot);
+  return base + ".gpu" + (device < 0 ? std::string("%d") : std::to_string(device)) + std::string(suffix);
+}
+
 }  // namespace tierpack

@@ -31,4 +31,9 @@ std::string expand_rank_pattern(std::string_view pattern, int rank);
 /// Whether `pattern` holds a `%r`.
 bool has_rank_pattern(std::string_view pattern);
 
+/// The file a GPU tier writes beside a run's file: `path` without its extension + ".gpu<device>" +
+/// `suffix` ("out/run.tpk", 0, ".tpk" -> "out/run.gpu0.tpk"). `device` < 0 leaves "%d" for the
+/// runtime to fill in.
+std::string device_sibling_path(std::string_view path, int device, std::string_view suffix);
+
 }  // namespace tierpack

@@ -52,10 +52,60 @@ const char* const kRunUsage =
 namespace {
 namespace fs = std::filesystem;
 
+/// The GPU tier's statistics files next to `stats_path` (one per device: `<base>.gpu<N>.json`, Note
+/// [GPU statistics file] in integrations/preload/gpu_runtime.cpp).
+std::vector<std::string> gpu_stats_files(const std::string& stats_path) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (int d = 0; d < 64; ++d) {
+    std::string p = device_sibling_path(stats_path, d, ".json");
+    if (fs::exists(p, ec)) out.push_back(std::move(p));
+  }
+  return out;
+}
+
+/// Prints one outcome line per GPU tier that wrote statistics; returns how many did.
+int report_gpu_outcome(const std::string& stats_path, const std::string& who, bool remove) {
+  int found = 0;
+  for (const std::string& path : gpu_stats_files(stats_path)) {
+    nlohmann::json st;
+    try {
+      std::ifstream in(path);
+      in >> st;
+    } catch (const std::exception&) {
+      continue;
+    }
+    ++found;
+    std::string line = "tierpack run: " + who + "GPU tier gpu" + std::to_string(st.value("device", 0)) + ": phase " +
+                       st.value("phase", std::string("?")) + ", budget " + format_bytes(st.value("budget", std::uint64_t{0}));
+    if (st.contains("plan"))
+      line += ", " + std::to_string(st["plan"].value("groups", 0)) + " page group(s) in the plan";
+    const auto& its = st.value("iterations", nlohmann::json::array());
+    if (!its.empty()) {
+      const auto& last = its.back();
+      line += "; iteration " + std::to_string(last.value("iteration", 0)) + ": " +
+              format_bytes(last.value("bytes_to_host", std::uint64_t{0})) + " to host, " +
+              format_bytes(last.value("bytes_to_device", std::uint64_t{0})) + " back, " +
+              std::to_string(last.value("stalls", 0)) + " stall(s)";
+    }
+    if (st.contains("verify"))
+      line += "; " + std::to_string(st["verify"].value("rewrites", 0)) +
+              " chunk(s) written behind the plan's back, copied again";
+    if (!st.value("divergence", std::string()).empty()) line += "; fell back: " + st.value("divergence", std::string());
+    std::fprintf(stderr, "%s\n", line.c_str());
+    if (remove) {
+      std::error_code ec;
+      fs::remove(path, ec);
+    }
+  }
+  return found;
+}
+
 /// Reads one run's statistics and prints its outcome line (and where its report is). Returns 0 when a
-/// plan was applied, 1 otherwise (the reason printed).
+/// plan was applied, 1 otherwise (the reason printed). A run whose host side was not enabled but
+/// whose GPU tier ran (reported by report_gpu_outcome: `gpu_ran`) is not a failure.
 int report_outcome(const std::string& stats_path, const std::string& who, const std::string& profile_out,
-                   bool stats_kept) {
+                   bool stats_kept, bool gpu_ran = false) {
   nlohmann::json stats;
   bool have_stats = false;
   if (std::ifstream in(stats_path); in) {
@@ -64,6 +114,13 @@ int report_outcome(const std::string& stats_path, const std::string& who, const 
       have_stats = stats.contains("tierpack_run");
     } catch (const std::exception&) {
     }
+  }
+  if (!have_stats && gpu_ran) {
+    std::fprintf(stderr,
+                 "tierpack run: %sthe host side of tierpack was not enabled (see the messages above); only the GPU tier "
+                 "ran\n",
+                 who.c_str());
+    return 0;
   }
   if (!have_stats) {
     std::fprintf(stderr,
@@ -222,10 +279,15 @@ int run_run(const std::vector<std::string>& argv) {
   for (const auto& f : stats_files) {
     const std::string who = several ? "rank " + std::to_string(f.rank) + ": " : std::string();
     const std::string profile = c.profile_out.empty() ? std::string() : expand_rank_pattern(c.profile_out, f.rank);
-    outcome = std::max(outcome, report_outcome(f.path, who, profile, stats_tmp.empty()));
+    const bool gpu_ran = report_gpu_outcome(f.path, who, !stats_tmp.empty()) > 0;
+    outcome = std::max(outcome, report_outcome(f.path, who, profile, stats_tmp.empty(), gpu_ran));
     if (!stats_tmp.empty()) fs::remove(f.path, ec);
   }
-  if (stats_files.empty()) outcome = report_outcome(expand_rank_pattern(c.stats_out, 0), "", "", true);
+  if (stats_files.empty()) {
+    const std::string path = expand_rank_pattern(c.stats_out, 0);
+    const bool gpu_ran = report_gpu_outcome(path, "", !stats_tmp.empty()) > 0;
+    outcome = report_outcome(path, "", "", true, gpu_ran);
+  }
   if (outcome != 0) return status != 0 ? status : outcome;
   return status;
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/process_rank.hpp"
 #include "core/units.hpp"
 #include "migrate/gpu/trace_align.hpp"
 
@@ -567,11 +568,38 @@ bool GpuRuntime::iteration() {
     start_trace_locked(Phase::traced);
   if (finished == Phase::traced) start_trace_locked(Phase::reference);
   if (phase_ == Phase::planned && executor_) executor_->begin_iteration(stream_);
+  write_stats_locked();
   return phase_ == Phase::traced;
 }
 
 std::string GpuRuntime::stats_json() const {
   std::lock_guard lk(m_);
+  return stats_json_locked(true);
+}
+
+std::string GpuRuntime::stats_path(const std::string& stats_out, int device) {
+  return stats_out.empty() ? std::string() : device_sibling_path(stats_out, device, ".json");
+}
+
+// Note [GPU statistics file]
+// With stats_out set (`tierpack run` always sets it), the statistics are rewritten at the end of
+// every iteration, without the residency timelines (kept small: the file is replaced while the run
+// goes on), to a temporary name and renamed, so a reader never sees half a file and a run that ends
+// without a clean exit (CUDA processes often do) still leaves the last iteration's figures.
+void GpuRuntime::write_stats_locked() const {
+  const std::string path = stats_path(options_.stats_out, device_);
+  if (path.empty()) return;
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return;  // statistics are best effort: never fail a training step for them
+    out << stats_json_locked(false) << '\n';
+    if (!out) return;
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+std::string GpuRuntime::stats_json_locked(bool timelines) const {
   using nlohmann::json;
   const AllocatorStats st = alloc_->stats();
   json j;
@@ -626,7 +654,8 @@ std::string GpuRuntime::stats_json() const {
   json its = json::array();
   for (const IterationRecord& r : history_) {
     json tl = json::array();
-    for (auto& [c, b] : r.timeline) tl.push_back({c, b});
+    if (timelines)
+      for (auto& [c, b] : r.timeline) tl.push_back({c, b});
     its.push_back({{"iteration", r.iteration},
                    {"phase", phase_name(r.phase)},
                    {"events", r.events},

@@ -64,6 +64,9 @@ class GpuRuntime {
   bool owns(const void* p) const;
 
   std::string stats_json() const;
+  /// Where the statistics go when TIERPACK_CONF has stats_out=S: S without its extension +
+  /// ".gpu<N>.json" (`tierpack run` reads them). "" without stats_out.
+  static std::string stats_path(const std::string& stats_out, int device);
   AllocatorStats allocator_stats() const { return alloc_->stats(); }
   void reset_peaks() { alloc_->reset_peaks(); }
   GpuAllocator& allocator() { return *alloc_; }
@@ -108,6 +111,8 @@ class GpuRuntime {
   void apply_plan_locked();
   void diverge_locked(const std::string& why);
   void write_profile_locked();
+  std::string stats_json_locked(bool timelines) const;
+  void write_stats_locked() const;  // Note [GPU statistics file]
   std::uint64_t since_start_ns() const;
   void log(const std::string& line) const;
   static const char* phase_name(Phase p);

@@ -23,6 +23,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "core/process_rank.hpp"
 
 namespace tierpack::gpu {
 namespace {
@@ -53,12 +54,7 @@ GpuRuntimeOptions apply_core_config(const Config& c, GpuRuntimeOptions o) {
   o.stats_out = c.stats_out;
   // TIERPACK_CONF's profile_out is the host runtime's file (tierpack run -o run.tpk): the GPU tier
   // writes its own next to it, run.gpu<N>.tpk (<N> filled in by the runtime).
-  if (!c.profile_out.empty()) {
-    std::string base = c.profile_out;
-    const std::size_t slash = base.find_last_of('/'), dot = base.find_last_of('.');
-    if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) base.resize(dot);
-    o.profile_out = base + ".gpu%d.tpk";
-  }
+  if (!c.profile_out.empty()) o.profile_out = device_sibling_path(c.profile_out, -1, ".tpk");
   o.log = c.log;
   o.warmup_iterations = c.warmup_iterations;
   return o;

@@ -89,3 +89,10 @@ TEST(ProcessRank, ConfigFromEnvUsesRankZeroForOneProcess) {
   ScopedEnv conf("TIERPACK_CONF", "mode:profile,profile_out:/tmp/out.%r.tpk");
   EXPECT_EQ(config_from_env().profile_out, "/tmp/out.0.tpk");
 }
+
+TEST(ProcessRank, DeviceSiblingPathReplacesTheExtension) {
+  EXPECT_EQ(device_sibling_path("/tmp/run.tpk", 0, ".tpk"), "/tmp/run.gpu0.tpk");
+  EXPECT_EQ(device_sibling_path("/tmp/s.1.json", 3, ".json"), "/tmp/s.1.gpu3.json");
+  EXPECT_EQ(device_sibling_path("out.d/stats", 1, ".json"), "out.d/stats.gpu1.json") << "a dot in a folder is not an extension";
+  EXPECT_EQ(device_sibling_path("run.tpk", -1, ".tpk"), "run.gpu%d.tpk");
+}

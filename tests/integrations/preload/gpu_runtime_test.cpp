@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -134,7 +135,7 @@ struct Setup {
 };
 
 Setup make_runtime(std::uint64_t budget, std::string profile_out = "", Verify verify = Verify::sampled,
-                   std::chrono::microseconds copy_delay = {}) {
+                   std::chrono::microseconds copy_delay = {}, std::string stats_out = "") {
   TwinOptions t;
   t.copy_delay = copy_delay;
   t.granularity = 64 * KiB;
@@ -154,6 +155,7 @@ Setup make_runtime(std::uint64_t budget, std::string profile_out = "", Verify ve
   o.log = LogLevel::quiet;
   o.profile_out = std::move(profile_out);
   o.verify = verify;
+  o.stats_out = std::move(stats_out);
   if (const char* out = std::getenv("TIERPACK_TEST_PLAN_OUT")) o.plan_out = out;
   s.rt = std::make_unique<GpuRuntime>(std::move(be), o);
   return s;
@@ -237,6 +239,32 @@ TEST(GpuRuntime, AWriteThePlanMissedIsKeptAndTheScheduleRepaired) {
     for (std::size_t k = first + 2; k < its.size(); ++k)  // the next one may still hold a late report
       EXPECT_EQ(its[k]["rewrites"], 0) << "iteration " << its[k]["iteration"] << ": repaired, yet the move still overlaps";
   }
+}
+
+// Note [GPU statistics file]: what `tierpack run` reads after the command (cli.run_gpu_tier_only).
+TEST(GpuRuntime, WritesItsStatisticsBesideTheRunsStatisticsFile) {
+  const std::string stats = ::testing::TempDir() + "gpu_runtime_stats." + std::to_string(::getpid()) + ".json";
+  const std::string gpu = GpuRuntime::stats_path(stats, 0);
+  EXPECT_NE(gpu.find(".gpu0.json"), std::string::npos) << gpu;
+  std::remove(gpu.c_str());
+  {
+    auto s = make_runtime(5 << 20, "", Verify::sampled, {}, stats);
+    ToyTraining train(*s.rt, *s.be, 8, 512 * KiB);
+    bool tracing = s.rt->tracing();
+    for (int it = 1; it <= 4; ++it) {
+      train.step(it, tracing);
+      tracing = s.rt->iteration();
+    }
+    EXPECT_EQ(train.mismatches(), 0u);
+  }
+  std::ifstream in(gpu);
+  ASSERT_TRUE(in.good()) << gpu << " was not written";
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["phase"], "planned");
+  EXPECT_EQ(j["iterations"].size(), 4u);
+  EXPECT_GT(j["plan"]["groups"].get<int>(), 0);
+  EXPECT_TRUE(j["iterations"].back()["timeline"].empty()) << "the file is rewritten every iteration: no timelines";
+  std::remove(gpu.c_str());
 }
 
 TEST(GpuRuntime, WritesTheObservedIterationAsACoreProfile) {

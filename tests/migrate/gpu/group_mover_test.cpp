@@ -52,6 +52,12 @@ TYPED_TEST(GroupMoverTest, RoundTripKeepsAddressesAndData) {
 // (the copy waits on another, idle stream), so the copy runs during the busy kernel, the write after
 // it, and the gate, whenever it is closed, after the write.
 TYPED_TEST(GroupMoverTest, AWriteBetweenCopyAndRemapIsNotLost) {
+#if defined(__SANITIZE_THREAD__)
+  // The hidden writer and the copy engine touch the same bytes on two twin streams with no ordering
+  // between them: the race this test is about (50 ms apart in time, but unsynchronised), which
+  // ThreadSanitizer rightly reports. The normal build runs it, and the CUDA variant on a GPU.
+  GTEST_SKIP() << "an intended race between a hidden writer and the copy engine: not run under ThreadSanitizer";
+#endif
   this->make(16);
   const StreamHandle compute = this->streams_[0], other = this->streams_[1];
   auto g = this->make_group(2, 5, compute);
@@ -241,6 +247,9 @@ TEST(GroupMoverTwin, WithoutTheGateAHiddenKernelSeesTheRemap) {
 
 // The same write without verification is lost: the negative control of the test above.
 TEST(GroupMoverTwin, WithoutVerificationAWriteBetweenCopyAndRemapIsLost) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the same intended race as AWriteBetweenCopyAndRemapIsNotLost: not run under ThreadSanitizer";
+#endif
   TwinDeviceOptions o;
   auto dev = make_twin_device(o);
   VmmBackend& be = dev->backend();

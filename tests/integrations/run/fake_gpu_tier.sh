@@ -1,0 +1,17 @@
+#!/bin/sh
+# Stands in for a training script whose GPU tier ran but whose host side did not (what happened on the
+# H200 with a libtierpack_torch.so built for another torch): it writes the GPU tier's statistics file
+# where the runtime writes it (TIERPACK_CONF stats_out without its extension + .gpu0.json, Note [GPU
+# statistics file] in integrations/preload/gpu_runtime.cpp), in the runtime's format. This machine has
+# no GPU, so the CLI's side of that contract is what `cli.run_gpu_tier_only` checks.
+set -e
+stats=$(printf '%s\n' "$TIERPACK_CONF" | tr ',' '\n' | sed -n 's/^stats_out://p')
+[ -n "$stats" ] || { echo "fake_gpu_tier: no stats_out in TIERPACK_CONF" >&2; exit 3; }
+stats=$(printf '%s' "$stats" | sed 's/%r/0/g')
+gpu="${stats%.*}.gpu0.json"
+cat > "$gpu" <<JSON
+{"device": 0, "phase": "planned", "budget": 1073741824, "divergence": "",
+ "plan": {"groups": 3, "moves": 6},
+ "verify": {"mode": "sampled", "rewrites": 2, "repairs": 1},
+ "iterations": [{"iteration": 5, "phase": "planned", "bytes_to_host": 1048576, "bytes_to_device": 1048576, "stalls": 1}]}
+JSON
