@@ -209,7 +209,7 @@ std::uint64_t HostArenaAllocator::group_bytes(GroupId group) const {
   return total;
 }
 
-std::uint64_t HostArenaAllocator::set_group_tier(GroupId group, TierId to) {
+std::uint64_t HostArenaAllocator::set_group_tier(GroupId group, TierId to, std::uint64_t reserved) {
   TierState& dst = state(to);
   std::uint64_t moved = 0;
   std::lock_guard lock(mu_);
@@ -217,10 +217,14 @@ std::uint64_t HostArenaAllocator::set_group_tier(GroupId group, TierId to) {
     if (r.group != group || r.tier == to) continue;
     TierState& src = *states_[r.tier];
     // Pages that moved are resident on the new tier whatever its budget says: the charge follows
-    // the data (the plan, not the allocator, keeps moves within budget).
+    // the data (the plan, not the allocator, keeps moves within budget). The reservation is used up
+    // first, so the bytes are never counted twice, not even for a moment.
     uncharge(src, r.usable);
     src.allocations.fetch_sub(1, std::memory_order_relaxed);
-    const std::uint64_t now = dst.resident.fetch_add(r.usable, std::memory_order_relaxed) + r.usable;
+    const std::uint64_t from_reserved = std::min<std::uint64_t>(reserved, r.usable);
+    reserved -= from_reserved;
+    const std::uint64_t add = r.usable - from_reserved;
+    const std::uint64_t now = dst.resident.fetch_add(add, std::memory_order_relaxed) + add;
     std::uint64_t peak = dst.peak.load(std::memory_order_relaxed);
     while (now > peak && !dst.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
     }
@@ -228,7 +232,19 @@ std::uint64_t HostArenaAllocator::set_group_tier(GroupId group, TierId to) {
     r.tier = to;
     moved += r.usable;
   }
+  if (reserved > 0) uncharge(dst, reserved);  // the group shrank while it moved
   return moved;
+}
+
+bool HostArenaAllocator::reserve(TierId tier, std::uint64_t bytes) { return bytes == 0 || charge(state(tier), bytes); }
+
+void HostArenaAllocator::release(TierId tier, std::uint64_t bytes) noexcept {
+  if (bytes == 0) return;
+  try {
+    uncharge(state(tier), bytes);
+  } catch (...) {
+    // state() throws only for a tier this allocator does not serve, which reserve() refused already
+  }
 }
 
 void HostArenaAllocator::set_budget(TierId tier, std::uint64_t bytes) {

@@ -108,8 +108,15 @@ class HostArenaAllocator {
   /// Usable bytes of the live blocks of `group`.
   std::uint64_t group_bytes(GroupId group) const;
   /// Records that the group's pages now live on `to`: its blocks' tier and the tiers' resident
-  /// bytes follow (called by the mover after a successful move). Returns the bytes re-charged.
-  std::uint64_t set_group_tier(GroupId group, TierId to);
+  /// bytes follow (called by the mover after a successful move). `reserved` bytes of `to` held by
+  /// reserve() for this move become the group's charge (the rest is given back), so the tier never
+  /// counts the group twice. Returns the bytes re-charged.
+  std::uint64_t set_group_tier(GroupId group, TierId to, std::uint64_t reserved = 0);
+  /// Holds `bytes` of the tier's budget for a move in flight (Note [Prefetches respect the budget]):
+  /// false, holding nothing, when that would pass the budget.
+  bool reserve(TierId tier, std::uint64_t bytes);
+  /// Gives back a reservation that no move used.
+  void release(TierId tier, std::uint64_t bytes) noexcept;
 
   /// 0 removes the limit. Lowering it below what is resident only refuses new blocks.
   void set_budget(TierId tier, std::uint64_t bytes);

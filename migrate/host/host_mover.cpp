@@ -26,6 +26,7 @@ HostMover::~HostMover() {
     std::lock_guard lock(mu_);
     stop_ = true;
     counters_.moves_dropped += queue_.size();
+    for (Job& j : queue_) release_room(j);  // retries of prefetches hold their room
     queue_.clear();
   }
   cv_.notify_all();
@@ -47,7 +48,7 @@ void HostMover::submit(const Move& m) {
     }
   }
   // Synchronous mode: the same path as the worker, on this thread. Nothing queued can make room.
-  if (!fits_budget(job)) {
+  if (!reserve_room(job)) {
     std::lock_guard lock(mu_);
     ++counters_.moves_over_budget;
     return;
@@ -133,7 +134,7 @@ void HostMover::run() {
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (stop_) break;
-    if (!fits_budget(queue_.front())) {
+    if (!reserve_room(queue_.front())) {
       Job waiting = std::move(queue_.front());
       queue_.pop_front();
       if (!queue_.empty() && waiting.deferrals < options_.max_deferrals) {
@@ -160,6 +161,7 @@ void HostMover::run() {
     }
     lock.lock();
     current_.pages.clear();
+    current_.reserved = job.reserved;
     Job done = current_;  // keeps the late flag set by on_op_begin while it ran
     running_job_ = false;
     finish(done, r);
@@ -195,27 +197,37 @@ MoveCounters HostMover::finish(Job& job, MoveResult& r) {
   if (r.busy_pages.empty()) {  // final attempt
     if (job.failed) {
       ++d.moves_partial;
+      release_room(job);
     } else {
       ++d.moves_complete;
       try {
-        alloc_.set_group_tier(job.move.group, job.move.to);
+        alloc_.set_group_tier(job.move.group, job.move.to, job.reserved);
+        job.reserved = 0;
       } catch (...) {
         // Only accounting: the pages did move.
       }
+      release_room(job);
     }
   }
   counters_.add(d);
   return d;
 }
 
-bool HostMover::fits_budget(const Job& job) const {
-  if (job.move.kind != MoveKind::prefetch || !job.pages.empty()) return true;
+bool HostMover::reserve_room(Job& job) {
+  if (job.move.kind != MoveKind::prefetch || !job.pages.empty() || job.reserved > 0) return true;
   try {
-    const TierUsage u = alloc_.usage(job.move.to);
-    return u.budget == 0 || u.resident + alloc_.group_bytes(job.move.group) <= u.budget;
+    const std::uint64_t bytes = alloc_.group_bytes(job.move.group);
+    if (!alloc_.reserve(job.move.to, bytes)) return false;
+    job.reserved = bytes;
+    return true;
   } catch (...) {
     return true;  // no accounting: move as planned
   }
+}
+
+void HostMover::release_room(Job& job) noexcept {
+  alloc_.release(job.move.to, job.reserved);
+  job.reserved = 0;
 }
 
 MoveResult HostMover::execute(const Job& job) {

@@ -245,6 +245,41 @@ TEST(HostMover, PrefetchWithoutRoomStaysOnTheSlowTierAndLosesNothing) {
   EXPECT_EQ(checksum(b[0], 8 * f.page), sum_b);
 }
 
+// The room a prefetch needs is reserved when it starts: an allocation made while its pages move finds
+// the fast tier full (the caller then places it on the slow tier) instead of lifting the tier over its
+// budget once the group lands.
+TEST(HostMover, AnAllocationWhileAPrefetchMovesFindsItsRoomTaken) {
+  Fixture f;
+  auto g = f.group(40, 1, 8);
+  const auto sum = checksum(g[0], 8 * f.page);
+  HostMover mover(*f.alloc, {.worker = false});
+  ASSERT_TRUE(mover.move_now(40, 1, MoveKind::evict).complete);
+  const std::uint64_t budget = f.alloc->usage(0).resident + f.alloc->group_bytes(40);
+  f.alloc->set_budget(0, budget);  // room for the group and nothing else
+  f.alloc->reset_peak(0);
+  bool tried = false, refused = false;
+  f.os.on_move_pages([&] {
+    if (tried) return;
+    tried = true;
+    try {
+      f.alloc->deallocate(f.alloc->allocate(4 * f.page, TensorClass::activation, 0));
+    } catch (const out_of_memory&) {
+      refused = true;
+    }
+  });
+  mover.submit({.group = 40, .kind = MoveKind::prefetch, .from = 1, .to = 0});
+  f.os.on_move_pages(nullptr);
+  ASSERT_TRUE(tried) << "the prefetch should have called move_pages";
+  EXPECT_TRUE(refused) << "the group's room was free to take while it moved";
+  EXPECT_EQ(f.alloc->lookup(g[0])->tier, 0);
+  EXPECT_EQ(f.alloc->usage(0).resident, budget) << "the reservation became the group's charge, once";
+  EXPECT_LE(f.alloc->usage(0).peak, budget);
+  EXPECT_EQ(checksum(g[0], 8 * f.page), sum);
+  // Evicted again, the group's charge leaves the fast tier entirely (nothing of the reservation stays).
+  ASSERT_TRUE(mover.move_now(40, 1, MoveKind::evict).complete);
+  EXPECT_EQ(f.alloc->usage(0).resident, budget - f.alloc->group_bytes(40));
+}
+
 TEST(HostMover, PrefetchQueuedBeforeItsEvictionWaitsForIt) {
   Fixture f;
   auto a = f.group(30, 1, 8);
