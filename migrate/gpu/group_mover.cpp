@@ -431,12 +431,7 @@ void GroupMover::remap_ready(std::unique_lock<std::mutex>& lk, Residence dir) {
   counters_.gate_hold_ns += hold_ns;
   for (std::size_t j = 0; j < running.size(); ++j) {
     Job& job = running[j];
-    for (std::size_t i = job.remapped; i < ends[j]; ++i) {
-      give_event(job.chunk_events[i]);
-      give_sum_slots(job.sums[i]);
-      job.sums[i] = nullptr;
-    }
-    job.remapped = ends[j];
+    retire_moves(job, ends[j]);
     const std::uint64_t bytes = done[j].copy_bytes();
     (job.to == Residence::host ? counters_.bytes_to_host : counters_.bytes_to_device) += bytes;
     counters_.chunks_remapped += done[j].moves.size();
@@ -445,6 +440,17 @@ void GroupMover::remap_ready(std::unique_lock<std::mutex>& lk, Residence dir) {
     if (job.to == Residence::host && !done[j].moves.empty()) ++eviction_progress_;
   }
   cv_.notify_all();  // a pressure waiter may use the returned handles
+}
+
+// Moves [job.remapped, end) are over (remapped or given up): their event and checksum slots go back.
+// Lock held.
+void GroupMover::retire_moves(Job& job, std::size_t end) {
+  for (std::size_t i = job.remapped; i < end; ++i) {
+    give_event(job.chunk_events[i]);
+    give_sum_slots(job.sums[i]);
+    job.sums[i] = nullptr;
+  }
+  job.remapped = end;
 }
 
 // A job is over: bookkeeping. Lock held.
@@ -499,12 +505,7 @@ void GroupMover::run(Residence dir) {
             }
             alloc_.abort_migration(failed);
             lk.lock();
-            for (std::size_t i = job.remapped; i < job.ticket.moves.size(); ++i) {
-              give_event(job.chunk_events[i]);
-              give_sum_slots(job.sums[i]);
-              job.sums[i] = nullptr;
-            }
-            job.remapped = job.ticket.moves.size();
+            retire_moves(job, job.ticket.moves.size());
             job.failed = true;
           }
           progressed = true;

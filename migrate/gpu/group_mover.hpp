@@ -182,6 +182,7 @@ class GroupMover {
   bool gates_reached(Residence dir);
   void open_gates(Residence dir) noexcept;
   void finish(Job& job);
+  void retire_moves(Job& job, std::size_t end);
   EventHandle take_event();
   void give_event(EventHandle e);
   /// How a move of `arena` towards `to` is verified: -1 not at all, 0 in full, else the sample stride.

@@ -10,6 +10,17 @@ namespace {
 
 using namespace std::chrono_literals;
 
+/// The allocator the twin-only tests use: the twin's chunk and page sizes, 16 chunks of device budget.
+GpuAllocatorOptions twin_allocator_options(const TwinDeviceOptions& o) {
+  GpuAllocatorOptions ao;
+  ao.chunk_bytes = o.chunk_bytes;
+  ao.page_bytes = o.granularity;
+  ao.small_threshold = o.granularity / 4;
+  ao.device_budget = 16 * o.chunk_bytes;
+  ao.host_limit = 64 * o.chunk_bytes;
+  return ao;
+}
+
 template <class Kind>
 using GroupMoverTest = MoverTest<Kind>;
 TYPED_TEST_SUITE(GroupMoverTest, Kinds, KindNames);
@@ -208,12 +219,7 @@ TEST(GroupMoverTwin, WithoutTheGateAHiddenKernelSeesTheRemap) {
   TwinDeviceOptions o;
   auto dev = make_twin_device(o);
   MemfdBackend* twin = twin_backend(*dev);
-  GpuAllocatorOptions ao;
-  ao.chunk_bytes = o.chunk_bytes;
-  ao.page_bytes = o.granularity;
-  ao.small_threshold = o.granularity / 4;
-  ao.device_budget = 16 * o.chunk_bytes;
-  ao.host_limit = 64 * o.chunk_bytes;
+  const GpuAllocatorOptions ao = twin_allocator_options(o);
   const StreamHandle compute = twin->create_stream(), other = twin->create_stream();
   {
     GpuAllocator alloc(*twin, ao);
@@ -253,12 +259,7 @@ TEST(GroupMoverTwin, WithoutVerificationAWriteBetweenCopyAndRemapIsLost) {
   TwinDeviceOptions o;
   auto dev = make_twin_device(o);
   VmmBackend& be = dev->backend();
-  GpuAllocatorOptions ao;
-  ao.chunk_bytes = o.chunk_bytes;
-  ao.page_bytes = o.granularity;
-  ao.small_threshold = o.granularity / 4;
-  ao.device_budget = 16 * o.chunk_bytes;
-  ao.host_limit = 64 * o.chunk_bytes;
+  const GpuAllocatorOptions ao = twin_allocator_options(o);
   const StreamHandle compute = be.create_stream(), other = be.create_stream();
   {
     GpuAllocator alloc(be, ao);
@@ -288,12 +289,7 @@ TEST(GroupMoverTwin, LatePrefetchIsACountedStall) {
   TwinDeviceOptions o;
   o.copy_delay = std::chrono::milliseconds(20);
   auto dev = make_twin_device(o);
-  GpuAllocatorOptions ao;
-  ao.chunk_bytes = o.chunk_bytes;
-  ao.page_bytes = o.granularity;
-  ao.small_threshold = o.granularity / 4;
-  ao.device_budget = 16 * o.chunk_bytes;
-  ao.host_limit = 64 * o.chunk_bytes;
+  const GpuAllocatorOptions ao = twin_allocator_options(o);
   GpuAllocator alloc(dev->backend(), ao);
   GroupMover mover(alloc);
   const ArenaId a = alloc.create_arena("g");
