@@ -344,3 +344,32 @@ TEST(GpuRuntime, OutOfMemoryWithoutSpillNamesBudgetAndTierAndRecovers) {
 
 }  // namespace
 }  // namespace tierpack::gpu
+
+namespace tierpack::gpu {
+namespace {
+
+// TIERPACK_GPU: values are applied, and a bad key or value is one logic_error naming what is accepted.
+TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
+  const GpuRuntimeOptions o = parse_gpu_options("chunk:64M,verify:off,remap_threads:4", GpuRuntimeOptions{});
+  EXPECT_EQ(o.chunk_bytes, std::uint64_t{64} << 20);
+  EXPECT_EQ(o.verify, Verify::off);
+  EXPECT_EQ(o.remap_threads, 4);
+  EXPECT_EQ(parse_gpu_options("verify:evictions", {}).verify, Verify::evictions);
+  EXPECT_EQ(GpuRuntimeOptions{}.verify, Verify::sampled) << "the default";
+  auto message = [](const char* text) {
+    try {
+      parse_gpu_options(text, GpuRuntimeOptions{});
+    } catch (const logic_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message("verify:sometimes").find("accepted: sampled, all, evictions, off"), std::string::npos)
+      << message("verify:sometimes");
+  EXPECT_NE(message("chunk:3M").find("a multiple of 2M"), std::string::npos) << message("chunk:3M");
+  EXPECT_NE(message("verfy:all").find("verify"), std::string::npos) << "the unknown-key message lists verify";
+  EXPECT_NE(message("chunk").find("is not key:value"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tierpack::gpu
