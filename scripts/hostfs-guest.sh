@@ -101,6 +101,9 @@ chmod +x "$root/init"
 
 mem=$((2 * node_mb))
 log=$work/console.log
+# A guest kernel that dies while booting, before the command starts, is booted once more (as in
+# numa-guest.sh); a guest that reached the command is never retried.
+for attempt in 1 2; do
 set +e
 timeout "$timeout_s" qemu-system-x86_64 \
   -machine q35,accel=tcg,hmat=on -cpu "$cpu" -smp 2 -m "${mem}M" \
@@ -117,6 +120,12 @@ timeout "$timeout_s" qemu-system-x86_64 \
   -nodefaults -display none -serial stdio -no-reboot </dev/null >"$log" 2>&1
 qrc=$?
 set -e
+if [ "$attempt" = 1 ] && ! grep -q TIERPACK_GUEST_BEGIN "$log" && ! grep -q '^TIERPACK_GUEST_EXIT=' "$log"; then
+  say "the guest kernel stopped before the command started (qemu exit $qrc): booting it once more"
+  continue
+fi
+break
+done
 tr -d '\r' <"$log" | sed 's/\x1b\[[0-9;]*m//g' | sed -n '/TIERPACK_GUEST_BEGIN/,$p' | grep -v '^TIERPACK_GUEST_EXIT=' | grep -v 'reboot: Power down' || true
 rc=$(tr -d '\r' <"$log" | sed -n 's/^TIERPACK_GUEST_EXIT=\([0-9]*\).*/\1/p' | tail -1)
 if [ -z "$rc" ]; then
