@@ -107,7 +107,11 @@ Config parse_config(std::string_view text) {
 
 Config config_from_env() {
   const char* env = std::getenv("TIERPACK_CONF");
-  Config c = parse_config(env ? std::string_view(env) : std::string_view());
+  return config_for_process(env ? std::string_view(env) : std::string_view());
+}
+
+Config config_for_process(std::string_view text) {
+  Config c = parse_config(text);
   const int rank = [] {
     const auto r = process_rank_from_env();
     return r ? r->rank : 0;

@@ -41,6 +41,9 @@ Config parse_config(std::string_view text);
 /// Parses $TIERPACK_CONF (defaults when unset); `%r` in its paths becomes this process's rank
 /// (core/process_rank.hpp, Note [Per-rank files]).
 Config config_from_env();
+/// parse_config(text) with "%r" in its file paths replaced by this process's rank (from the
+/// launcher's environment, 0 without one): what config_from_env() does with TIERPACK_CONF.
+Config config_for_process(std::string_view text);
 /// Inverse of parse_config for the keys that differ from the defaults.
 std::string format_config(const Config& c);
 

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "alloc/gpu/vmm_backend.hpp"
 
@@ -18,5 +19,17 @@ struct PinnedBuffer {
 };
 PinnedBuffer pinned_alloc(VmmBackend& be, std::size_t bytes);
 void pinned_free(VmmBackend& be, PinnedBuffer b);
+
+/// Wall time of each driver phase of one remap pass over handles mapped back to back from `va`.
+struct RemapParts {
+  double unmap_s = 0;
+  double map_s = 0;
+  double access_s = 0;
+};
+/// Unmaps every handle, maps each again and grants access (CUDA only; zeros without CUDA). `batched`:
+/// one cuMemUnmap and one cuMemSetAccess over each thread's run of chunks instead of one per chunk;
+/// `threads` split the chunks into contiguous runs, one per thread, phase by phase.
+RemapParts remap_pass(VmmBackend& be, std::uintptr_t va, const std::vector<PhysHandle>& handles, bool batched,
+                      int threads);
 
 }  // namespace tierpack::gpu::bench

@@ -12,11 +12,12 @@ bandwidth measured by the default job's rank 0 (both ranks copy at once, each ov
 
 Usage: python3 bench/gpu/ddp_bench.py [--ranks 2] [--budgets 60,45] [--steps 20] [--warmup 3]
          [--tierpack-warmup 6] [--lib build/lib/libtierpack_cuda.so] [--gpu-opts ...] [--json out.json]
-         [--share-gpu]   (a one-GPU machine: every rank on GPU 0, gloo instead of NCCL)
+         [--logs DIR] [--share-gpu]   (a one-GPU machine: every rank on GPU 0, gloo instead of NCCL)
 """
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -111,16 +112,29 @@ def job(a, mode, budget=None, alloc_budget=None, warmup=None):
         cmd += ["--alloc-budget", str(int(alloc_budget))]
     if a.gpu_opts:
         cmd += ["--gpu-opts", a.gpu_opts]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    tag = mode + (f"_{budget / GiB:.1f}G" if budget else "")
+    if a.logs and mode == "tierpack":  # each rank rewrites its GPU statistics every iteration
+        env["TIERPACK_CONF"] = "stats_out:" + os.path.join(os.path.abspath(a.logs), tag + ".stats.%r.json")
     t0 = time.time()
+    # Own process group: a timed-out job's ranks are killed with torchrun, not left holding the GPUs.
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.child_timeout,
-                           env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        out, err = p.communicate(timeout=a.child_timeout)
+        timed_out = False
     except subprocess.TimeoutExpired:
-        return {"mode": mode, "budget": budget, "error": f"timed out after {a.child_timeout} s"}
-    ranks = [json.loads(l[7:]) for l in p.stdout.splitlines() if l.startswith("RESULT ")]
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        timed_out = True
+    if a.logs:
+        with open(os.path.join(a.logs, tag + ".stderr.txt"), "w") as f:
+            f.write(err)
+    if timed_out:
+        return {"mode": mode, "budget": budget, "error": f"timed out after {a.child_timeout} s", "stderr": err[-4000:]}
+    ranks = [json.loads(l[7:]) for l in out.splitlines() if l.startswith("RESULT ")]
     if len(ranks) != a.ranks:
         return {"mode": mode, "budget": budget, "error": f"exit {p.returncode}, {len(ranks)} rank results",
-                "stderr": p.stderr[-4000:]}
+                "stderr": err[-4000:]}
     ranks.sort(key=lambda r: r["rank"])
     return {"mode": mode, "budget": budget, "ranks": ranks, "wall_s": time.time() - t0,
             "median_step_s": max(r["median_step_s"] for r in ranks), "peak_bytes": max(r["peak_bytes"] for r in ranks)}
@@ -183,7 +197,10 @@ def main():
     ap.add_argument("--gpu-opts", default="")
     ap.add_argument("--child-timeout", type=int, default=240)
     ap.add_argument("--json")
+    ap.add_argument("--logs", help="folder for each job's stderr and each tierpack rank's GPU statistics file")
     a = ap.parse_args()
+    if a.logs:
+        os.makedirs(a.logs, exist_ok=True)
     if a.child:
         return run_rank(a)
     base = job(a, "default")

@@ -194,6 +194,7 @@ def run_child(a):
             "gates_per_step": sum(r.get("gates", 0) for r in its) / n,
             "gate_hold_ms_per_step": sum(r.get("gate_hold_ms", 0) for r in its) / n,
             "gate_timeouts": sum(r.get("gate_timeouts", 0) for r in its),
+            "busy_gates_per_step": sum(r.get("busy_gates", 0) for r in its) / n,
             "failures": sum(r["failures"] for r in its),
             "verified_chunks_per_step": sum(r.get("verified_chunks", 0) for r in its) / n,
             "verify_ms_per_step": sum(r.get("verify_ms", 0) for r in its) / n,
@@ -395,7 +396,7 @@ def render(results, base, ctx):
             if tp.get("stalls_per_step"):
                 note += f", stall {tp['stall_ms_per_step']:.0f} ms/step"
             if tp.get("gates_per_step"):
-                note += f", {tp['gates_per_step']:.0f} gates/step holding {tp['gate_hold_ms_per_step']:.0f} ms"
+                note += f", {tp['gates_per_step']:.0f} gates/step ({tp.get('busy_gates_per_step', 0):.0f} busy) holding {tp['gate_hold_ms_per_step']:.0f} ms"
             if tp.get("failures"):
                 note += f", {tp['failures']} failed moves"
             if tp.get("verified_chunks_per_step"):

@@ -9,5 +9,6 @@ std::unique_ptr<VmmBackend> make_cuda_backend(std::string* why) {
 }
 PinnedBuffer pinned_alloc(VmmBackend&, std::size_t) { return {}; }
 void pinned_free(VmmBackend&, PinnedBuffer) {}
+RemapParts remap_pass(VmmBackend&, std::uintptr_t, const std::vector<PhysHandle>&, bool, int) { return {}; }
 
 }  // namespace tierpack::gpu::bench

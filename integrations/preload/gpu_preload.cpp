@@ -174,7 +174,7 @@ TIERPACK_C_API int tierpack_gpu_configure(const char* conf, const char* gpu) {
     std::lock_guard lk(r.m);
     for (auto& d : r.devices)
       if (d.load()) throw tierpack::logic_error("tierpack_gpu_configure: the allocator is already in use");
-    GpuRuntimeOptions o = conf ? apply_core_config(tierpack::parse_config(conf), GpuRuntimeOptions{}) : gpu_options_from_env();
+    GpuRuntimeOptions o = conf ? apply_core_config(tierpack::config_for_process(conf), GpuRuntimeOptions{}) : gpu_options_from_env();
     if (gpu) o = parse_gpu_options(gpu, o);
     r.options = o;
     return 0;

@@ -21,6 +21,7 @@ const char* GpuRuntime::phase_name(Phase p) {
     case Phase::traced: return "observed";
     case Phase::reference: return "reference";
     case Phase::planned: return "planned";
+    case Phase::suspended: return "suspended";
     case Phase::fallback: return "fallback";
   }
   return "?";
@@ -42,6 +43,9 @@ GpuRuntime::GpuRuntime(std::unique_ptr<VmmBackend> backend, GpuRuntimeOptions op
   MoverOptions mo;
   mo.remap_threads = options_.remap_threads;
   mo.verify = options_.verify;
+  mo.remap_when = options_.remap_when;
+  mo.remap_max_delay = options_.remap_max_delay;
+  mo.copy_piece = options_.copy_piece;
   mo.on_rewrite = [this](const RewriteReport& r) { note_rewrite(r); };
   mover_ = std::make_unique<GroupMover>(*alloc_, mo);
   alloc_->set_pressure_handler([m = mover_.get()] { return m->wait_for_eviction(); });
@@ -497,13 +501,23 @@ void GpuRuntime::apply_plan_locked() {
   (void)adopted;
 }
 
+// Note [Diverged iterations].
 void GpuRuntime::diverge_locked(const std::string& why) {
   if (phase_ != Phase::planned) return;
-  phase_ = Phase::fallback;
+  ++divergences_;
   divergence_ = why;
-  executor_.reset();
-  log(why + ": this iteration no longer matches the traced one; migrations stop and every page group is brought "
-            "back to the device where the budget allows (allocations continue under the budget)");
+  const bool give_up = ++consecutive_divergences_ >= options_.max_divergences;
+  phase_ = give_up ? Phase::fallback : Phase::suspended;
+  if (give_up) {
+    executor_.reset();
+    log(why + ": " + std::to_string(consecutive_divergences_) +
+        " iterations in a row no longer match the traced one; migrations stop for good and every page group is "
+        "brought back to the device where the budget allows (allocations continue under the budget)");
+  } else if (divergences_ <= 5) {
+    log(why + ": this iteration no longer matches the traced one; migrations pause until it ends and every page "
+              "group is brought back to the device where the budget allows" +
+        std::string(divergences_ == 5 ? " (further pauses are counted, not logged)" : ""));
+  }
   for (ArenaId a : group_arenas_) mover_->prefetch(a, stream_);
 }
 
@@ -537,6 +551,8 @@ bool GpuRuntime::iteration() {
   history_.push_back(std::move(r));
 
   const Phase finished = phase_;
+  if (finished == Phase::planned) consecutive_divergences_ = 0;
+  if (finished == Phase::suspended) phase_ = Phase::planned;  // Note [Diverged iterations]
   if (finished == Phase::traced && !options_.profile_out.empty()) {
     try {
       write_profile_locked();
@@ -618,10 +634,14 @@ std::string GpuRuntime::stats_json_locked(bool timelines) const {
                    {"repairs", repairs_}};
   }
   j["chunk"] = options_.chunk_bytes;
+  j["remap"] = {{"when", options_.remap_when == RemapWhen::idle ? "idle" : "eager"},
+                {"max_delay_ms", options_.remap_max_delay.count()},
+                {"copy_piece", options_.copy_piece}};
   j["spill"] = options_.spill;
   j["phase"] = phase_name(phase_);
   j["iteration"] = iteration_;
   j["divergence"] = divergence_;
+  j["divergences"] = divergences_;
   j["allocator"] = {{"allocated", st.allocated},
                     {"peak_allocated", st.peak_allocated},
                     {"requested", st.requested},
@@ -675,6 +695,7 @@ std::string GpuRuntime::stats_json_locked(bool timelines) const {
                    {"gate_wait_ms", r.moves.gate_wait_ns / 1e6},
                    {"gate_hold_ms", r.moves.gate_hold_ns / 1e6},
                    {"gate_timeouts", r.moves.gate_timeouts},
+                   {"busy_gates", r.moves.busy_gates},
                    {"verified_chunks", r.moves.verified_chunks},
                    {"rewrites", r.moves.rewrites},
                    {"verify_ms", r.moves.verify_ns / 1e6},

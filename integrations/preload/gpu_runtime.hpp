@@ -12,9 +12,21 @@
 //   planned   (from then on): plans from the trace (or uses the plan it was given), puts each planned
 //             allocation into its page group's arena by its sequence position, and runs the
 //             schedule on the event clock;
-//   fallback  when an iteration's allocation sequence stops matching the traced one (dynamic
-//             shapes): migrations stop, every group is brought back where the budget allows, the
-//             runtime says so once, and allocation goes on under the budget.
+//   suspended when an iteration's allocation sequence stops matching the traced one: for the rest
+//             of that iteration migrations stop, every group is brought back where the budget
+//             allows, and allocation goes on under the budget; the next iteration runs the plan
+//             again (Note [Diverged iterations]);
+//   fallback  after `max_divergences` diverged iterations in a row (dynamic shapes) or a failed
+//             plan: the same for good, said once.
+//
+// Note [Diverged iterations]
+// An iteration diverges when its allocations stop matching the traced sequence. Most causes are
+// one-off (a barrier or an evaluation between steps, a logging call, the last short batch of an
+// epoch), and a plan that only ever ran on matching iterations is still right for the next
+// iteration. So a divergence suspends the plan for the rest of that iteration only; the executor
+// keeps its schedule (and its repairs) and starts again at the next iteration's clock 0. Only
+// `max_divergences` consecutive diverged iterations (a run whose shapes keep changing) end in
+// fallback.
 //
 // Iteration boundaries come from the integration (the optimizer-step hook or an explicit
 // tierpack.step()); op accesses from its op observer, needed in the traced iteration only.
@@ -75,7 +87,7 @@ class GpuRuntime {
   std::string describe() const;
 
  private:
-  enum class Phase { warmup, traced, reference, planned, fallback };
+  enum class Phase { warmup, traced, reference, planned, suspended, fallback };
   struct Frame {
     std::int64_t from = 0;
     std::vector<std::uint32_t> tensors;
@@ -144,6 +156,8 @@ class GpuRuntime {
   bool have_plan_ = false;
   std::uint64_t budget_bytes_ = 0;
   std::string divergence_;
+  std::uint64_t divergences_ = 0;  // diverged iterations (Note [Diverged iterations])
+  int consecutive_divergences_ = 0;
   std::vector<IterationRecord> history_;
   std::vector<std::pair<std::int64_t, std::uint64_t>> timeline_;
   std::int64_t timeline_stride_ = 1;

@@ -14,6 +14,11 @@
 //   profile_out:PATH    write the observed iteration as a tierpack profile (%d: the device; default
 //                       with TIERPACK_CONF profile_out=run.tpk: run.gpu%d.tpk)
 //   remap_threads:1     threads sharing one gated batch of unmap/map calls
+//   remap:eager         when ready chunks are remapped: eager (as soon as their copy is done) or idle
+//                       (when no copy is in flight, unless something waits: Note [When to remap])
+//   remap_delay:20      idle: the longest a ready chunk waits for its remap, in milliseconds
+//   copy_piece:0        issue each chunk's copy in pieces of this size (0: one copy per chunk)
+//   divergences:3       diverged iterations in a row before the plan is given up (1: at the first)
 //   verify:sampled      check moved chunks behind the gate and copy again what was written after the
 //                       copy: sampled (evictions in full, prefetches on 1/16 samples), all (in full:
 //                       prefetch checks read host memory, ~as slow as the copy), evictions, off
@@ -105,6 +110,23 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
       if (ec != std::errc{} || p != value.data() + value.size() || n < 1 || n > 16) bad(key, value, "1..16");
       o.remap_threads = n;
+    } else if (key == "divergences") {
+      int n = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc{} || p != value.data() + value.size() || n < 1 || n > 1000000) bad(key, value, "1..1000000");
+      o.max_divergences = n;
+    } else if (key == "remap") {
+      if (value == "eager") o.remap_when = RemapWhen::eager;
+      else if (value == "idle") o.remap_when = RemapWhen::idle;
+      else bad(key, value, "eager, idle");
+    } else if (key == "remap_delay") {
+      int n = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc{} || p != value.data() + value.size() || n < 0 || n > 10000) bad(key, value, "0..10000 (milliseconds)");
+      o.remap_max_delay = std::chrono::milliseconds(n);
+    } else if (key == "copy_piece") {
+      o.copy_piece = parse_size(key, value);
+      if (o.copy_piece % (std::uint64_t{1} << 20) != 0) bad(key, value, "0 or a multiple of 1M");
     } else if (key == "verify") {
       if (value == "all") o.verify = Verify::all;
       else if (value == "sampled") o.verify = Verify::sampled;
@@ -120,7 +142,8 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
     } else {
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
                         "' (accepted keys: chunk, host_limit, spill, migrate, persistent, group, headroom, "
-                        "min_move, prewarm_threads, plan_out, profile_out, remap_threads, verify, budget)");
+                        "min_move, prewarm_threads, plan_out, profile_out, remap_threads, remap, remap_delay, "
+                        "copy_piece, divergences, verify, budget)");
     }
   }
   return o;

@@ -20,6 +20,7 @@ struct GpuRuntimeOptions {
   bool spill = true;          ///< over budget, back chunks with host memory rather than fail
   bool migrate = true;        ///< trace an iteration, plan, move page groups (off: budgeted caching allocator)
   int warmup_iterations = 1;  ///< iterations before the traced one
+  int max_divergences = 3;    ///< diverged iterations in a row before the plan is given up (Note [Diverged iterations])
   std::uint64_t group_bytes = std::uint64_t{512} << 20;
   double headroom = 0;         ///< 0: 0.85 (and no moves at all when the live peak fits the budget)
   bool move_persistent = true;
@@ -30,6 +31,9 @@ struct GpuRuntimeOptions {
   std::string profile_out;    ///< write the observed iteration as a core Profile (tierpack-profile file)
   int remap_threads = 1;      ///< threads sharing a gated batch of remaps
   Verify verify = Verify::sampled;  ///< moves checked behind the gate (Note [Verified remaps])
+  RemapWhen remap_when = RemapWhen::eager;  ///< Note [When to remap]
+  std::chrono::milliseconds remap_max_delay{20};
+  std::size_t copy_piece = 0;  ///< chunk copies issued in pieces of this size (0: whole chunks)
   LogLevel log = LogLevel::info;
 };
 

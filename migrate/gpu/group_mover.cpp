@@ -30,6 +30,7 @@ MoverCounters& MoverCounters::operator+=(const MoverCounters& o) {
   gate_wait_ns += o.gate_wait_ns;
   gate_hold_ns += o.gate_hold_ns;
   gate_timeouts += o.gate_timeouts;
+  busy_gates += o.busy_gates;
   verified_chunks += o.verified_chunks;
   rewrites += o.rewrites;
   verify_ns += o.verify_ns;
@@ -196,7 +197,7 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
         std::uint64_t* sum = verify && m.copy ? take_sum_slots() : nullptr;
         sums.push_back(sum);
         if (sum && job.to == Residence::host) backend_.checksum_async(m.va, m.bytes, job.verify_stride, sum, stream);
-        if (m.copy) backend_.copy_async(m.to.shadow, m.va, m.bytes, stream);
+        if (m.copy) copy_chunk(m.to.shadow, m.va, m.bytes, stream);
         if (sum && job.to == Residence::device)
           backend_.checksum_async(m.to.shadow, m.bytes, job.verify_stride, sum, stream);
         // Also for chunks without live data: the event orders their remap after `after`.
@@ -257,6 +258,43 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
   return true;
 }
 
+void GroupMover::copy_chunk(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, StreamHandle s) {
+  const std::size_t piece = options_.copy_piece ? options_.copy_piece : bytes;
+  for (std::size_t off = 0; off < bytes; off += piece) backend_.copy_async(dst + off, src + off, std::min(piece, bytes - off), s);
+}
+
+bool GroupMover::copying(const std::vector<Job>& running) {
+  for (const Job& j : running) {
+    if (j.remapped >= j.chunk_events.size()) continue;
+    try {
+      if (!backend_.query(j.chunk_events.back())) return true;  // one copy stream: the last event is the latest
+    } catch (...) {
+      // a failing driver: the remap attempts fail and are counted
+    }
+  }
+  return false;
+}
+
+bool GroupMover::remap_due_locked(Residence dir, const std::vector<Job>& running) {
+  if (options_.remap_when == RemapWhen::eager || stop_ || drain_waiters_ > 0) return true;
+  const int d = static_cast<int>(dir);
+  const auto now = std::chrono::steady_clock::now();
+  if (!ready_seen_[d]) {
+    ready_seen_[d] = true;
+    ready_since_[d] = now;
+  }
+  if (!copying_[0].load() && !copying_[1].load()) return true;
+  if (now - ready_since_[d] >= options_.remap_max_delay) return true;
+  for (const Job& j : running)
+    if (ensure_waiting_.count(j.arena)) return true;
+  if (dir == Residence::host) {
+    if (pressure_waiters_ > 0) return true;
+    for (const Job& j : queue_)
+      if (j.to == Residence::device && j.parked) return true;  // waits for the device memory evictions give back
+  }
+  return false;
+}
+
 // Gates every stream the allocator has seen (Note [Remap gate]). Lock not held.
 GroupMover::GateResult GroupMover::close_gates(Residence dir) {
   GateState& g = gate_[static_cast<int>(dir)];
@@ -264,6 +302,7 @@ GroupMover::GateResult GroupMover::close_gates(Residence dir) {
   g.gates.clear();
   g.closed_at = std::chrono::steady_clock::now();
   g.closed = true;
+  ++gates_closed_;
   if (!options_.gate) return GateResult::closed;
   try {
     for (StreamHandle s : alloc_.streams()) g.gates.push_back(backend_.close_gate(s));
@@ -284,7 +323,10 @@ void GroupMover::open_gates(Residence dir) noexcept {
   GateState& g = gate_[static_cast<int>(dir)];
   for (GateHandle h : g.gates) backend_.open_gate(h);
   g.gates.clear();
-  if (g.closed) gate_owner_.unlock();
+  if (g.closed) {
+    --gates_closed_;
+    gate_owner_.unlock();
+  }
   g.closed = false;
 }
 
@@ -348,6 +390,7 @@ void GroupMover::remap_ready(std::unique_lock<std::mutex>& lk, Residence dir) {
   }
   std::vector<MigrationTicket> done(running.size()), failed(running.size());
   GateState& gate = gate_[static_cast<int>(dir)];
+  const bool busy = copying_[0].load() || copying_[1].load() || copying(running);
   lk.unlock();
   const auto t0 = std::chrono::steady_clock::now();
   // The batch: every (job, move) whose copy is done; remapped by up to remap_threads threads.
@@ -427,6 +470,8 @@ void GroupMover::remap_ready(std::unique_lock<std::mutex>& lk, Residence dir) {
   counters_.verify_ns += std::chrono::duration<double, std::nano>(t_checked - t0).count();
   counters_.remap_ns += std::chrono::duration<double, std::nano>(t1 - t_checked).count();
   ++counters_.gates;
+  counters_.busy_gates += busy ? 1 : 0;
+  ready_seen_[static_cast<int>(dir)] = false;
   counters_.gate_wait_ns += wait_ns;
   counters_.gate_hold_ns += hold_ns;
   for (std::size_t j = 0; j < running.size(); ++j) {
@@ -473,9 +518,12 @@ void GroupMover::run(Residence dir) {
   std::vector<Job>& running = running_[static_cast<int>(dir)];
   GateState& gate = gate_[static_cast<int>(dir)];
   std::unique_lock lk(mutex_);
+  const bool idle_mode = options_.remap_when == RemapWhen::idle;
   for (;;) {
     bool progressed = false;
-    // Remaps: close the gates as soon as some copy is done; remap once every stream reached them.
+    if (idle_mode) copying_[static_cast<int>(dir)] = copying(running);
+    // Remaps: close the gates once some copy is done and the remap is due (Note [When to remap]);
+    // remap once every stream reached them.
     if (!gate.closed) {
       bool ready = false;
       for (Job& job : running) {
@@ -487,6 +535,7 @@ void GroupMover::run(Residence dir) {
         }
         if (ready) break;
       }
+      if (ready && !remap_due_locked(dir, running)) ready = false;
       if (ready) {
         lk.unlock();
         const GateResult closed = close_gates(dir);
@@ -535,6 +584,9 @@ void GroupMover::run(Residence dir) {
     // they wait until this direction's gates are open again (remap_ready opens them before it calls
     // the allocator).
     bool have_queued = false;
+    // With RemapWhen::idle no copy is issued while any gate is closed: remaps run with the copy
+    // engines idle (Note [When to remap]).
+    const bool may_issue = !(idle_mode && gates_closed_.load() > 0);
     if (!gate.closed) {
       for (std::size_t i = 0; i < running.size();) {
         if (running[i].remapped == running[i].ticket.moves.size()) {
@@ -551,13 +603,24 @@ void GroupMover::run(Residence dir) {
       for (const auto& r : running_)
         for (const Job& j : r) blocked.insert(j.arena);
       for (ArenaId a : issuing_) blocked.insert(a);
-      for (std::size_t i = 0; i < queue_.size(); ++i) {
+      for (std::size_t i = 0; may_issue && i < queue_.size(); ++i) {
         Job& j = queue_[i];
         const bool mine = j.to == dir;
         if (blocked.count(j.arena)) continue;
         blocked.insert(j.arena);
         if (!mine) continue;
         have_queued = true;
+        // A prefetch parked for device memory with an eviction of its group queued behind it blocks
+        // that eviction (jobs of one arena run in order) while the memory it waits for may have to
+        // come from that very eviction: with a thread waiting for evictions (the allocator's
+        // pressure handler), for this group or for everything, nothing would ever move again. Then
+        // the prefetch is given up (it would only bring back what the eviction takes away): whatever
+        // part of the group already arrived, the eviction moves back.
+        if (j.parked && j.to == Residence::device &&
+            (pressure_waiters_ > 0 || drain_waiters_ > 0 || ensure_waiting_.count(j.arena) > 0) &&
+            std::any_of(queue_.begin() + static_cast<std::ptrdiff_t>(i) + 1, queue_.end(),
+                        [&](const Job& k) { return k.arena == j.arena && k.to == Residence::host; }))
+          j.cancelled = true;
         if (j.cancelled) {
           Job job = std::move(j);
           queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(i));
@@ -594,6 +657,7 @@ bool GroupMover::ensure_resident(ArenaId arena) {
   bool waited = false;
   {
     std::unique_lock lk(mutex_);
+    if (busy_locked(arena)) ++ensure_waiting_[arena];  // Note [When to remap]: its remaps are due now
     while (busy_locked(arena)) {
       if (evictions_pending_locked() == 0) {
         // A prefetch parked for memory that no eviction will free (it has retried since the last
@@ -617,6 +681,7 @@ bool GroupMover::ensure_resident(ArenaId arena) {
       waited = true;
       cv_.wait_for(lk, options_.poll * 10);
     }
+    if (waited && --ensure_waiting_[arena] == 0) ensure_waiting_.erase(arena);
     if (waited) {
       ++counters_.stalls;
       counters_.stall_ns += since_ns(t0);
@@ -633,6 +698,7 @@ bool GroupMover::ensure_resident(ArenaId arena) {
 
 void GroupMover::drain() {
   std::unique_lock lk(mutex_);
+  ++drain_waiters_;  // Note [When to remap]: every remap is due now
   while (any_outstanding_locked()) {
     if (evictions_pending_locked() == 0)
       for (Job& j : queue_)
@@ -640,15 +706,18 @@ void GroupMover::drain() {
     cv_.notify_all();
     cv_.wait_for(lk, options_.poll * 10);
   }
+  --drain_waiters_;
 }
 
 bool GroupMover::wait_for_eviction() {
   std::unique_lock lk(mutex_);
   if (evictions_pending_locked() == 0) return false;
   const std::uint64_t seen = eviction_progress_, seen_done = evictions_done_;
+  ++pressure_waiters_;  // Note [When to remap]: eviction remaps are due now
   cv_.wait(lk, [&] {
     return eviction_progress_ != seen || evictions_done_ != seen_done || stop_ || evictions_pending_locked() == 0;
   });
+  --pressure_waiters_;
   return eviction_progress_ != seen || evictions_done_ != seen_done;
 }
 

@@ -57,6 +57,19 @@
 // the GPU runtime repairs its schedule around the missed use (Note [Repairing the schedule] in
 // schedule_executor.cpp). A write between the first checksum and an eviction's copy makes a false
 // difference (one more copy, never a loss). Chunks copied without live blocks are not checked.
+// Note [When to remap]
+// The driver's remap calls cost far more while copies run (BM_RemapParts on an H200, 64 MiB chunks,
+// ms per GiB: device handles 0.67 idle / 17 with copies running both ways; host handles 12 / 25;
+// cuMemSetAccess is most of it, and more threads do not help). The compute streams wait behind the
+// gate for all of it. So with RemapWhen::idle a worker remaps only when neither direction has a copy
+// in flight and, while a gate is closed, neither issues new copies: copies run back to back at the
+// link's speed and remaps in batches at the idle cost. A remap cannot wait when something waits for
+// it: a training thread in ensure_resident() for one of the batch's groups, a prefetch parked for
+// device memory (evictions give it back only when remapped), the allocator's pressure handler,
+// drain(), or a chunk ready for longer than `remap_max_delay`; those gates are closed at once and
+// counted as busy when copies were in flight (MoverCounters::busy_gates). RemapWhen::eager remaps
+// as soon as any copy is done (the earlier behaviour). Copies can also be issued in pieces of
+// `copy_piece` bytes.
 // Deadlocks: gates on several streams can form a cycle with the streams' own cross-stream waits
 // (stream A waits for an event that stream B records after B's gate, enqueued while the gates were
 // being closed one by one), and two sets of gates closed at once can interleave in opposite orders.
@@ -67,6 +80,7 @@
 // requires record_stream there anyway) and streams under CUDA graph capture.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -98,6 +112,7 @@ struct MoverCounters {
   double gate_wait_ns = 0;       ///< gate closed -> every gated stream reached it
   double gate_hold_ns = 0;       ///< streams held at a gate (reached -> opened): compute stall bound
   std::uint64_t gate_timeouts = 0;  ///< gates reopened unreached (see Note [Remap gate])
+  std::uint64_t busy_gates = 0;     ///< gates closed while copies were in flight (Note [When to remap])
   std::uint64_t verified_chunks = 0;  ///< chunks checked behind a gate (Note [Verified remaps])
   std::uint64_t rewrites = 0;         ///< of those, found written after their copy and copied again
   double verify_ns = 0;               ///< time behind gates spent checking and copying again
@@ -109,6 +124,9 @@ struct MoverCounters {
 /// in full and prefetches by samples (64 KiB of every MiB); everything in full.
 enum class Verify : std::uint8_t { off, evictions, sampled, all };
 inline constexpr std::size_t kPrefetchSampleStride = std::size_t{1} << 20;
+
+/// When a worker remaps the chunks whose copies are done (Note [When to remap]).
+enum class RemapWhen : std::uint8_t { eager, idle };
 
 /// A chunk found written between its copy and its remap (and copied again).
 struct RewriteReport {
@@ -125,6 +143,9 @@ struct MoverOptions {
   int remap_threads = 1;  ///< threads sharing one gated batch's unmap/map calls
   bool gate = true;  ///< gate the allocator's streams around remaps (off only to show the fault in tests)
   Verify verify = Verify::sampled;
+  RemapWhen remap_when = RemapWhen::eager;
+  std::chrono::milliseconds remap_max_delay{20};  ///< RemapWhen::idle: a ready chunk waits at most this long
+  std::size_t copy_piece = 0;  ///< a chunk's copy is issued in pieces of this many bytes (0: one copy)
   /// Called on a mover thread, no lock held, gates open, for every rewrite (diagnostics).
   std::function<void(const RewriteReport&)> on_rewrite;
 };
@@ -194,6 +215,11 @@ class GroupMover {
   std::vector<char> check_batch(Residence dir, std::vector<Job>& running,
                                 const std::vector<std::pair<std::size_t, std::size_t>>& items);
   bool busy_locked(ArenaId arena) const;
+  /// Whether `running` still has copies in flight (the last chunk event of some job not reached).
+  bool copying(const std::vector<Job>& running);
+  /// Note [When to remap]: whether ready chunks of `dir` may be remapped now. Lock held.
+  bool remap_due_locked(Residence dir, const std::vector<Job>& running);
+  void copy_chunk(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, StreamHandle s);
   std::uint64_t evictions_pending_locked() const;
   bool any_outstanding_locked() const;
 
@@ -215,8 +241,15 @@ class GroupMover {
     bool closed = false;
   };
   GateState gate_[kResidenceCount];
-  std::vector<ArenaId> issuing_;
-  std::mutex gate_owner_;  // held by the worker whose gates are closed  // arenas whose job a worker is issuing (out of queue_ and running_)  // by destination; only its worker touches it
+  std::vector<ArenaId> issuing_;  // arenas whose job a worker is issuing (out of queue_ and running_)
+  std::atomic<bool> copying_[kResidenceCount] = {false, false};  // published by each worker
+  std::atomic<int> gates_closed_{0};
+  bool ready_seen_[kResidenceCount] = {false, false};
+  std::chrono::steady_clock::time_point ready_since_[kResidenceCount];
+  std::unordered_map<ArenaId, int> ensure_waiting_;  // arenas a training thread waits for
+  int drain_waiters_ = 0;
+  int pressure_waiters_ = 0;
+  std::mutex gate_owner_;  // held by the worker whose gates are closed
   std::vector<EventHandle> events_;
   std::unordered_map<ArenaId, int> outstanding_;  // queued + running jobs per arena
   std::unordered_set<ArenaId> verify_always_;

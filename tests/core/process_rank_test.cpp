@@ -84,6 +84,14 @@ TEST(ProcessRank, ConfigFromEnvExpandsPerRankPaths) {
   EXPECT_EQ(c.stats_out, "/tmp/s.1.json");
 }
 
+// The configuration text a program passes itself (tierpack.cuda.install(conf=...) under torchrun).
+TEST(ProcessRank, ConfigForProcessExpandsPerRankPathsOfAnyText) {
+  ScopedEnv r("RANK", "3"), w("WORLD_SIZE", "4"), l("LOCAL_RANK", "1");
+  const Config c = config_for_process("stats_out:/tmp/s.%r.json,profile_out:/tmp/o.%r.tpk");
+  EXPECT_EQ(c.stats_out, "/tmp/s.3.json");
+  EXPECT_EQ(c.profile_out, "/tmp/o.3.tpk");
+}
+
 TEST(ProcessRank, ConfigFromEnvUsesRankZeroForOneProcess) {
   ScopedEnv r("RANK", nullptr), w("WORLD_SIZE", nullptr), l("LOCAL_RANK", nullptr);
   ScopedEnv conf("TIERPACK_CONF", "mode:profile,profile_out:/tmp/out.%r.tpk");

@@ -296,7 +296,35 @@ TEST(GpuRuntime, WritesTheObservedIterationAsACoreProfile) {
   std::remove(path.c_str());
 }
 
-TEST(GpuRuntime, FallsBackSafelyWhenAnIterationDiverges) {
+// Note [Diverged iterations]: one odd iteration (a barrier, an evaluation) suspends the plan for
+// that iteration only; the next matching iteration runs it again, moving groups as before.
+TEST(GpuRuntime, ResumesThePlanAfterOneDivergedIteration) {
+  auto s = make_runtime(5 << 20);
+  ToyTraining train(*s.rt, *s.be, 8, 512 * KiB);
+  bool tracing = false;
+  for (int it = 1; it <= 4; ++it) {
+    train.step(it, tracing);
+    tracing = s.rt->iteration();
+  }
+  train.step(5, false, /*odd=*/true);
+  s.rt->iteration();
+  train.step(6, false);
+  s.rt->iteration();
+  EXPECT_EQ(train.mismatches(), 0u);
+  const auto j = nlohmann::json::parse(s.rt->stats_json());
+  EXPECT_EQ(j["phase"], "planned") << "the plan resumes after one odd iteration";
+  EXPECT_EQ(j["divergences"], 1);
+  EXPECT_NE(j["divergence"].get<std::string>().find("traced one"), std::string::npos) << j["divergence"];
+  const auto& its = j["iterations"];
+  ASSERT_GE(its.size(), 2u);
+  const auto& odd = its[its.size() - 2];
+  const auto& next = its[its.size() - 1];
+  EXPECT_EQ(odd["phase"], "suspended");
+  EXPECT_EQ(next["phase"], "planned");
+  EXPECT_GT(next["bytes_to_host"].get<std::uint64_t>(), 0u) << "the resumed plan moves groups again";
+}
+
+TEST(GpuRuntime, FallsBackSafelyWhenIterationsKeepDiverging) {
   auto s = make_runtime(5 << 20);
   ToyTraining train(*s.rt, *s.be, 8, 512 * KiB);
   bool tracing = false;
@@ -304,14 +332,17 @@ TEST(GpuRuntime, FallsBackSafelyWhenAnIterationDiverges) {
     train.step(it, tracing);
     tracing = s.rt->iteration();
   }
-  train.step(4, false, /*odd=*/true);
-  s.rt->iteration();
-  train.step(5, false);
+  for (int it = 4; it <= 6; ++it) {  // max_divergences (3) in a row
+    train.step(it, false, /*odd=*/true);
+    s.rt->iteration();
+  }
+  train.step(7, false);
   s.rt->iteration();
   EXPECT_EQ(train.mismatches(), 0u);
   const auto j = nlohmann::json::parse(s.rt->stats_json());
   EXPECT_EQ(j["phase"], "fallback");
-  EXPECT_NE(j["divergence"].get<std::string>().find("traced one"), std::string::npos) << j["divergence"];
+  EXPECT_EQ(j["divergences"], 3);
+  EXPECT_EQ(j["iterations"].back()["bytes_to_host"], 0) << "nothing moves after the fallback";
 }
 
 TEST(GpuRuntime, OutOfMemoryWithoutSpillNamesBudgetAndTierAndRecovers) {
@@ -369,6 +400,15 @@ TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
   EXPECT_NE(message("chunk:3M").find("a multiple of 2M"), std::string::npos) << message("chunk:3M");
   EXPECT_NE(message("verfy:all").find("verify"), std::string::npos) << "the unknown-key message lists verify";
   EXPECT_NE(message("chunk").find("is not key:value"), std::string::npos);
+  const GpuRuntimeOptions r = parse_gpu_options("remap:idle,remap_delay:5,copy_piece:8M,divergences:1", {});
+  EXPECT_EQ(r.remap_when, RemapWhen::idle);
+  EXPECT_EQ(r.remap_max_delay, std::chrono::milliseconds(5));
+  EXPECT_EQ(r.copy_piece, std::size_t{8} << 20);
+  EXPECT_EQ(r.max_divergences, 1);
+  EXPECT_EQ(GpuRuntimeOptions{}.remap_when, RemapWhen::eager) << "the default";
+  EXPECT_NE(message("remap:lazy").find("accepted: eager, idle"), std::string::npos) << message("remap:lazy");
+  EXPECT_NE(message("copy_piece:3K").find("a multiple of 1M"), std::string::npos) << message("copy_piece:3K");
+  EXPECT_NE(message("divergences:0").find("1..1000000"), std::string::npos) << message("divergences:0");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // GroupMover conformance: evictions and prefetches keep data and addresses, are ordered after the
 // last use, respect the budget, and a late or impossible prefetch is a counted stall or miss.
+#include <algorithm>
+#include <future>
 #include <thread>
 
 #include "alloc/gpu/memfd_backend.hpp"
@@ -143,6 +145,32 @@ TYPED_TEST(GroupMoverTest, PrefetchWithNoMemoryToComeIsACountedMissNotAFault) {
   this->sync_all();
   EXPECT_EQ(this->dev_->take_mismatches(), 0u);
   for (void* p : hog) this->alloc_->deallocate(p);
+}
+
+// A prefetch parked for device memory, then an eviction of the same group (the GPU runtime resuming
+// its plan after a diverged iteration did this): the eviction must not wait behind the parked
+// prefetch, or a thread waiting for evictions (the allocator's pressure handler) waits for ever.
+TYPED_TEST(GroupMoverTest, AParkedPrefetchDoesNotBlockAnEvictionOfItsGroup) {
+  this->make(4);
+  const StreamHandle s = this->streams_[0];
+  auto a = this->make_group(2, 10, s);
+  this->mover_->evict(a.arena, s);
+  this->mover_->drain();
+  auto b = this->make_group(4, 20, s);  // the budget is full
+  this->mover_->prefetch(a.arena, s);   // parks: no device memory, no eviction to free any
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  this->mover_->evict(a.arena, s);
+  auto waiter = std::async(std::launch::async, [&] { return this->mover_->wait_for_eviction(); });
+  const bool returned = waiter.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  EXPECT_TRUE(returned) << "the eviction waited behind the parked prefetch of its group";
+  if (!returned) this->mover_->evict(b.arena, s);  // unblocks the waiter so the test can end
+  waiter.get();
+  this->mover_->drain();
+  EXPECT_EQ(this->alloc_->residency(a.arena).host_bytes, 2 * this->chunk());
+  this->check(a, s);
+  this->check(b, s);
+  this->sync_all();
+  EXPECT_EQ(this->dev_->take_mismatches(), 0u);
 }
 
 TYPED_TEST(GroupMoverTest, AllocationsMeantForAnEvictedGroupLandElsewhere) {
@@ -308,6 +336,77 @@ TEST(GroupMoverTwin, LatePrefetchIsACountedStall) {
   dev->backend().synchronize_stream(0);
   EXPECT_EQ(dev->take_mismatches(), 0u);
   alloc.deallocate(p);
+}
+
+// Note [When to remap]: with RemapWhen::idle, groups nobody waits for are remapped once no copy is in
+// flight, in one batch and never while copies run; eagerly, a gate follows each finished chunk copy,
+// most of them while later copies still run (the costly case on a GPU).
+TEST(GroupMoverTwin, IdleRemapsWaitForTheCopiesAndBatchThem) {
+  TwinDeviceOptions o;
+  o.copy_delay = std::chrono::milliseconds(5);
+  auto dev = make_twin_device(o);
+  const GpuAllocatorOptions ao = twin_allocator_options(o);
+  MoverCounters c[2];
+  for (int idle = 0; idle < 2; ++idle) {
+    GpuAllocator alloc(dev->backend(), ao);
+    MoverOptions mo;
+    mo.remap_when = idle ? RemapWhen::idle : RemapWhen::eager;
+    mo.remap_max_delay = std::chrono::seconds(10);
+    GroupMover mover(alloc, mo);
+    std::vector<ArenaId> arenas;
+    std::vector<void*> blocks;
+    for (int g = 0; g < 3; ++g) {
+      arenas.push_back(alloc.create_arena("g"));
+      blocks.push_back(alloc.allocate(4 * o.chunk_bytes, 0, arenas.back()));
+      dev->fill(reinterpret_cast<std::uintptr_t>(blocks.back()), 4 * o.chunk_bytes, 40 + g, 0);
+    }
+    for (ArenaId a : arenas) mover.evict(a, 0);
+    // Nobody waits (no ensure_resident, no drain): poll until every group has left.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline &&
+           !std::all_of(arenas.begin(), arenas.end(), [&](ArenaId a) { return mover.idle(a); }))
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    c[idle] = mover.counters();
+    EXPECT_EQ(c[idle].bytes_to_host, 12 * o.chunk_bytes) << (idle ? "idle" : "eager");
+    for (int g = 0; g < 3; ++g) dev->check(reinterpret_cast<std::uintptr_t>(blocks[g]), 4 * o.chunk_bytes, 40 + g, 0);
+    dev->backend().synchronize_stream(0);
+    EXPECT_EQ(dev->take_mismatches(), 0u) << (idle ? "idle" : "eager");
+    for (void* p : blocks) alloc.deallocate(p);
+  }
+  EXPECT_EQ(c[1].busy_gates, 0u) << "an idle-mode remap ran while copies were in flight";
+  EXPECT_LE(c[1].gates, 2u) << "idle mode should remap the three groups in one batch";
+  EXPECT_GE(c[0].gates, 4u) << "eager mode: one gate per finished chunk copy (the negative control)";
+}
+
+// ... but a group a training thread waits for is remapped at once, even while other copies run.
+TEST(GroupMoverTwin, IdleRemapsDoNotKeepAWaitingThreadWaiting) {
+  TwinDeviceOptions o;
+  o.copy_delay = std::chrono::milliseconds(5);
+  auto dev = make_twin_device(o);
+  const GpuAllocatorOptions ao = twin_allocator_options(o);
+  GpuAllocator alloc(dev->backend(), ao);
+  MoverOptions mo;
+  mo.remap_when = RemapWhen::idle;
+  mo.remap_max_delay = std::chrono::seconds(10);
+  GroupMover mover(alloc, mo);
+  const ArenaId a = alloc.create_arena("leaving"), b = alloc.create_arena("needed");
+  void* pa = alloc.allocate(12 * o.chunk_bytes, 0, a);
+  void* pb = alloc.allocate(o.chunk_bytes, 0, b);
+  dev->fill(reinterpret_cast<std::uintptr_t>(pb), o.chunk_bytes, 7, 0);
+  mover.evict(b, 0);
+  mover.drain();
+  mover.take_counters();
+  mover.evict(a, 0);     // 12 chunk copies, 60 ms
+  mover.prefetch(b, 0);  // one, 5 ms
+  EXPECT_TRUE(mover.ensure_resident(b));
+  const MoverCounters c = mover.counters();
+  EXPECT_GE(c.busy_gates, 1u) << "the waited-for group's remap waited for the other group's copies";
+  dev->check(reinterpret_cast<std::uintptr_t>(pb), o.chunk_bytes, 7, 0);
+  mover.drain();
+  dev->backend().synchronize_stream(0);
+  EXPECT_EQ(dev->take_mismatches(), 0u);
+  alloc.deallocate(pa);
+  alloc.deallocate(pb);
 }
 
 }  // namespace

@@ -22,17 +22,33 @@ struct SmallTwinKind {
 };
 
 template <class Kind>
-using IntegrityTest = MoverTest<Kind>;
+class IntegrityTest : public MoverTest<Kind> {
+ protected:
+  void random_migrations(const MoverOptions& mover_options, std::uint64_t target);
+};
 using IntegrityKinds = ::testing::Types<SmallTwinKind, CudaKind>;
 TYPED_TEST_SUITE(IntegrityTest, IntegrityKinds, KindNames);
 
 TYPED_TEST(IntegrityTest, RandomMigrationsWithConcurrentWritersKeepEveryByte) {
+  this->random_migrations(MoverOptions{}, env_count("TIERPACK_STRESS_MIGRATIONS", 10000));
+}
+
+// The same with remaps deferred until no copy is in flight (Note [When to remap]).
+TYPED_TEST(IntegrityTest, RandomMigrationsWithIdleRemapsKeepEveryByte) {
+  MoverOptions mo;
+  mo.remap_when = RemapWhen::idle;
+  mo.remap_max_delay = std::chrono::milliseconds(2);  // the writers poll idle(): nobody waits in ensure_resident
+  this->random_migrations(mo, env_count("TIERPACK_STRESS_MIGRATIONS", 10000) / 4);
+}
+
+template <class Kind>
+void IntegrityTest<Kind>::random_migrations(const MoverOptions& mover_options, std::uint64_t target) {
+  using TypeParam = Kind;
   const std::uint64_t seed = test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed) + " (rerun with TIERPACK_TEST_SEED=" + std::to_string(seed) + ")");
-  const std::uint64_t target = env_count("TIERPACK_STRESS_MIGRATIONS", 10000);
   constexpr int kThreads = 4, kGroupsPerThread = 2, kChunksPerGroup = 2;
   // 16 chunks of groups under a budget of 12: prefetches often wait for evictions.
-  this->make(12);
+  this->make(12, false, mover_options);
   std::vector<typename MoverTest<TypeParam>::Group> groups;
   for (int t = 0; t < kThreads; ++t)
     for (int k = 0; k < kGroupsPerThread; ++k) {

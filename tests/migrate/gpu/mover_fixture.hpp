@@ -33,7 +33,7 @@ class MoverTest : public ::testing::Test {
   VmmBackend& backend() { return dev_->backend(); }
   std::size_t chunk() const { return dev_->chunk_bytes(); }
 
-  void make(std::size_t budget_chunks, bool spill = false) {
+  void make(std::size_t budget_chunks, bool spill = false, MoverOptions mover_options = {}) {
     GpuAllocatorOptions o;
     o.chunk_bytes = chunk();
     o.page_bytes = dev_->backend().info().granularity;
@@ -42,7 +42,7 @@ class MoverTest : public ::testing::Test {
     o.host_limit = 256 * chunk();
     o.spill_to_host = spill;
     alloc_ = std::make_unique<GpuAllocator>(backend(), o);
-    mover_ = std::make_unique<GroupMover>(*alloc_);
+    mover_ = std::make_unique<GroupMover>(*alloc_, mover_options);
     alloc_->set_pressure_handler([m = mover_.get()] { return m->wait_for_eviction(); });
   }
 
