@@ -215,6 +215,11 @@ std::pair<std::uint64_t, nlohmann::json> train_with_hidden_writer(Verify verify)
 }
 
 TEST(GpuRuntime, AWriteThePlanMissedIsKeptAndTheScheduleRepaired) {
+#if defined(__SANITIZE_THREAD__)
+  // The hidden writer and the twin's copy engine touch the same bytes unsynchronised: the race the
+  // test is about, which ThreadSanitizer rightly reports (as for GroupMoverTest's hidden writer).
+  GTEST_SKIP() << "an intended race between a hidden writer and the copy engine: not run under ThreadSanitizer";
+#endif
   const auto [bad, j] = train_with_hidden_writer(Verify::sampled);
   EXPECT_EQ(bad, 0u) << "a write behind the plan's back was lost";
   EXPECT_EQ(j["phase"], "planned");
