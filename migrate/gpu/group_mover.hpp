@@ -112,7 +112,10 @@ struct MoverCounters {
   double gate_wait_ns = 0;       ///< gate closed -> every gated stream reached it
   double gate_hold_ns = 0;       ///< streams held at a gate (reached -> opened): compute stall bound
   std::uint64_t gate_timeouts = 0;  ///< gates reopened unreached (see Note [Remap gate])
-  std::uint64_t busy_gates = 0;     ///< gates closed while copies were in flight (Note [When to remap])
+  /// Gates closed while copies were in flight (Note [When to remap]): either direction's with
+  /// RemapWhen::idle, the gate's own direction's with eager (which tracks no other, to keep its
+  /// workers from querying events all the time).
+  std::uint64_t busy_gates = 0;
   std::uint64_t verified_chunks = 0;  ///< chunks checked behind a gate (Note [Verified remaps])
   std::uint64_t rewrites = 0;         ///< of those, found written after their copy and copied again
   double verify_ns = 0;               ///< time behind gates spent checking and copying again
