@@ -209,12 +209,22 @@ std::uint64_t HostArenaAllocator::group_bytes(GroupId group) const {
   return total;
 }
 
-std::uint64_t HostArenaAllocator::set_group_tier(GroupId group, TierId to, std::uint64_t reserved) {
+std::uint64_t HostArenaAllocator::set_group_tier(GroupId group, TierId to, std::uint64_t reserved,
+                                                 const std::vector<PageRange>* ranges) {
   TierState& dst = state(to);
   std::uint64_t moved = 0;
+  // Whether [base, base + usable) lies inside one of the (sorted, disjoint) moved ranges.
+  auto covered = [ranges](std::uintptr_t base, std::size_t usable) {
+    if (!ranges) return true;
+    auto it = std::upper_bound(ranges->begin(), ranges->end(), base,
+                               [](std::uintptr_t a, const PageRange& r) { return a < r.begin; });
+    if (it == ranges->begin()) return false;
+    --it;
+    return base >= it->begin && base + usable <= it->end;
+  };
   std::lock_guard lock(mu_);
   for (auto& [base, r] : records_) {
-    if (r.group != group || r.tier == to) continue;
+    if (r.group != group || r.tier == to || !covered(base, r.usable)) continue;
     TierState& src = *states_[r.tier];
     // Pages that moved are resident on the new tier whatever its budget says: the charge follows
     // the data (the plan, not the allocator, keeps moves within budget). The reservation is used up

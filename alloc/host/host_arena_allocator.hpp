@@ -110,8 +110,11 @@ class HostArenaAllocator {
   /// Records that the group's pages now live on `to`: its blocks' tier and the tiers' resident
   /// bytes follow (called by the mover after a successful move). `reserved` bytes of `to` held by
   /// reserve() for this move become the group's charge (the rest is given back), so the tier never
-  /// counts the group twice. Returns the bytes re-charged.
-  std::uint64_t set_group_tier(GroupId group, TierId to, std::uint64_t reserved = 0);
+  /// counts the group twice. With `moved`, the page ranges the move covered (group_ranges() when it
+  /// started), only blocks wholly inside them change tier: a block that joined the group while its
+  /// pages moved was not moved and stays charged where it is. Returns the bytes re-charged.
+  std::uint64_t set_group_tier(GroupId group, TierId to, std::uint64_t reserved = 0,
+                               const std::vector<PageRange>* moved = nullptr);
   /// Holds `bytes` of the tier's budget for a move in flight (Note [Prefetches respect the budget]):
   /// false, holding nothing, when that would pass the budget.
   bool reserve(TierId tier, std::uint64_t bytes);

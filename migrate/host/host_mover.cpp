@@ -55,6 +55,7 @@ void HostMover::submit(const Move& m) {
   }
   for (;;) {
     MoveResult r = execute(job);
+    if (job.pages.empty()) job.ranges = r.ranges;
     std::lock_guard lock(mu_);
     finish(job, r);
     if (r.busy_pages.empty() || stop_) return;
@@ -116,6 +117,7 @@ MoveResult HostMover::move_now(GroupId group, TierId to, MoveKind kind) {
   }
   for (;;) {
     MoveResult r = execute(job);
+    if (job.pages.empty()) job.ranges = r.ranges;
     {
       std::lock_guard lock(mu_);
       total.counters.add(finish(job, r));
@@ -163,6 +165,7 @@ void HostMover::run() {
     current_.pages.clear();
     current_.reserved = job.reserved;
     Job done = current_;  // keeps the late flag set by on_op_begin while it ran
+    if (job.pages.empty()) done.ranges = std::move(r.ranges);
     running_job_ = false;
     finish(done, r);
     if (!r.busy_pages.empty()) {
@@ -201,7 +204,7 @@ MoveCounters HostMover::finish(Job& job, MoveResult& r) {
     } else {
       ++d.moves_complete;
       try {
-        alloc_.set_group_tier(job.move.group, job.move.to, job.reserved);
+        alloc_.set_group_tier(job.move.group, job.move.to, job.reserved, &job.ranges);
         job.reserved = 0;
       } catch (...) {
         // Only accounting: the pages did move.
@@ -239,6 +242,7 @@ MoveResult HostMover::execute(const Job& job) {
     return out;
   }
   const std::vector<PageRange> ranges = alloc_.group_ranges(job.move.group);
+  out.ranges = ranges;
   if (ranges.empty()) {
     out.counters.moves_empty = 1;
     return out;

@@ -68,6 +68,7 @@ struct MoveResult {
   MoveCounters counters;
   std::vector<void*> busy_pages;  ///< pages to retry later
   bool complete = false;
+  std::vector<PageRange> ranges;  ///< the group's pages a first attempt covered (group_ranges())
 };
 
 class HostMover {
@@ -106,6 +107,7 @@ class HostMover {
     bool failed = false;       ///< some attempt left pages behind
     int deferrals = 0;         ///< times put back for lack of room on the target tier
     std::uint64_t reserved = 0;  ///< target-tier budget held while the move is in flight
+    std::vector<PageRange> ranges;  ///< what the first attempt covered: only those blocks change tier
   };
 
   /// For a prefetch's first attempt: reserves its group's bytes on the target tier, false when they

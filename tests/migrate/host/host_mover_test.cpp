@@ -280,6 +280,33 @@ TEST(HostMover, AnAllocationWhileAPrefetchMovesFindsItsRoomTaken) {
   EXPECT_EQ(f.alloc->usage(0).resident, budget - f.alloc->group_bytes(40));
 }
 
+// A block that joins a group while the group's pages move (the plan puts a new tensor into it) was
+// not moved: it must stay charged to the tier its pages are on. Charging it to the target tier took
+// the fast tier over its budget by the size of such blocks (the two-rank DDP example at 50%).
+TEST(HostMover, ABlockThatJoinsAGroupWhileItMovesStaysWhereItWasAllocated) {
+  Fixture f;
+  auto g = f.group(41, 1, 8);
+  HostMover mover(*f.alloc, {.worker = false});
+  ASSERT_TRUE(mover.move_now(41, 1, MoveKind::evict).complete);
+  const std::uint64_t budget = f.alloc->usage(0).resident + f.alloc->group_bytes(41);
+  f.alloc->set_budget(0, budget);  // room for the group as it is when the prefetch starts
+  f.alloc->reset_peak(0);
+  char* late = nullptr;
+  f.os.on_move_pages([&] {
+    if (late) return;
+    late = static_cast<char*>(f.alloc->allocate(4 * f.page, TensorClass::activation, 1, {7, 41}));  // on the slow tier
+    std::memset(late, 0x33, 4 * f.page);
+  });
+  mover.submit({.group = 41, .kind = MoveKind::prefetch, .from = 1, .to = 0});
+  f.os.on_move_pages(nullptr);
+  ASSERT_NE(late, nullptr) << "the prefetch should have called move_pages";
+  EXPECT_EQ(f.alloc->lookup(g[0])->tier, 0) << "the group's moved blocks are on the fast tier";
+  EXPECT_EQ(f.alloc->lookup(late)->tier, 1) << "the block that joined during the move was not moved";
+  EXPECT_EQ(f.alloc->usage(0).resident, budget);
+  EXPECT_LE(f.alloc->usage(0).peak, budget) << "the fast tier went over its budget";
+  f.alloc->deallocate(late);
+}
+
 TEST(HostMover, PrefetchQueuedBeforeItsEvictionWaitsForIt) {
   Fixture f;
   auto a = f.group(30, 1, 8);
