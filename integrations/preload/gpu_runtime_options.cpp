@@ -44,6 +44,13 @@ bool parse_switch(std::string_view key, std::string_view v) {
   bad(key, v, "on, off");
 }
 
+int parse_int(std::string_view key, std::string_view v, int lo, int hi, std::string_view accepted) {
+  int n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc{} || p != v.data() + v.size() || n < lo || n > hi) bad(key, v, accepted);
+  return n;
+}
+
 std::uint64_t parse_size(std::string_view key, std::string_view v) {
   try {
     return parse_bytes(v);
@@ -97,33 +104,21 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       if (ec != std::errc{} || p != value.data() + value.size() || h <= 0 || h > 1) bad(key, value, "a number in (0, 1]");
       o.headroom = h;
     } else if (key == "prewarm_threads") {
-      int n = 0;
-      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc{} || p != value.data() + value.size() || n < 0 || n > 64) bad(key, value, "0..64");
-      o.prewarm_threads = n;
+      o.prewarm_threads = parse_int(key, value, 0, 64, "0..64");
     } else if (key == "plan_out") {
       o.plan_out = std::string(value);
     } else if (key == "profile_out") {
       o.profile_out = std::string(value);
     } else if (key == "remap_threads") {
-      int n = 0;
-      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc{} || p != value.data() + value.size() || n < 1 || n > 16) bad(key, value, "1..16");
-      o.remap_threads = n;
+      o.remap_threads = parse_int(key, value, 1, 16, "1..16");
     } else if (key == "divergences") {
-      int n = 0;
-      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc{} || p != value.data() + value.size() || n < 1 || n > 1000000) bad(key, value, "1..1000000");
-      o.max_divergences = n;
+      o.max_divergences = parse_int(key, value, 1, 1000000, "1..1000000");
     } else if (key == "remap") {
       if (value == "eager") o.remap_when = RemapWhen::eager;
       else if (value == "idle") o.remap_when = RemapWhen::idle;
       else bad(key, value, "eager, idle");
     } else if (key == "remap_delay") {
-      int n = 0;
-      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc{} || p != value.data() + value.size() || n < 0 || n > 10000) bad(key, value, "0..10000 (milliseconds)");
-      o.remap_max_delay = std::chrono::milliseconds(n);
+      o.remap_max_delay = std::chrono::milliseconds(parse_int(key, value, 0, 10000, "0..10000 (milliseconds)"));
     } else if (key == "copy_piece") {
       o.copy_piece = parse_size(key, value);
       if (o.copy_piece % (std::uint64_t{1} << 20) != 0) bad(key, value, "0 or a multiple of 1M");

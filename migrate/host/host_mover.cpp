@@ -55,7 +55,6 @@ void HostMover::submit(const Move& m) {
   }
   for (;;) {
     MoveResult r = execute(job);
-    if (job.pages.empty()) job.ranges = r.ranges;
     std::lock_guard lock(mu_);
     finish(job, r);
     if (r.busy_pages.empty() || stop_) return;
@@ -117,7 +116,6 @@ MoveResult HostMover::move_now(GroupId group, TierId to, MoveKind kind) {
   }
   for (;;) {
     MoveResult r = execute(job);
-    if (job.pages.empty()) job.ranges = r.ranges;
     {
       std::lock_guard lock(mu_);
       total.counters.add(finish(job, r));
@@ -165,7 +163,6 @@ void HostMover::run() {
     current_.pages.clear();
     current_.reserved = job.reserved;
     Job done = current_;  // keeps the late flag set by on_op_begin while it ran
-    if (job.pages.empty()) done.ranges = std::move(r.ranges);
     running_job_ = false;
     finish(done, r);
     if (!r.busy_pages.empty()) {
@@ -183,6 +180,7 @@ void HostMover::run() {
 // r.busy_pages non-empty only when the caller should retry them.
 MoveCounters HostMover::finish(Job& job, MoveResult& r) {
   MoveCounters d = r.counters;
+  if (!r.ranges.empty()) job.ranges = std::move(r.ranges);  // a first attempt: what the move covers
   const bool superseded = generation_[job.move.group] != job.generation;
   if (!r.busy_pages.empty()) {
     if (job.attempt < options_.max_retries && !superseded && !stop_) {

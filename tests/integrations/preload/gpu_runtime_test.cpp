@@ -42,6 +42,14 @@ class ToyTraining {
   /// (idle in the plan from its forward to its backward), whose backward then checks the new bytes.
   bool hidden_write = false;
 
+  /// Iterations `from`..`to`, each ended with GpuRuntime::iteration(), reporting ops while tracing.
+  void iterations(int from, int to, bool odd = false) {
+    for (int it = from; it <= to; ++it) {
+      step(it, rt_.tracing(), odd);
+      rt_.iteration();
+    }
+  }
+
   void step(int it, bool report_ops, bool odd = false) {
     std::vector<std::pair<void*, std::uint64_t>> acts;
     for (int l = 0; l < layers_; ++l) {
@@ -205,11 +213,7 @@ std::pair<std::uint64_t, nlohmann::json> train_with_hidden_writer(Verify verify)
   auto s = make_runtime(5 << 20, "", verify, std::chrono::milliseconds(2));
   ToyTraining train(*s.rt, *s.be, 8, 512 * KiB);
   train.hidden_write = true;
-  bool tracing = s.rt->tracing();
-  for (int it = 1; it <= 8; ++it) {
-    train.step(it, tracing);
-    tracing = s.rt->iteration();
-  }
+  train.iterations(1, 8);
   const std::uint64_t bad = train.mismatches();
   return {bad, nlohmann::json::parse(s.rt->stats_json())};
 }
@@ -255,11 +259,7 @@ TEST(GpuRuntime, WritesItsStatisticsBesideTheRunsStatisticsFile) {
   {
     auto s = make_runtime(5 << 20, "", Verify::sampled, {}, stats);
     ToyTraining train(*s.rt, *s.be, 8, 512 * KiB);
-    bool tracing = s.rt->tracing();
-    for (int it = 1; it <= 4; ++it) {
-      train.step(it, tracing);
-      tracing = s.rt->iteration();
-    }
+    train.iterations(1, 4);
     EXPECT_EQ(train.mismatches(), 0u);
   }
   std::ifstream in(gpu);
@@ -277,11 +277,7 @@ TEST(GpuRuntime, WritesTheObservedIterationAsACoreProfile) {
   std::remove(path.c_str());
   auto s = make_runtime(5 << 20, path);
   ToyTraining train(*s.rt, *s.be, 8, 512 * KiB);
-  bool tracing = s.rt->tracing();
-  for (int it = 1; it <= 3; ++it) {
-    train.step(it, tracing);
-    tracing = s.rt->iteration();
-  }
+  train.iterations(1, 3);
   EXPECT_EQ(train.mismatches(), 0u);  // also waits for the stream
   const Profile p = read_profile(path);  // validates
   ASSERT_GT(p.ops.size(), 0u);
@@ -306,15 +302,9 @@ TEST(GpuRuntime, WritesTheObservedIterationAsACoreProfile) {
 TEST(GpuRuntime, ResumesThePlanAfterOneDivergedIteration) {
   auto s = make_runtime(5 << 20);
   ToyTraining train(*s.rt, *s.be, 8, 512 * KiB);
-  bool tracing = false;
-  for (int it = 1; it <= 4; ++it) {
-    train.step(it, tracing);
-    tracing = s.rt->iteration();
-  }
-  train.step(5, false, /*odd=*/true);
-  s.rt->iteration();
-  train.step(6, false);
-  s.rt->iteration();
+  train.iterations(1, 4);
+  train.iterations(5, 5, /*odd=*/true);
+  train.iterations(6, 6);
   EXPECT_EQ(train.mismatches(), 0u);
   const auto j = nlohmann::json::parse(s.rt->stats_json());
   EXPECT_EQ(j["phase"], "planned") << "the plan resumes after one odd iteration";
@@ -332,17 +322,9 @@ TEST(GpuRuntime, ResumesThePlanAfterOneDivergedIteration) {
 TEST(GpuRuntime, FallsBackSafelyWhenIterationsKeepDiverging) {
   auto s = make_runtime(5 << 20);
   ToyTraining train(*s.rt, *s.be, 8, 512 * KiB);
-  bool tracing = false;
-  for (int it = 1; it <= 3; ++it) {
-    train.step(it, tracing);
-    tracing = s.rt->iteration();
-  }
-  for (int it = 4; it <= 6; ++it) {  // max_divergences (3) in a row
-    train.step(it, false, /*odd=*/true);
-    s.rt->iteration();
-  }
-  train.step(7, false);
-  s.rt->iteration();
+  train.iterations(1, 3);
+  train.iterations(4, 6, /*odd=*/true);  // max_divergences (3) in a row
+  train.iterations(7, 7);
   EXPECT_EQ(train.mismatches(), 0u);
   const auto j = nlohmann::json::parse(s.rt->stats_json());
   EXPECT_EQ(j["phase"], "fallback");
