@@ -584,10 +584,10 @@ void GroupMover::run(Residence dir) {
     // they wait until this direction's gates are open again (remap_ready opens them before it calls
     // the allocator).
     bool have_queued = false;
-    // With RemapWhen::idle no copy is issued while any gate is closed: remaps run with the copy
-    // engines idle (Note [When to remap]).
-    const bool may_issue = !(idle_mode && gates_closed_.load() > 0);
-    if (!gate.closed) {
+    // Any worker's gates count, not only this direction's: finish() calls the allocator with mutex_
+    // held, and the gate holder needs mutex_ to open its gates. While a gate is closed no copy is
+    // issued either, so remaps run with the copy engines quieter (Note [When to remap]).
+    if (!gate.closed && gates_closed_.load() == 0) {
       for (std::size_t i = 0; i < running.size();) {
         if (running[i].remapped == running[i].ticket.moves.size()) {
           Job over = std::move(running[i]);
@@ -603,7 +603,7 @@ void GroupMover::run(Residence dir) {
       for (const auto& r : running_)
         for (const Job& j : r) blocked.insert(j.arena);
       for (ArenaId a : issuing_) blocked.insert(a);
-      for (std::size_t i = 0; may_issue && i < queue_.size(); ++i) {
+      for (std::size_t i = 0; i < queue_.size(); ++i) {
         Job& j = queue_[i];
         const bool mine = j.to == dir;
         if (blocked.count(j.arena)) continue;
