@@ -581,7 +581,7 @@ void GroupMover::run(Residence dir) {
     // Note [No allocator calls behind closed gates]: finishing and issuing jobs take the allocator's
     // lock; the training thread may hold that lock while it waits for a stream this thread has gated
     // (GpuAllocator::reclaim_device with wait, from ensure_resident), which would never return. So
-    // they wait until this direction's gates are open again (remap_ready opens them before it calls
+    // they wait until every worker's gates are open again (remap_ready opens them before it calls
     // the allocator).
     bool have_queued = false;
     // Any worker's gates count, not only this direction's: finish() calls the allocator with mutex_
