@@ -3,6 +3,7 @@
 #include "alloc/gpu/gpu_allocator.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <list>
 #include <map>
 #include <optional>
@@ -417,12 +418,15 @@ struct GpuAllocator::Impl {
       ++st.pressure_waits;
       lk.unlock();
       bool more = false;
+      const auto t0 = std::chrono::steady_clock::now();
       try {
         more = pressure();
       } catch (...) {
         more = false;
       }
+      const double waited = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
       lk.lock();
+      st.pressure_wait_ns += waited;
       if (!more) {
         if (PooledHandle h = pool(Residence::device).try_acquire()) return {h, Residence::device};
         break;

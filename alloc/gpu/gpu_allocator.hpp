@@ -69,6 +69,7 @@ struct AllocatorStats {
   std::uint64_t cross_stream_reuses = 0;
   std::uint64_t spilled_chunks = 0;   ///< chunks backed by host memory because the budget was full
   std::uint64_t pressure_waits = 0;   ///< allocations that waited for an eviction to finish
+  double pressure_wait_ns = 0;        ///< time those allocations spent waiting (the caller's thread)
   std::uint64_t closed_arena_fallbacks = 0;  ///< allocations meant for an arena being migrated
   std::uint64_t out_of_memory = 0;
 };

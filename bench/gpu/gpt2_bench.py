@@ -198,6 +198,9 @@ def run_child(a):
             "failures": sum(r["failures"] for r in its),
             "verified_chunks_per_step": sum(r.get("verified_chunks", 0) for r in its) / n,
             "verify_ms_per_step": sum(r.get("verify_ms", 0) for r in its) / n,
+            "pressure_waits_per_step": sum(r.get("pressure_waits", 0) for r in its) / n,
+            "pressure_wait_ms_per_step": sum(r.get("pressure_wait_ms", 0) for r in its) / n,
+            "spilled_chunks_per_step": sum(r.get("spilled_chunks", 0) for r in its) / n,
             "rewrites": sum(r.get("rewrites", 0) for r in its),
             "verify": st.get("verify"),
             "iterations": [{k: v for k, v in r.items() if k != "timeline"} for r in st.get("iterations", [])],
@@ -399,6 +402,9 @@ def render(results, base, ctx):
                 note += f", {tp['gates_per_step']:.0f} gates/step ({tp.get('busy_gates_per_step', 0):.0f} busy) holding {tp['gate_hold_ms_per_step']:.0f} ms"
             if tp.get("failures"):
                 note += f", {tp['failures']} failed moves"
+            if tp.get("pressure_waits_per_step"):
+                note += (f", {tp['pressure_waits_per_step']:.0f} allocations/step waited {tp['pressure_wait_ms_per_step']:.0f} ms"
+                         f" for evictions, {tp.get('spilled_chunks_per_step', 0):.1f} chunks/step spilled")
             if tp.get("verified_chunks_per_step"):
                 note += f", verify {tp['verify_ms_per_step']:.0f} ms/step, {tp.get('rewrites', 0)} rewrites"
         label = r["mode"] + (f" {r['pct']:.0f}%" if r.get("pct") else "")

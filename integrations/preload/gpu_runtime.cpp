@@ -434,6 +434,7 @@ void GpuRuntime::finish_trace_locked() {
   }
   po.headroom = options_.headroom > 0 ? options_.headroom : 0.85;
   po.min_tensor_bytes = options_.min_move_bytes;
+  po.eviction_lag = options_.eviction_lag;
   po.device = device_;
   if (options_.budget.fraction) {
     po.budget = 0;
@@ -543,6 +544,11 @@ bool GpuRuntime::iteration() {
   r.peak_device_bytes = st.peak_device_handles;
   r.device_bytes_end = st.device_handles;
   r.host_bytes_end = st.segment_bytes[static_cast<int>(Residence::host)];
+  r.spilled_chunks = st.spilled_chunks - stats_at_start_.spilled_chunks;
+  r.pressure_waits = st.pressure_waits - stats_at_start_.pressure_waits;
+  r.pressure_wait_ns = st.pressure_wait_ns - stats_at_start_.pressure_wait_ns;
+  r.closed_arena_fallbacks = st.closed_arena_fallbacks - stats_at_start_.closed_arena_fallbacks;
+  stats_at_start_ = st;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - iteration_start_).count();
   r.timeline = std::move(timeline_);
   timeline_.clear();
@@ -657,6 +663,7 @@ std::string GpuRuntime::stats_json_locked(bool timelines) const {
                     {"cross_stream_reuses", st.cross_stream_reuses},
                     {"spilled_chunks", st.spilled_chunks},
                     {"pressure_waits", st.pressure_waits},
+                    {"pressure_wait_ms", st.pressure_wait_ns / 1e6},
                     {"closed_arena_fallbacks", st.closed_arena_fallbacks},
                     {"out_of_memory", st.out_of_memory}};
   if (have_plan_) {
@@ -702,6 +709,10 @@ std::string GpuRuntime::stats_json_locked(bool timelines) const {
                    {"peak_device_bytes", r.peak_device_bytes},
                    {"device_bytes_end", r.device_bytes_end},
                    {"host_bytes_end", r.host_bytes_end},
+                   {"spilled_chunks", r.spilled_chunks},
+                   {"pressure_waits", r.pressure_waits},
+                   {"pressure_wait_ms", r.pressure_wait_ns / 1e6},
+                   {"closed_arena_fallbacks", r.closed_arena_fallbacks},
                    {"timeline", tl}});
   }
   j["iterations"] = its;

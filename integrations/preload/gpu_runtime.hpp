@@ -113,6 +113,10 @@ class GpuRuntime {
     std::uint64_t peak_device_bytes = 0;
     std::uint64_t device_bytes_end = 0;
     std::uint64_t host_bytes_end = 0;
+    std::uint64_t spilled_chunks = 0;   // in this iteration
+    std::uint64_t pressure_waits = 0;   // in this iteration
+    double pressure_wait_ns = 0;        // in this iteration
+    std::uint64_t closed_arena_fallbacks = 0;  // in this iteration
     double seconds = 0;
     std::vector<std::pair<std::int64_t, std::uint64_t>> timeline;  // (clock, device bytes)
   };
@@ -159,6 +163,7 @@ class GpuRuntime {
   std::uint64_t divergences_ = 0;  // diverged iterations (Note [Diverged iterations])
   int consecutive_divergences_ = 0;
   std::vector<IterationRecord> history_;
+  AllocatorStats stats_at_start_;  // the allocator's counters when the current iteration began
   std::vector<std::pair<std::int64_t, std::uint64_t>> timeline_;
   std::int64_t timeline_stride_ = 1;
   std::vector<std::thread> prewarm_;

@@ -9,6 +9,9 @@
 //   headroom:0.85       fraction of the budget the planner fills (default 0.85)
 //   persistent:on|off   also move tensors that live across iterations (parameters, optimizer state)
 //   min_move:1M         smaller tensors never move
+//   evict_lag:4         allocator events the planner expects between issuing an eviction and its
+//                       memory being free (larger: evictions earlier relative to the allocations
+//                       that need their memory, fewer allocations waiting for them; more bytes moved)
 //   prewarm_threads:4   threads creating host handles ahead of the first evictions
 //   plan_out:PATH       write the plan the runtime made (JSON)
 //   profile_out:PATH    write the observed iteration as a tierpack profile (%d: the device; default
@@ -98,6 +101,8 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       o.group_bytes = parse_size(key, value);
     } else if (key == "min_move") {
       o.min_move_bytes = parse_size(key, value);
+    } else if (key == "evict_lag") {
+      o.eviction_lag = parse_int(key, value, 0, 100000, "0..100000 (allocator events)");
     } else if (key == "headroom") {
       double h = 0;
       auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), h);
@@ -137,7 +142,7 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
     } else {
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
                         "' (accepted keys: chunk, host_limit, spill, migrate, persistent, group, headroom, "
-                        "min_move, prewarm_threads, plan_out, profile_out, remap_threads, remap, remap_delay, "
+                        "min_move, evict_lag, prewarm_threads, plan_out, profile_out, remap_threads, remap, remap_delay, "
                         "copy_piece, divergences, verify, budget)");
     }
   }

@@ -202,6 +202,18 @@ TEST(GpuRuntime, TracesPlansAndMovesGroupsUnderTheBudgetKeepingEveryByte) {
   EXPECT_LE(last["peak_device_bytes"].get<std::uint64_t>(), 5u << 20) << "budget exceeded";
   EXPECT_EQ(last["failures"].get<int>(), 0);
   EXPECT_EQ(j["divergence"], "");
+  // Per-iteration allocator counters add up to the allocator's totals (every iteration is kept).
+  std::uint64_t waits = 0, spilled = 0, fallbacks = 0;
+  for (const auto& it : j["iterations"]) {
+    waits += it["pressure_waits"].get<std::uint64_t>();
+    spilled += it["spilled_chunks"].get<std::uint64_t>();
+    fallbacks += it["closed_arena_fallbacks"].get<std::uint64_t>();
+    EXPECT_GE(it["pressure_wait_ms"].get<double>(), 0.0);
+  }
+  const auto& a = j["allocator"];
+  EXPECT_EQ(waits, a["pressure_waits"].get<std::uint64_t>());
+  EXPECT_EQ(spilled, a["spilled_chunks"].get<std::uint64_t>());
+  EXPECT_EQ(fallbacks, a["closed_arena_fallbacks"].get<std::uint64_t>());
 }
 
 // Note [Verified remaps] and Note [Repairing the schedule] end to end: a write the plan does not know
@@ -392,6 +404,9 @@ TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
   EXPECT_EQ(r.remap_max_delay, std::chrono::milliseconds(5));
   EXPECT_EQ(r.copy_piece, std::size_t{8} << 20);
   EXPECT_EQ(r.max_divergences, 1);
+  EXPECT_EQ(parse_gpu_options("evict_lag:64", {}).eviction_lag, 64);
+  EXPECT_EQ(GpuRuntimeOptions{}.eviction_lag, 4) << "the default";
+  EXPECT_NE(message("evict_lag:-1").find("0..100000"), std::string::npos) << message("evict_lag:-1");
   EXPECT_EQ(GpuRuntimeOptions{}.remap_when, RemapWhen::eager) << "the default";
   EXPECT_NE(message("remap:lazy").find("accepted: eager, idle"), std::string::npos) << message("remap:lazy");
   EXPECT_NE(message("copy_piece:3K").find("a multiple of 1M"), std::string::npos) << message("copy_piece:3K");
