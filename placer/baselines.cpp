@@ -226,7 +226,8 @@ ReplayResult replay_lru(const Profile& p, const BaselineSetup& s) {
         const double in_rate = in_bytes && out_bytes ? cost.shared_rate(true) : cost.to_fast_bytes_per_ns;
         const double out_rate = in_bytes && out_bytes ? cost.shared_rate(false) : cost.to_slow_bytes_per_ns;
         const double t_in = static_cast<double>(in_bytes) / in_rate, t_out = static_cast<double>(out_bytes) / out_rate;
-        t = (cost.full_duplex ? std::max(t_in, t_out) : t_in + t_out) + (ins + outs) * cost.move_overhead_ns;
+        t = (cost.full_duplex ? std::max(t_in, t_out) : t_in + t_out) + (ins + outs) * cost.move_overhead_ns +
+            cost.remap_hold_ns(in_bytes, true) + cost.remap_hold_ns(out_bytes, false);  // on demand: nothing overlaps
       }
       stall += t;
       delay += t;

@@ -19,6 +19,15 @@ constexpr double kDefaultSlowHostBytesPerS = 36e9;   // one CXL module
 constexpr double kDefaultHostMigrationBytesPerS = 20e9;
 constexpr double kGpuMoveOverheadNs = 60e3;   // VMM unmap ~22 us + map ~1 us + setAccess ~35 us
 constexpr double kHostMoveOverheadNs = 10e3;  // one move_pages/mbind call and its TLB shootdown
+// The GPU runtime's remaps (Note [Remap gate] in migrate/gpu/group_mover.hpp), per GiB of 64 MiB
+// chunks, as BM_RemapParts measured them on the H200 while copies ran both ways (the runtime's
+// gates are nearly all closed during copies: busy_gates ~ gates in bench/results/gpu-h200-2026-11-29-5):
+// an eviction unmaps device chunks (0.59 ms/GiB) and maps host memory (0.02 + 17.52 set-access); a
+// prefetch unmaps host chunks (7.11) and maps device memory (0.03 + 16.35). With the copy engines
+// idle the same calls cost 12.1 (host) and 0.67 (device) ms/GiB in all (gpu-h200-2026-11-29-4).
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kGpuRemapHoldToSlowNsPerByte = 18.13e6 / kGiB;
+constexpr double kGpuRemapHoldToFastNsPerByte = 23.49e6 / kGiB;
 
 std::string gbps(double bytes_per_s) {
   char buf[32];
@@ -83,6 +92,12 @@ CostModel make_cost_model(const TierModel& model, const TierChoice& tiers, int d
     return m;
   }
   const Tier& slow = model.at(tiers.slow);
+  if (gpu) {
+    m.remap_hold_ns_per_byte_to_slow = kGpuRemapHoldToSlowNsPerByte;
+    m.remap_hold_ns_per_byte_to_fast = kGpuRemapHoldToFastNsPerByte;
+    m.assumptions.push_back("remaps hold the GPU's streams 18.1 ms per GiB evicted and 23.5 ms per GiB prefetched (VMM calls "
+                            "measured on the H200 with copies running)");
+  }
   m.slow_latency_ns = slow.latency_ns.value_or(default_latency(slow.kind));
   const Link* up = model.link(tiers.slow, tiers.fast);
   const Link* down = model.link(tiers.fast, tiers.slow);
@@ -121,6 +136,10 @@ CostModel make_cost_model(const TierModel& model, const TierChoice& tiers, int d
 double CostModel::transfer_ns(std::uint64_t bytes, bool to_fast) const {
   const double rate = to_fast ? to_fast_bytes_per_ns : to_slow_bytes_per_ns;
   return move_overhead_ns + static_cast<double>(bytes) / rate;
+}
+
+double CostModel::remap_hold_ns(std::uint64_t bytes, bool to_fast) const {
+  return static_cast<double>(bytes) * (to_fast ? remap_hold_ns_per_byte_to_fast : remap_hold_ns_per_byte_to_slow);
 }
 
 double CostModel::shared_rate(bool to_fast) const {

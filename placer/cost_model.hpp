@@ -32,6 +32,11 @@ struct CostModel {
   bool full_duplex = true;           ///< both directions may copy at once
   double both_ways_bytes_per_ns = 0; ///< total when both run at once (full duplex only)
   double move_overhead_ns = 0;       ///< fixed cost of one group migration (mapping calls, move_pages)
+  /// GPU tier: compute held behind the remap gate per byte moved (docs/simulator.md, "Remap gate"):
+  /// the driver's unmap + map + set-access of a group's chunks once its copy is done, with the
+  /// device's streams stopped meanwhile. 0 for host tiers (move_pages does not stop other threads).
+  double remap_hold_ns_per_byte_to_fast = 0;
+  double remap_hold_ns_per_byte_to_slow = 0;
   double fast_access_bytes_per_ns = 0;  ///< the device reading its fast tier
   double slow_access_bytes_per_ns = 0;  ///< the device reading the slow tier in place
   double fast_latency_ns = 0, slow_latency_ns = 0;
@@ -39,6 +44,8 @@ struct CostModel {
 
   /// Time one copy of `bytes` takes with its direction's link to itself.
   double transfer_ns(std::uint64_t bytes, bool to_fast) const;
+  /// Compute held behind the remap gate once a move of `bytes` has been copied.
+  double remap_hold_ns(std::uint64_t bytes, bool to_fast) const;
   /// Rate of each direction when both copy at once.
   double shared_rate(bool to_fast) const;
   /// Duration of an op that took `profiled_ns` with all its tensors on the fast tier, when

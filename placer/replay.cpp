@@ -80,6 +80,7 @@ class PlanReplay {
   std::vector<std::size_t> inflight_;  // per group: its running (or queued) move
   CopyEngine* engine_ = nullptr;
   std::int64_t fast_used_ = 0, budget_ = 0;
+  double hold_pending_ = 0;  // remap holds not yet charged to the compute timeline
   ReplayResult result_;
 };
 
@@ -164,6 +165,9 @@ ReplayResult PlanReplay::run() {
     const GroupId g = m.group;
     result_.moves[mi].end_ns = t;
     done_[mi] = true;
+    // Note [Remap gate] (migrate/gpu/group_mover.hpp): the compute streams wait while the moved
+    // chunks are remapped; charged at the next op (less whatever that op stalled anyway).
+    if (!dead_[g]) hold_pending_ += cost_.remap_hold_ns(m.bytes, m.to == plan_.fast_tier);
     inflight_[g] = kNone;
     const bool to_fast = m.to == plan_.fast_tier;
     if (to_fast) {
@@ -214,6 +218,12 @@ ReplayResult PlanReplay::run() {
     const double ready = std::max(start, engine.now());
     result_.stall_ns += ready - start;
     delay += ready - start;
+    if (hold_pending_ > 0) {  // a hold overlapping the stall costs nothing more
+      const double held = std::max(0.0, hold_pending_ - (ready - start));
+      result_.remap_hold_ns += held;
+      delay += held;
+      hold_pending_ = 0;
+    }
     double extra = 0;
     if (timeline_.leaf(i)) {
       const auto& op = profile_.ops[static_cast<std::size_t>(i)];
@@ -262,6 +272,9 @@ ReplayResult PlanReplay::run() {
   while (!engine.idle()) {
     if (!wait_until(engine, [&] { return engine.idle(); }, true)) break;
   }
+  result_.remap_hold_ns += hold_pending_;  // remaps after the last op still hold the next iteration
+  finish += hold_pending_;
+  hold_pending_ = 0;
   result_.step_ns = std::max(finish, engine.now());
   result_.note = cost_.assumptions.empty() ? "" : cost_.assumptions.front();
   if (opts_.count_mixed_pages) {

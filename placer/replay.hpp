@@ -34,6 +34,7 @@ struct ReplayResult {
   double step_ns = 0;                ///< iteration time, including draining copies still running
   double stall_ns = 0;               ///< ops waiting for prefetches, demand migrations or fast memory
   double in_place_ns = 0;            ///< extra op time from reading the slow tier in place
+  double remap_hold_ns = 0;          ///< compute held behind remap gates (GPU tier; not overlapped with stalls)
   std::uint64_t bytes_to_fast = 0, bytes_to_slow = 0;  ///< copied between the tiers
   std::uint64_t in_place_bytes = 0;  ///< bytes of tensors ops touched on the slow tier (they cross the link too)
   std::uint64_t moves_to_fast = 0, moves_to_slow = 0;

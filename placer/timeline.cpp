@@ -3,7 +3,27 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
+
 namespace tierpack::placer {
+
+Profile with_iteration_time(Profile p, double iteration_ns) {
+  TIERPACK_EXPECTS(iteration_ns > 0, "the iteration time must be positive");
+  if (p.iteration_ns == 0) throw logic_error("the profile has no iteration time to scale");
+  const double f = iteration_ns / static_cast<double>(p.iteration_ns);
+  auto scale = [f](std::uint64_t& t) { t = static_cast<std::uint64_t>(static_cast<double>(t) * f + 0.5); };
+  for (OpRecord& op : p.ops) {
+    scale(op.begin_ns);
+    scale(op.end_ns);
+  }
+  for (TensorRecord& t : p.tensors) {
+    scale(t.birth_ns);
+    scale(t.death_ns);
+  }
+  for (IterationInfo& it : p.iterations) scale(it.duration_ns);
+  scale(p.iteration_ns);
+  return p;
+}
 
 Timeline::Timeline(const Profile& profile) {
   const std::size_t n = profile.ops.size();

@@ -11,6 +11,13 @@
 
 namespace tierpack::placer {
 
+/// The profile with every time in it (ops, tensors, the iteration) scaled so that the iteration lasts
+/// `iteration_ns`: for profiles whose op times were stretched by the profiling itself (an op observer
+/// in a GPU run times CPU-side launches), when the real step time is known (`--compute-time`). Op
+/// order and every op's share of the iteration stay as profiled. Throws logic_error for ns <= 0 or a
+/// profile without an iteration time.
+Profile with_iteration_time(Profile profile, double iteration_ns);
+
 class Timeline {
  public:
   explicit Timeline(const Profile& profile);

@@ -15,7 +15,9 @@
 #include "integrations/cli/args.hpp"
 #include "integrations/cli/commands.hpp"
 #include "integrations/cli/placer_args.hpp"
+#include "core/units.hpp"
 #include "placer/planner.hpp"
+#include "placer/timeline.hpp"
 #ifdef TIERPACK_HAVE_EXPERIMENT_HOST
 #include "experiment/real_experiment.hpp"
 #endif
@@ -26,6 +28,7 @@ const char* const kExperimentUsage =
     "usage: tierpack experiment (--workload run.tpk | -- COMMAND...) --tiers SPEC|FILE|preset:NAME -o DIR\n"
     "                           [--fast-budgets 100%,50%,30%,20%] [--policies all|P,P,...] [--mode model|real]\n"
     "                           [--iterations N] [--scale F] [--device N|host] [--measured LIST [--measured-source TEXT]]\n"
+    "                           [--compute-time DURATION]\n"
     "  Runs (real) or simulates (model) the workload under each placement policy and fast-tier budget and\n"
     "  writes DIR/results.csv, DIR/summary.md, DIR/step_time.svg and DIR/migration.svg. Progress on stderr.\n"
     "  --workload FILE     a profile (tierpack profile); or give `-- COMMAND` to profile it first (DIR/workload.tpk)\n"
@@ -40,11 +43,13 @@ const char* const kExperimentUsage =
     "  --scale F           real mode: multiply tensor sizes by F (default 1)\n"
     "  --measured LIST     model mode: measured step times to validate against, e.g.\n"
     "                      'all-fast=145ms,page-aware@75%=490ms' (--measured-source says where they are from)\n"
+    "  --compute-time D    model mode: scale the profile's op times so that its iteration takes D (e.g. 148ms,\n"
+    "                      a measured step without offloading), for profiles stretched by the profiling itself\n"
     "  What is measured and what is modelled: docs/experiments.md.\n";
 
 int run_experiment(const std::vector<std::string>& argv) {
   const Args args = parse_args(argv, {.valued = {"--workload", "--tiers", "--fast-budgets", "--policies", "--mode", "--iterations",
-                                                 "--scale", "--device", "--measured", "--measured-source", "-o"},
+                                                 "--scale", "--device", "--measured", "--measured-source", "--compute-time", "-o"},
                                       .switches = {},
                                       .allow_child = true});
   const auto out = args.get("-o");
@@ -100,7 +105,23 @@ int run_experiment(const std::vector<std::string>& argv) {
     for (const auto& a : args.child) cmd += " " + a;
     commands.push_back(cmd);
   }
-  const Profile profile = read_profile(workload);
+  Profile profile = read_profile(workload);
+  std::string time_note;
+  if (auto ct = args.get("--compute-time")) {
+    if (mode != "model") throw usage_error("--compute-time scales the model's op times: use it with --mode model");
+    double ns = 0;
+    try {
+      ns = parse_latency_ns(*ct);
+    } catch (const logic_error& e) {
+      throw usage_error(std::string("--compute-time: ") + e.what());
+    }
+    if (!(ns > 0)) throw usage_error("--compute-time: must be positive, not '" + *ct + "'");
+    if (profile.iteration_ns == 0) throw usage_error("--compute-time: the profile has no iteration time to scale");
+    time_note = "op times scaled by " + std::to_string(ns / static_cast<double>(profile.iteration_ns)).substr(0, 8) +
+                " so that the profiled iteration (" + format_duration_ns(static_cast<double>(profile.iteration_ns)) +
+                ") takes " + format_duration_ns(ns) + " (--compute-time)";
+    profile = placer::with_iteration_time(std::move(profile), ns);
+  }
   const PlannerInputs in = planner_inputs(args, profile, nullptr);
   auto progress = [](const std::string& line) { std::fprintf(stderr, "tierpack experiment: %s\n", line.c_str()); };
 
@@ -137,6 +158,7 @@ int run_experiment(const std::vector<std::string>& argv) {
 #endif
   }
   result.workload = workload;
+  if (!time_note.empty()) result.notes.insert(result.notes.begin(), time_note);
   if (result.tiers.empty()) result.tiers = *args.get("--tiers");
   else result.tiers += "; planner figures from " + *args.get("--tiers");
   std::string cmd = "tierpack experiment";

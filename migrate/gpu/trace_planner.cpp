@@ -277,7 +277,7 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
       chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(k));
     }
   }
-  const bool feasible = occ.peak() <= budget_eff;
+  const bool feasible = o.budget == 0 || occ.peak() <= budget_eff;  // no budget: nothing has to move
 
   // ---- prefetch issue points: as early as the budget allows, needed ones first
   std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) { return groups[x].b < groups[y].b; });
@@ -358,6 +358,11 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
   std::stable_sort(plan.placements.begin(), plan.placements.end(),
                    [](const TensorPlacement& x, const TensorPlacement& y) { return x.seq < y.seq; });
   plan.prediction.fast_peak_bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(occ.peak(), 0));
+  if (o.budget == 0) {
+    plan.notes.push_back("nothing has to move (no budget given, or the live peak fits it; natural peak " +
+                         format_bytes(static_cast<std::uint64_t>(natural_peak)) + ")");
+    return plan;
+  }
   plan.notes.push_back(std::to_string(plan.groups.size()) + " page groups move; natural peak " +
                        format_bytes(static_cast<std::uint64_t>(natural_peak)) + ", predicted peak " +
                        format_bytes(plan.prediction.fast_peak_bytes) + " (budget " + format_bytes(o.budget) +

@@ -73,6 +73,16 @@ TEST_F(ExperimentCli, ValidationRowsComeFromMeasured) {
   EXPECT_NE(r.out.find("unit-test |"), std::string::npos);
 }
 
+TEST_F(ExperimentCli, ComputeTimeScalesTheProfiledIteration) {
+  const auto out = dir_ / "compute_time";
+  const auto r = tierpack("--workload " + (dir_ / "host.tpk").string() +
+                          " --tiers preset:ddr5-cxl --fast-budgets 50% --policies all-fast --compute-time 2ms"
+                          " --measured all-fast=2ms -o " + out.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("takes 2.00 ms (--compute-time)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| all-fast (no offloading) | 2.00 ms | 2.00 ms | +0.0% |"), std::string::npos) << r.out;
+}
+
 TEST_F(ExperimentCli, BadInputIsOneLineAndStatusTwo) {
   const std::string w = "--workload " + (dir_ / "host.tpk").string();
   for (const std::string& args : std::vector<std::string>{w + " --tiers preset:ddr5-cxl",                                 // no -o
@@ -81,7 +91,9 @@ TEST_F(ExperimentCli, BadInputIsOneLineAndStatusTwo) {
                                   w + " --tiers preset:ddr5-cxl -o x --policies first-touch,numactl", // unknown policy
                                   w + " --tiers preset:ddr5-cxl -o x --fast-budgets 50%,abc",
                                   w + " --tiers preset:nope -o x",
-                                  w + " --tiers preset:ddr5-cxl -o x --mode simulate"}) {
+                                  w + " --tiers preset:ddr5-cxl -o x --mode simulate",
+                                  w + " --tiers preset:ddr5-cxl -o x --compute-time 5",
+                                  w + " --tiers preset:ddr5-cxl -o x --compute-time -3ms"}) {
     const auto r = tierpack(args);
     EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
     EXPECT_EQ(lines(r.err), 1u) << args << "\n" << r.err;

@@ -6,6 +6,9 @@
 #include "placer/copy_engine.hpp"
 #include "placer/planner.hpp"
 #include "placer/replay.hpp"
+#include "placer/timeline.hpp"
+#include "placer/cost_model.hpp"
+#include "core/error.hpp"
 #include "tests/placer/hand_profile.hpp"
 #include "tests/support/synthetic_profile.hpp"
 
@@ -147,4 +150,46 @@ TEST(Replay, ComparisonHasEveryPolicy) {
   const std::string table = format_comparison(c);
   EXPECT_NE(table.find("first-touch"), std::string::npos);
   EXPECT_NE(table.find("does not fit"), std::string::npos);
+}
+
+// The GPU tier's remaps hold the compute streams (Note [Remap gate]): the simulator charges the
+// measured per-GiB hold for every GPU move, less whatever an op stalled anyway; host moves hold nothing.
+TEST(Replay, GpuMovesHoldComputeBehindRemapGatesHostMovesDoNot) {
+  synth::SyntheticOptions so;
+  so.tensors = 300;
+  const Profile p = synth::make_synthetic_profile(so);
+  PlanOptions o;
+  o.device = 0;
+  o.fast_budget.fraction = 0.5;
+  const TierModel model = tier_preset("h200-pcie");
+  const Plan plan = make_plan(p, model, o);
+  const ReplayResult r = replay_plan(p, plan, model);
+  ASSERT_GT(r.bytes_to_slow + r.bytes_to_fast, 0u);
+  const CostModel c = make_cost_model(model, choose_tiers(model, 0), 0);
+  const double full = c.remap_hold_ns(r.bytes_to_fast, true) + c.remap_hold_ns(r.bytes_to_slow, false);
+  EXPECT_GT(c.remap_hold_ns_per_byte_to_fast, 0);
+  EXPECT_GT(r.remap_hold_ns, 0);
+  EXPECT_LE(r.remap_hold_ns, full * (1 + 1e-9));
+  EXPECT_GE(r.step_ns, Timeline(p).iteration_ns() + r.remap_hold_ns + r.stall_ns - 1);
+
+  const Profile h = one_activation();
+  const ReplayResult host = replay_plan(h, make_plan(h, host_model(), host_budget(8 * MiB)), host_model());
+  EXPECT_GT(host.bytes_to_slow, 0u);
+  EXPECT_EQ(host.remap_hold_ns, 0);
+}
+
+TEST(Timeline, WithIterationTimeScalesEveryTimeAndKeepsTheOrder) {
+  const Profile p = one_activation();
+  const Profile q = with_iteration_time(p, 2.5e6);  // 10 ms -> 2.5 ms
+  EXPECT_EQ(q.iteration_ns, 2'500'000u);
+  ASSERT_EQ(q.ops.size(), p.ops.size());
+  for (std::size_t i = 0; i < p.ops.size(); ++i) {
+    EXPECT_EQ(q.ops[i].begin_ns, p.ops[i].begin_ns / 4);
+    EXPECT_EQ(q.ops[i].end_ns, p.ops[i].end_ns / 4);
+  }
+  EXPECT_DOUBLE_EQ(replay_all_fast(q, make_baseline_setup(host_model(), -1, 64 * MiB)).step_ns, 2.5e6);
+  EXPECT_THROW(with_iteration_time(p, 0), logic_error);
+  Profile none = p;
+  none.iteration_ns = 0;
+  EXPECT_THROW(with_iteration_time(none, 1e6), logic_error);
 }

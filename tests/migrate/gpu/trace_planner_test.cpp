@@ -65,6 +65,13 @@ TEST(TracePlanner, NothingMovesWhenTheRunFits) {
   EXPECT_TRUE(p.groups.empty());
   EXPECT_EQ(p.prediction.natural_peak_bytes, (16 * 64 + 256 + 2) * MiB);  // with one gradient temporary
   p.validate();
+  // Budget 0 (what the runtime passes when the live peak fits): nothing moves, and it says so
+  // without claiming the budget cannot be met.
+  const Plan none = plan_from_trace(tr, TracePlannerOptions{});
+  EXPECT_TRUE(none.schedule.empty());
+  ASSERT_EQ(none.notes.size(), 1u);
+  EXPECT_EQ(none.notes[0].find("cannot be met"), std::string::npos) << none.notes[0];
+  EXPECT_NE(none.notes[0].find("nothing has to move"), std::string::npos) << none.notes[0];
 }
 
 TEST(TracePlanner, MovesGroupsUntilThePredictedPeakFitsAndPrefetchesBeforeUse) {
