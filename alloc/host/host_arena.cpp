@@ -19,7 +19,8 @@ namespace tierpack::host {
 // direct-mapped copy keyed by arena instance (instances are never reused, so a slot of a destroyed
 // arena never matches); a miss goes to cache_flag_slow(), which searches the full table, creates
 // the cache on first use and refills the slot. Arenas made without caches keep MALLOCX_TCACHE_NONE
-// in the slot the same way.
+// in the slot the same way, and so does every arena once the exiting thread's caches are destroyed
+// (destructors of other thread_locals may still free blocks then).
 // Lifetime: a thread's caches are destroyed (flushed back to their arenas) when the thread exits;
 // an arena destroys every cache made for it before the arena itself goes (its registry tells which),
 // and threads that outlive it find the registry gone and skip it. The table is per-thread state that
@@ -49,8 +50,15 @@ struct ThreadCaches {
 };
 
 thread_local ThreadCaches tls_caches;
+// Set when this thread's caches are gone (thread exit): blocks freed after that, from destructors of
+// thread_locals that outlive tls_caches, go to their arena without a cache.
+constinit thread_local bool tls_caches_gone = false;
 
 ThreadCaches::~ThreadCaches() {
+  // The fast table still names the caches destroyed below; a later call would use a dead tcache id
+  // (jemalloc aborts, or uses whatever took the id over). Empty it, so calls go to the slow path.
+  tls_caches_gone = true;
+  for (detail::FastSlot& slot : detail::tls_fast) slot = {};
   for (Entry& e : entries) {
     auto reg = e.registry.lock();
     if (!reg || e.id == kNoCache) continue;
@@ -65,7 +73,7 @@ ThreadCaches::~ThreadCaches() {
 
 int HostArena::cache_flag_slow() noexcept {
   detail::FastSlot& slot = detail::tls_fast[instance_ % detail::kFastSlots];
-  if (!caches_) {  // no caches for this arena: remember that, so the next call stays on the fast path
+  if (!caches_ || tls_caches_gone) {  // no cache (now): remember that, so the next call stays fast
     slot = {instance_, MALLOCX_TCACHE_NONE};
     return slot.flag;
   }
