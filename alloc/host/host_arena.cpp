@@ -15,6 +15,12 @@ namespace tierpack::host {
 // bin lock and costs ~10x a cached one. So each thread gets one explicit tcache per arena
 // ("tcache.create"), found in a small thread_local table and used with MALLOCX_TCACHE(id): an
 // explicit tcache only ever caches what was allocated or freed through it, i.e. this arena's memory.
+// Hot path: allocate/deallocate (inline, host_arena.hpp) read the flag from detail::tls_fast, a
+// direct-mapped copy keyed by arena instance (instances are never reused, so a slot of a destroyed
+// arena never matches); a miss goes to cache_flag_slow(), which searches the full table, creates
+// the cache on first use and refills the slot. Arenas made without caches keep MALLOCX_TCACHE_NONE
+// in the slot the same way, and so does every arena once the exiting thread's caches are destroyed
+// (destructors of other thread_locals may still free blocks then).
 // Lifetime: a thread's caches are destroyed (flushed back to their arenas) when the thread exits;
 // an arena destroys every cache made for it before the arena itself goes (its registry tells which),
 // and threads that outlive it find the registry gone and skip it. The table is per-thread state that
@@ -44,19 +50,15 @@ struct ThreadCaches {
 };
 
 thread_local ThreadCaches tls_caches;
-
-// The hot path: a direct-mapped copy of the table in plain thread_locals (constant-initialised, so
-// no TLS guard call; initial-exec, so no __tls_get_addr call in PIC code: 128 bytes of the static
-// TLS surplus glibc keeps for libraries loaded later). Instances are never reused, so a slot of a
-// destroyed arena never matches.
-constexpr std::size_t kFastSlots = 8;
-struct FastSlot {
-  std::uint64_t arena;
-  int flag;
-};
-__attribute__((tls_model("initial-exec"))) thread_local FastSlot tls_fast[kFastSlots] = {};
+// Set when this thread's caches are gone (thread exit): blocks freed after that, from destructors of
+// thread_locals that outlive tls_caches, go to their arena without a cache.
+constinit thread_local bool tls_caches_gone = false;
 
 ThreadCaches::~ThreadCaches() {
+  // The fast table still names the caches destroyed below; a later call would use a dead tcache id
+  // (jemalloc aborts, or uses whatever took the id over). Empty it, so calls go to the slow path.
+  tls_caches_gone = true;
+  for (detail::FastSlot& slot : detail::tls_fast) slot = {};
   for (Entry& e : entries) {
     auto reg = e.registry.lock();
     if (!reg || e.id == kNoCache) continue;
@@ -69,15 +71,12 @@ ThreadCaches::~ThreadCaches() {
 
 }  // namespace
 
-inline int HostArena::cache_flag() noexcept {
-  if (!caches_) return MALLOCX_TCACHE_NONE;
-  const FastSlot& slot = tls_fast[instance_ % kFastSlots];
-  if (slot.arena == instance_) [[likely]] return slot.flag;
-  return cache_flag_slow();
-}
-
 int HostArena::cache_flag_slow() noexcept {
-  FastSlot& slot = tls_fast[instance_ % kFastSlots];
+  detail::FastSlot& slot = detail::tls_fast[instance_ % detail::kFastSlots];
+  if (!caches_ || tls_caches_gone) {  // no cache (now): remember that, so the next call stays fast
+    slot = {instance_, MALLOCX_TCACHE_NONE};
+    return slot.flag;
+  }
   for (const auto& e : tls_caches.entries) {
     if (e.arena == instance_) {
       slot = {instance_, e.id == kNoCache ? MALLOCX_TCACHE_NONE : static_cast<int>(MALLOCX_TCACHE(e.id))};
@@ -105,8 +104,72 @@ int HostArena::cache_flag_slow() noexcept {
 int HostArena::size_flags(std::size_t bytes) const noexcept {
   // THP arenas: a block that spans huge pages starts on one, so its huge pages hold only it.
   if (spec_.huge_pages && bytes >= kHugePage) return MALLOCX_ALIGN(kHugePage);
-  // jemalloc aligns small blocks only to their size class (a 48-byte block to 16 bytes).
-  return spec_.alignment > 16 ? static_cast<int>(MALLOCX_ALIGN(spec_.alignment)) : 0;
+  return static_cast<int>(MALLOCX_ALIGN(spec_.alignment));
+}
+
+void* HostArena::realign(void* p, std::size_t bytes) noexcept {
+  // Not expected (Note [Alignment without MALLOCX_ALIGN]): take the aligned path before giving the
+  // misaligned block back, or the cache would hand the same block out again. Both blocks have the
+  // same size class (checked in choose_natural_max), so sdallocx with either size/flags is right.
+  realigned_.fetch_add(1, std::memory_order_relaxed);
+  void* q = mallocx(bytes == 0 ? 1 : bytes, arena_flag_ | cache_flag() | size_flags(bytes));
+  sdallocx(p, rounded(bytes), cache_flag());
+  return q;
+}
+
+void* HostArena::allocate_flagged(std::size_t bytes) noexcept {
+  return mallocx(bytes == 0 ? 1 : bytes, arena_flag_ | cache_flag() | size_flags(bytes));
+}
+
+void HostArena::deallocate_flagged(void* p, std::size_t bytes) noexcept {
+  sdallocx(p, bytes == 0 ? 1 : bytes, cache_flag() | size_flags(bytes));
+}
+
+namespace {
+
+// A size_t mallctl value by name; 0 when jemalloc does not know the name.
+std::size_t mallctl_size(const char* name) noexcept {
+  std::size_t v = 0, sz = sizeof(v);
+  return mallctl(name, &v, &sz, nullptr, 0) == 0 ? v : 0;
+}
+
+// Whether every request n in [first, last], rounded up to a multiple of `a` and unflagged, lands on
+// a size class that is a multiple of `a` and is the class MALLOCX_ALIGN(a) gives for n. One step per
+// size class: nallocx is monotone in the size, so agreeing at both ends of [n, c] covers all of it.
+bool classes_aligned(std::size_t a, std::size_t first, std::size_t last) noexcept {
+  const int align = static_cast<int>(MALLOCX_ALIGN(a));
+  for (std::size_t n = first; n <= last;) {
+    const std::size_t c = nallocx((n + a - 1) & ~(a - 1), 0);
+    if (c == 0 || c % a != 0 || nallocx(n, align) != c || nallocx(c, align) != c) return false;
+    n = c + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::size_t HostArena::choose_natural_max() const noexcept {
+  const std::size_t a = spec_.alignment;
+  // Small classes: up to the largest bin ("arenas.bin.<nbins-1>.size").
+  unsigned nbins = 0;
+  std::size_t sz = sizeof(nbins);
+  if (mallctl("arenas.nbins", &nbins, &sz, nullptr, 0) != 0 || nbins == 0) return 0;
+  const std::string bin = "arenas.bin." + std::to_string(nbins - 1) + ".size";
+  const std::size_t small_max = mallctl_size(bin.c_str());
+  const std::size_t small_last = small_max - small_max % a;  // last multiple of a that stays small
+  if (small_last == 0 || !classes_aligned(a, 1, small_last)) return 0;
+  // Large blocks start on a page, or with opt.cache_oblivious on a random multiple of jemalloc's
+  // 64-byte cache line within it; when that query fails, assume the weaker one.
+  const std::size_t page = mallctl_size("arenas.page");
+  bool oblivious = true;
+  sz = sizeof(oblivious);
+  if (mallctl("opt.cache_oblivious", &oblivious, &sz, nullptr, 0) != 0) oblivious = true;
+  const std::size_t large_align = oblivious ? 64 : page;
+  if (page == 0 || a > large_align) return small_last;
+  // Large classes are multiples of the page: check them all, up to the huge-page size (THP arenas
+  // keep MALLOCX_ALIGN(2 MiB) from there) or a bound past any tensor (larger requests keep the flag).
+  const std::size_t last = spec_.huge_pages ? kHugePage - 1 : std::size_t{1} << 46;
+  return classes_aligned(a, small_last + 1, last) ? last : small_last;
 }
 
 HostArena::HostArena(HostOs& os, ArenaSpec spec, ExtentObserver* observer)
@@ -123,6 +186,9 @@ HostArena::HostArena(HostOs& os, ArenaSpec spec, ExtentObserver* observer)
   if (int err = mallctl("arenas.create", &index_, &sz, &hooks, sizeof(hooks))) {
     throw os_error("mallctl(arenas.create)", err);
   }
+  arena_flag_ = static_cast<int>(MALLOCX_ARENA(index_));
+  align_mask_ = spec_.alignment - 1;
+  natural_max_ = choose_natural_max();
   instance_ = next_instance.fetch_add(1, std::memory_order_relaxed);
   if (spec_.thread_caches) caches_ = std::make_shared<detail::ArenaCacheRegistry>();
 }
@@ -137,19 +203,6 @@ HostArena::~HostArena() {
   destroying_ = true;
   const std::string name = "arena." + std::to_string(index_) + ".destroy";
   mallctl(name.c_str(), nullptr, nullptr, nullptr, 0);
-}
-
-void* HostArena::allocate(std::size_t bytes) noexcept {
-  return mallocx(bytes == 0 ? 1 : bytes, static_cast<int>(MALLOCX_ARENA(index_)) | cache_flag() | size_flags(bytes));
-}
-
-void HostArena::deallocate(void* p, std::size_t bytes) noexcept {
-  if (p == nullptr) return;
-  sdallocx(p, bytes == 0 ? 1 : bytes, cache_flag() | size_flags(bytes));
-}
-
-std::size_t HostArena::usable_size(std::size_t bytes) const noexcept {
-  return nallocx(bytes == 0 ? 1 : bytes, static_cast<int>(MALLOCX_ARENA(index_)) | size_flags(bytes));
 }
 
 std::vector<std::pair<void*, std::size_t>> HostArena::extents() const {

@@ -112,12 +112,12 @@ void* HostArenaAllocator::allocate(std::size_t bytes, TensorClass cls, TierId ti
     std::lock_guard lock(mu_);
     records_.insert_or_assign(reinterpret_cast<std::uintptr_t>(p),
                               Record{bytes, usable, cls, tier, tier, tag.seq, tag.group});
+    ++t.allocations;
   } catch (...) {
     arena.deallocate(p, bytes);
     uncharge(t, usable);
     throw;
   }
-  t.allocations.fetch_add(1, std::memory_order_relaxed);
   return p;
 }
 
@@ -134,12 +134,12 @@ void HostArenaAllocator::deallocate(void* p) noexcept {
     }
     r = it->second;
     records_.erase(it);
+    --states_[r.tier]->allocations;
   }
   TierState& home = *states_[r.home];
   TierState& now = *states_[r.tier];
   if (r.tier != r.home) rehome_pages(r, base);
   uncharge(now, r.usable);
-  now.allocations.fetch_sub(1, std::memory_order_relaxed);
   home.arenas[static_cast<int>(r.cls)]->deallocate(p, r.bytes);
 }
 
@@ -230,7 +230,7 @@ std::uint64_t HostArenaAllocator::set_group_tier(GroupId group, TierId to, std::
     // the data (the plan, not the allocator, keeps moves within budget). The reservation is used up
     // first, so the bytes are never counted twice, not even for a moment.
     uncharge(src, r.usable);
-    src.allocations.fetch_sub(1, std::memory_order_relaxed);
+    --src.allocations;
     const std::uint64_t from_reserved = std::min<std::uint64_t>(reserved, r.usable);
     reserved -= from_reserved;
     const std::uint64_t add = r.usable - from_reserved;
@@ -238,7 +238,7 @@ std::uint64_t HostArenaAllocator::set_group_tier(GroupId group, TierId to, std::
     std::uint64_t peak = dst.peak.load(std::memory_order_relaxed);
     while (now > peak && !dst.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
     }
-    dst.allocations.fetch_add(1, std::memory_order_relaxed);
+    ++dst.allocations;
     r.tier = to;
     moved += r.usable;
   }
@@ -274,7 +274,10 @@ TierUsage HostArenaAllocator::usage(TierId tier) const {
   u.budget = t.budget.load(std::memory_order_relaxed);
   u.resident = t.resident.load(std::memory_order_relaxed);
   u.peak = t.peak.load(std::memory_order_relaxed);
-  u.allocations = t.allocations.load(std::memory_order_relaxed);
+  {
+    std::lock_guard lock(mu_);
+    u.allocations = t.allocations;
+  }
   for (const auto& a : t.arenas) u.mapped += a->mapped_bytes();
   return u;
 }

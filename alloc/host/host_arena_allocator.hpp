@@ -151,7 +151,7 @@ class HostArenaAllocator {
     std::atomic<std::uint64_t> budget{0};
     std::atomic<std::uint64_t> resident{0};
     std::atomic<std::uint64_t> peak{0};
-    std::atomic<std::uint64_t> allocations{0};
+    std::uint64_t allocations = 0;  // live blocks on the tier; guarded by mu_, like the records it counts
     std::array<std::unique_ptr<HostArena>, kTensorClassCount> arenas;
   };
 

@@ -1,10 +1,15 @@
-// One allocate + free pair, by size: glibc malloc, plain jemalloc (automatic arena, thread cache),
-// jemalloc without a cache, jemalloc with an explicit arena + explicit tcache (raw mallctl), one
-// tierpack arena (mallocx with MALLOCX_ARENA | this thread's tcache for it), and the whole
+// One allocate + free pair, by size: glibc malloc, jemalloc's malloc/free (this program's malloc is
+// jemalloc's: it links libjemalloc, which Debian builds without a symbol prefix; checked below),
+// jemalloc mallocx(n, 0)/dallocx, jemalloc without a cache, jemalloc with an explicit arena +
+// explicit tcache (raw mallctl; once more with MALLOCX_ALIGN(64)), one tierpack arena (mallocx with
+// MALLOCX_ARENA | this thread's tcache for it, blocks 64-byte aligned), and the whole
 // HostArenaAllocator path (arena + block record + budget charge). Target (issue 5): the arena pair
-// within 1.2x of plain jemalloc.
+// within 1.2x of plain jemalloc. Results: bench/results/host_backend.md.
 //   build/bench/alloc/bench_host_arena [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstdlib>
 
 #include <jemalloc/jemalloc.h>
 
@@ -31,7 +36,36 @@ void BM_GlibcMallocFree(benchmark::State& s) {
 }
 BENCHMARK(BM_GlibcMallocFree)->Apply(sizes);
 
-void BM_JemallocMallocFree(benchmark::State& s) {
+// Whether this program's malloc is jemalloc's: jemalloc counts the bytes it hands this thread.
+bool malloc_is_jemalloc() {
+  std::uint64_t* allocated = nullptr;
+  std::size_t sz = sizeof(allocated);
+  if (mallctl("thread.allocatedp", &allocated, &sz, nullptr, 0) != 0) return false;
+  const std::uint64_t before = *allocated;
+  void* p = std::malloc(1000);
+  benchmark::DoNotOptimize(p);
+  const std::uint64_t after = *allocated;
+  std::free(p);
+  return after - before >= 1000;
+}
+
+// jemalloc's malloc/free: its inlined fast path (automatic arena, automatic tcache, no flags).
+void BM_JemallocMalloc(benchmark::State& s) {
+  if (!malloc_is_jemalloc()) {
+    s.SkipWithError("this program's malloc is not jemalloc's");
+    return;
+  }
+  const auto n = static_cast<std::size_t>(s.range(0));
+  for (auto _ : s) {
+    void* p = std::malloc(n);
+    benchmark::DoNotOptimize(p);
+    std::free(p);
+  }
+}
+BENCHMARK(BM_JemallocMalloc)->Apply(sizes);
+
+// mallocx(n, 0)/dallocx: jemalloc's non-standard API without flags (not malloc's fast path).
+void BM_JemallocMallocxFree(benchmark::State& s) {
   const auto n = static_cast<std::size_t>(s.range(0));
   for (auto _ : s) {
     void* p = mallocx(n, 0);
@@ -39,7 +73,7 @@ void BM_JemallocMallocFree(benchmark::State& s) {
     dallocx(p, 0);
   }
 }
-BENCHMARK(BM_JemallocMallocFree)->Apply(sizes);
+BENCHMARK(BM_JemallocMallocxFree)->Apply(sizes);
 
 void BM_JemallocNoTcache(benchmark::State& s) {
   const auto n = static_cast<std::size_t>(s.range(0));
@@ -68,6 +102,25 @@ void BM_JemallocExplicitArenaTcache(benchmark::State& s) {
   mallctl("tcache.destroy", nullptr, nullptr, &tc, sizeof(tc));
 }
 BENCHMARK(BM_JemallocExplicitArenaTcache)->Apply(sizes);
+
+// The same with MALLOCX_ALIGN(64): what jemalloc's aligned path costs (the tierpack arena gets 64-byte
+// blocks without it: Note [Alignment without MALLOCX_ALIGN] in alloc/host/host_arena.hpp).
+void BM_JemallocExplicitArenaTcacheAlign64(benchmark::State& s) {
+  unsigned arena = 0, tc = 0;
+  std::size_t sz = sizeof(unsigned);
+  mallctl("arenas.create", &arena, &sz, nullptr, 0);
+  mallctl("tcache.create", &tc, &sz, nullptr, 0);
+  const auto n = static_cast<std::size_t>(s.range(0));
+  const int align = static_cast<int>(MALLOCX_ALIGN(64));
+  const int flags = static_cast<int>(MALLOCX_ARENA(arena)) | static_cast<int>(MALLOCX_TCACHE(tc)) | align;
+  for (auto _ : s) {
+    void* p = mallocx(n, flags);
+    benchmark::DoNotOptimize(p);
+    sdallocx(p, n, static_cast<int>(MALLOCX_TCACHE(tc)) | align);
+  }
+  mallctl("tcache.destroy", nullptr, nullptr, &tc, sizeof(tc));
+}
+BENCHMARK(BM_JemallocExplicitArenaTcacheAlign64)->Apply(sizes);
 
 void BM_TierpackArena(benchmark::State& s) {
   HostArena arena(system_os(), ArenaSpec{TensorClass::activation, 0, 0}, nullptr);

@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "alloc/host/fault_injecting_os.hpp"
@@ -130,6 +132,40 @@ TEST(HostArena, HugePageArenaAlignsLargeBlocks) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % HostArena::kHugePage, 0u);
   a.deallocate(p, 6u << 20);
+}
+
+// A thread_local whose destructor frees blocks. Touched before the thread's first allocation, it is
+// registered before the thread's arena caches and so destroyed after them.
+struct FreesAtThreadExit {
+  HostArena* arena = nullptr;
+  std::vector<std::pair<void*, std::size_t>> blocks;
+  ~FreesAtThreadExit() {
+    for (auto [p, n] : blocks) arena->deallocate(p, n);
+  }
+};
+thread_local FreesAtThreadExit frees_at_exit;
+
+TEST(HostArena, BlocksFreedAfterTheThreadsCachesAreGoneGoToTheArena) {
+  HostArena a(system_os(), ArenaSpec{TensorClass::activation, 0, 0}, nullptr);
+  for (int round = 0; round < 3; ++round) {
+    std::thread t([&] {
+      frees_at_exit.arena = &a;
+      for (std::size_t n : {64u, 4096u, 20000u}) {
+        frees_at_exit.blocks.emplace_back(a.allocate(n), n);
+        ASSERT_NE(frees_at_exit.blocks.back().first, nullptr);
+      }
+    });
+    t.join();  // its caches are destroyed, then frees_at_exit frees: without a cache, not a dead one
+  }
+  // Caches made afterwards (which may reuse the destroyed ids) work.
+  std::thread u([&] {
+    for (int i = 0; i < 100; ++i) {
+      void* p = a.allocate(64);
+      ASSERT_NE(p, nullptr);
+      a.deallocate(p, 64);
+    }
+  });
+  u.join();
 }
 
 }  // namespace
