@@ -12,19 +12,27 @@
 // derived from std::exception through PyTorch's std::function call; PyTorch turns it into a Python
 // RuntimeError carrying our message (requested size, tier, budget, what is resident where), and the
 // process can free memory and continue. A torch.OutOfMemoryError proper needs c10::OutOfMemoryError,
-// i.e. torch headers: the torch integration can wrap tierpack_cuda_malloc_nothrow (nullptr on
-// failure, message in tierpack_gpu_last_error()) and throw it. Every other failure is caught here.
+// i.e. torch headers: libtierpack_cuda_torch.so (integrations/torch/cuda_oom_shim.cpp, built against
+// the torch that runs) wraps tierpack_cuda_malloc_status and throws it; python/tierpack/cuda.py uses
+// that library when it loads. Every other failure is caught here.
+//
+// TIERPACK_GPU_TEST_BACKEND=twin makes the runtimes use the memfd VMM twin instead of CUDA (host
+// memory standing in for the device: no kernel can use it). It exists only so that the C entry points
+// and the shim above can be tested end to end on machines without a GPU.
 #include <sys/types.h>
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "alloc/gpu/cuda_backend.hpp"
+#include "alloc/gpu/memfd_backend.hpp"
 #include "core/error.hpp"
 #include "integrations/preload/gpu_runtime.hpp"
 
@@ -61,9 +69,15 @@ GpuRuntime& runtime(int device) {
   std::lock_guard lk(r.m);
   if (GpuRuntime* rt = r.devices[device].load(std::memory_order_acquire)) return *rt;
   if (!r.options) r.options = gpu_options_from_env();
-  CudaBackendOptions bo;
-  bo.device = device;
-  auto* rt = new GpuRuntime(std::make_unique<CudaVmmBackend>(bo), *r.options, device);
+  std::unique_ptr<VmmBackend> backend;
+  if (const char* b = std::getenv("TIERPACK_GPU_TEST_BACKEND"); b && std::string_view(b) == "twin") {
+    backend = std::make_unique<MemfdBackend>();
+  } else {
+    CudaBackendOptions bo;
+    bo.device = device;
+    backend = std::make_unique<CudaVmmBackend>(bo);
+  }
+  auto* rt = new GpuRuntime(std::move(backend), *r.options, device);
   if (r.options->log != LogLevel::quiet) std::fprintf(stderr, "tierpack: %s\n", rt->describe().c_str());
   r.devices[device].store(rt, std::memory_order_release);
   return *rt;
@@ -101,19 +115,21 @@ struct CudaOutOfMemory : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-void* malloc_or_report(ssize_t size, int device, void* stream, bool* oom) noexcept {
+// *status: 0 allocated (or size 0), 1 out of memory under the budget, 2 any other failure.
+void* malloc_or_report(ssize_t size, int device, void* stream, int* status) noexcept {
+  *status = 0;
   try {
     if (size <= 0) return nullptr;
     return runtime(device).allocate(static_cast<std::size_t>(size), reinterpret_cast<StreamHandle>(stream));
   } catch (const tierpack::out_of_memory& e) {
     report("CUDA out of memory", e);
-    *oom = true;
+    *status = 1;
   } catch (const std::exception& e) {
     report("allocation failed", e);
-    *oom = true;
+    *status = 2;
   } catch (...) {
     remember("tierpack: allocation failed (unknown exception)");
-    *oom = true;
+    *status = 2;
   }
   return nullptr;
 }
@@ -122,17 +138,27 @@ void* malloc_or_report(ssize_t size, int device, void* stream, bool* oom) noexce
 /// PyTorch's pluggable-allocator malloc. Out of memory throws (Note [Out of memory through the
 /// pluggable allocator]); PyTorch raises it as a RuntimeError with tierpack's message.
 TIERPACK_C_API void* tierpack_cuda_malloc(ssize_t size, int device, void* stream) {
-  bool oom = false;
-  void* p = malloc_or_report(size, device, stream, &oom);
-  if (oom) throw CudaOutOfMemory(tierpack_gpu_last_error());
+  int status = 0;
+  void* p = malloc_or_report(size, device, stream, &status);
+  if (status != 0) throw CudaOutOfMemory(tierpack_gpu_last_error());
   return p;
 }
 
 /// The same, returning nullptr on failure (message in tierpack_gpu_last_error()): for callers that
 /// raise their own error, such as a torch-side shim throwing c10::OutOfMemoryError.
 TIERPACK_C_API void* tierpack_cuda_malloc_nothrow(ssize_t size, int device, void* stream) {
-  bool oom = false;
-  return malloc_or_report(size, device, stream, &oom);
+  int status = 0;
+  return malloc_or_report(size, device, stream, &status);
+}
+
+/// The same, saying why it returned nullptr: *status 0 (allocated, or size 0), 1 (out of memory under
+/// the budget: the message in tierpack_gpu_last_error() names the budget, the tier and what is
+/// resident), 2 (any other failure). What libtierpack_cuda_torch.so builds torch.OutOfMemoryError on.
+TIERPACK_C_API void* tierpack_cuda_malloc_status(ssize_t size, int device, void* stream, int* status) {
+  int s = 0;
+  void* p = malloc_or_report(size, device, stream, &s);
+  if (status) *status = s;
+  return p;
 }
 
 TIERPACK_C_API void tierpack_cuda_free(void* ptr, ssize_t /*size*/, int device, void* /*stream*/) {

@@ -14,11 +14,13 @@ process (the sitecustomize bootstrap of ``tierpack run`` calls ``install_from_en
   allocator has no statistics of its own): allocated = live tensor bytes, reserved = device memory
   tierpack holds (what the budget limits).
 
-Out of memory: PyTorch raises a RuntimeError whose message says what was requested, the tier, the
-budget and what is resident where (also printed to stderr; see ``last_error()``). It is not a
-``torch.OutOfMemoryError``: that class needs c10::OutOfMemoryError from C++ with torch headers (the
-torch integration can wrap ``tierpack_cuda_malloc_nothrow``); returning NULL instead, as pluggable
-allocators may, makes PyTorch 2.11 fault with an illegal address later.
+Out of memory: PyTorch raises ``torch.OutOfMemoryError`` whose message says what was requested, the
+tier, the budget and what is resident where (also printed to stderr; see ``last_error()``), when
+``libtierpack_cuda_torch.so`` built against this torch sits next to ``libtierpack_cuda.so`` (or is
+named by $TIERPACK_CUDA_TORCH_LIB): that class needs c10::OutOfMemoryError, i.e. torch's C++ headers.
+Without it (or built against another torch) the error is a RuntimeError with the same message, and
+``install()`` says so once on stderr. ``oom_error_class()`` tells which one this process raises.
+Returning NULL instead, as pluggable allocators may, makes PyTorch 2.11 fault with an illegal address.
 """
 
 from __future__ import annotations
@@ -84,6 +86,38 @@ def _load(path: str):
     return lib
 
 
+def _oom_shim(path: str):
+    """libtierpack_cuda_torch.so when it can be used with this torch, else (None, why)."""
+    import torch
+
+    shim = os.environ.get("TIERPACK_CUDA_TORCH_LIB") or os.path.join(os.path.dirname(path), "libtierpack_cuda_torch.so")
+    if not os.path.exists(shim):
+        return None, shim + " not found"
+    stamp = shim[: -len(".so")] + ".torch-version"
+    try:
+        with open(stamp) as f:
+            built = f.read().strip()
+    except OSError:
+        return None, stamp + " missing (which torch the shim was built against is unknown)"
+    from tierpack import _major_minor
+
+    if _major_minor(built) != _major_minor(torch.__version__):
+        return None, "%s was built against torch %s, this is torch %s" % (shim, built, torch.__version__)
+    try:
+        ctypes.CDLL(shim)
+    except OSError as e:
+        return None, "%s does not load: %s" % (shim, e)
+    return shim, ""
+
+
+_oom_class = "RuntimeError"
+
+
+def oom_error_class() -> str:
+    """What an exhausted budget raises in this process: "torch.OutOfMemoryError" or "RuntimeError"."""
+    return _oom_class
+
+
 def last_error() -> str:
     return _lib.tierpack_gpu_last_error().decode() if _lib else ""
 
@@ -96,7 +130,7 @@ def install(budget=None, gpu: str | None = None, conf: str | None = None, path: 
     gpu: TIERPACK_GPU options ("chunk:32M,spill:on,..."); conf: a whole TIERPACK_CONF text.
     Raises RuntimeError when PyTorch's CUDA allocator is already in use (install() came too late).
     """
-    global _installed, _observe
+    global _installed, _observe, _oom_class
     import torch
 
     with _lock:
@@ -113,7 +147,12 @@ def install(budget=None, gpu: str | None = None, conf: str | None = None, path: 
                                         gpu_text.encode() if gpu_text else None)
         if rc != 0:
             raise ValueError(last_error())
-        alloc = torch.cuda.memory.CUDAPluggableAllocator(path, "tierpack_cuda_malloc", "tierpack_cuda_free")
+        shim, why = _oom_shim(path)
+        if shim:
+            alloc = torch.cuda.memory.CUDAPluggableAllocator(shim, "tierpack_cuda_torch_malloc", "tierpack_cuda_torch_free")
+        else:
+            sys.stderr.write("tierpack: out of memory will raise RuntimeError, not torch.OutOfMemoryError: " + why + "\n")
+            alloc = torch.cuda.memory.CUDAPluggableAllocator(path, "tierpack_cuda_malloc", "tierpack_cuda_free")
         try:
             torch.cuda.memory.change_current_allocator(alloc)
         except RuntimeError as e:
@@ -127,6 +166,7 @@ def install(budget=None, gpu: str | None = None, conf: str | None = None, path: 
             _patch_stats(torch, lib)
         _installed = True
         _observe = observe_ops
+        _oom_class = "torch.OutOfMemoryError" if shim else "RuntimeError"
 
 
 def install_from_env() -> bool:
