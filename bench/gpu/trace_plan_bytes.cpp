@@ -72,20 +72,27 @@ int run(int argc, char** argv) {
   const std::uint64_t natural = gpu::plan_from_trace(tr, o).prediction.natural_peak_bytes;
   std::printf("natural peak %s, chunk %s, plan fills %.2f of the budget\n\n", format_bytes(natural).c_str(),
               format_bytes(chunk).c_str(), headroom);
-  std::printf("| budget | planned to | least each way | planned to host | back | moved / least | predicted peak | groups |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+  std::printf("| budget | planned to | least each way | planned to host | back | moved / least | kept on host | predicted peak | groups |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (double pct : budgets) {
     o.budget = static_cast<std::uint64_t>(pct / 100.0 * static_cast<double>(natural));
     const Plan plan = gpu::plan_from_trace(tr, o);
     const auto filled = static_cast<std::uint64_t>(static_cast<double>(o.budget) * headroom);
     const std::uint64_t least = natural > filled ? natural - filled : 0;
+    // Groups with an eviction and no prefetch stay on the host (Note [Groups that live on the host]).
+    std::vector<int> prefetched(plan.groups.size(), 0);
+    for (const Move& m : plan.schedule)
+      if (m.kind == MoveKind::prefetch) prefetched[m.group] = 1;
+    std::uint64_t kept = 0;
+    for (const PageGroup& g : plan.groups)
+      if (!prefetched[g.id]) kept += g.bytes;
     char ratio[32] = "-";
     if (least > 0)
       std::snprintf(ratio, sizeof ratio, "%.2fx", static_cast<double>(plan.prediction.bytes_to_slow) / static_cast<double>(least));
-    std::printf("| %.0f%% (%s) | %s | %s | %s | %s | %s | %s | %zu |\n", pct, format_bytes(o.budget).c_str(),
+    std::printf("| %.0f%% (%s) | %s | %s | %s | %s | %s | %s | %s | %zu |\n", pct, format_bytes(o.budget).c_str(),
                 format_bytes(filled).c_str(), format_bytes(least).c_str(),
                 format_bytes(plan.prediction.bytes_to_slow).c_str(), format_bytes(plan.prediction.bytes_to_fast).c_str(),
-                ratio, format_bytes(plan.prediction.fast_peak_bytes).c_str(), plan.groups.size());
+                ratio, format_bytes(kept).c_str(), format_bytes(plan.prediction.fast_peak_bytes).c_str(), plan.groups.size());
   }
   return 0;
 }

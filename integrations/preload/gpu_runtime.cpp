@@ -421,6 +421,7 @@ void GpuRuntime::finish_trace_locked() {
   po.chunk_bytes = options_.chunk_bytes;
   po.group_bytes = options_.group_bytes;
   po.move_persistent = options_.move_persistent;
+  po.host_resident = options_.host_resident;
   // When the live peak fits the budget, nothing moves: the caching allocator reclaims cached
   // segments under pressure (and spills a chunk at worst), which costs less than a round trip of
   // page groups every iteration. Otherwise the plan fills `headroom` of the budget (the allocator

@@ -8,6 +8,8 @@
 //   group:512M          target page-group size of the built-in planner
 //   headroom:0.85       fraction of the budget the planner fills (default 0.85)
 //   persistent:on|off   also move tensors that live across iterations (parameters, optimizer state)
+//   resident:on|off     where moves cannot meet the budget, keep some of them in host memory for good
+//                       instead of spilling what is allocated at the peak (Note [Groups that live on the host])
 //   min_move:1M         smaller tensors never move
 //   evict_lag:4         allocator events the planner expects between issuing an eviction and its
 //                       memory being free (larger: evictions earlier relative to the allocations
@@ -97,6 +99,8 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       o.migrate = parse_switch(key, value);
     } else if (key == "persistent") {
       o.move_persistent = parse_switch(key, value);
+    } else if (key == "resident") {
+      o.host_resident = parse_switch(key, value);
     } else if (key == "group") {
       o.group_bytes = parse_size(key, value);
     } else if (key == "min_move") {
@@ -141,7 +145,7 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       }
     } else {
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
-                        "' (accepted keys: chunk, host_limit, spill, migrate, persistent, group, headroom, "
+                        "' (accepted keys: chunk, host_limit, spill, migrate, persistent, resident, group, headroom, "
                         "min_move, evict_lag, prewarm_threads, plan_out, profile_out, remap_threads, remap, remap_delay, "
                         "copy_piece, divergences, verify, budget)");
     }

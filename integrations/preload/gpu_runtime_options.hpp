@@ -24,6 +24,7 @@ struct GpuRuntimeOptions {
   std::uint64_t group_bytes = std::uint64_t{512} << 20;
   double headroom = 0;         ///< 0: 0.85 (and no moves at all when the live peak fits the budget)
   bool move_persistent = true;
+  bool host_resident = true;  ///< planner: persistent groups may stay on the host where moves cannot meet the budget
   std::uint64_t min_move_bytes = std::uint64_t{1} << 20;
   int eviction_lag = 4;       ///< planner: allocator events between an eviction's issue and its memory being free
   int prewarm_threads = 4;    ///< threads creating host handles for the plan's evictions

@@ -230,6 +230,7 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
     return false;
   };
   std::vector<std::size_t> chosen;
+  std::vector<char> resident(groups.size(), 0);
   if (o.budget > 0) {
     std::vector<char> taken(groups.size(), 0), stuck(static_cast<std::size_t>(occ.n()), 0);
     for (;;) {
@@ -265,24 +266,63 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
     }
     // Later choices can make earlier ones unnecessary: give back every move whose group fits under
     // the budget at each tick it would be away.
-    for (std::size_t k = chosen.size(); k-- > 0;) {
-      const std::size_t gi = chosen[k];
-      const auto bytes = static_cast<std::int64_t>(groups[gi].bytes);
-      bool fits = true;
-      for (const Span& sp : away[gi])
-        for (std::int64_t c = sp.lo; c < sp.hi && fits; ++c)
-          fits = occ.bytes[static_cast<std::size_t>(c)] + bytes <= budget_eff;
-      if (!fits) continue;
-      offloaded(gi, -1);
-      chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(k));
+    auto prune = [&] {
+      for (std::size_t k = chosen.size(); k-- > 0;) {
+        const std::size_t gi = chosen[k];
+        const auto bytes = static_cast<std::int64_t>(groups[gi].bytes);
+        bool fits = true;
+        for (const Span& sp : away[gi])
+          for (std::int64_t c = sp.lo; c < sp.hi && fits; ++c)
+            fits = occ.bytes[static_cast<std::size_t>(c)] + bytes <= budget_eff;
+        if (!fits) continue;
+        offloaded(gi, -1);
+        taken[gi] = 0;
+        chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+    };
+    prune();
+    // Note [Groups that live on the host]: ticks no move can bring under the budget hold tensors in
+    // use (the optimizer step touches every parameter, gradient and moment at once). Rather than let
+    // whatever is allocated there spill, persistent groups whose bytes x uses are smallest stay in
+    // host memory for good: evicted once, never prefetched, read and written in place over the link
+    // by the few ops that use them.
+    if (o.host_resident) {
+      for (;;) {
+        if (occ.peak() <= budget_eff) break;
+        std::size_t best = groups.size();
+        double best_score = 0;
+        for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+          if (!groups[gi].persistent || resident[gi]) continue;
+          const auto bytes = static_cast<std::int64_t>(groups[gi].bytes);
+          double gain = 0;  // over-budget bytes x ticks it removes beyond what its moves remove
+          for (std::int64_t c = 0; c < occ.n(); ++c)
+            if (!(taken[gi] && covers(gi, c)))
+              gain += static_cast<double>(std::clamp<std::int64_t>(occ.bytes[static_cast<std::size_t>(c)] - budget_eff, 0, bytes));
+          double traffic = 0;  // bytes the ops using it would read over the link per iteration
+          for (std::uint32_t m : groups[gi].tensors)
+            traffic += static_cast<double>(trace.tensors[m].bytes) * static_cast<double>(std::max<std::size_t>(trace.tensors[m].uses.size(), 1));
+          const double score = gain / std::max(traffic, 1.0);
+          if (gain > 0 && score > best_score) {
+            best_score = score;
+            best = gi;
+          }
+        }
+        if (best == groups.size()) break;
+        if (taken[best]) {
+          offloaded(best, -1);
+          taken[best] = 0;
+          chosen.erase(std::find(chosen.begin(), chosen.end(), best));
+        }
+        occ.add(0, occ.n(), -static_cast<std::int64_t>(groups[best].bytes));
+        resident[best] = 1;
+      }
+      prune();
     }
   }
   const bool feasible = o.budget == 0 || occ.peak() <= budget_eff;  // no budget: nothing has to move
 
-  // ---- prefetch issue points: as early as the budget allows, needed ones first
-  std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) { return groups[x].b < groups[y].b; });
-  for (std::size_t gi : chosen) {
-    const Unit& g = groups[gi];
+  // A page group of the plan for `g` with its tensors' placements, and its eviction after its last use.
+  auto add_group = [&](const Unit& g) -> Move {
     const auto gb = static_cast<GroupId>(plan.groups.size());
     PageGroup pg;
     pg.id = gb;
@@ -314,7 +354,24 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
     ev.bytes = pg.bytes;
     ev.issue_after = static_cast<OpIndex>(g.a);
     plan.schedule.push_back(ev);
-    plan.prediction.bytes_to_slow += pg.bytes;
+    return ev;
+  };
+  // Note [Groups that live on the host]: evicted after their last use, never brought back (the
+  // eviction of later iterations finds nothing on the device and costs nothing).
+  std::uint64_t resident_bytes = 0;
+  std::size_t resident_groups = 0;
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    if (!resident[gi]) continue;
+    resident_bytes += add_group(groups[gi]).bytes;
+    ++resident_groups;
+  }
+
+  // ---- prefetch issue points: as early as the budget allows, needed ones first
+  std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) { return groups[x].b < groups[y].b; });
+  for (std::size_t gi : chosen) {
+    const Unit& g = groups[gi];
+    const Move ev = add_group(g);
+    plan.prediction.bytes_to_slow += ev.bytes;
 
     Move pf = ev;
     pf.kind = MoveKind::prefetch;
@@ -325,7 +382,7 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
       for (std::uint32_t m : g.tensors) need = std::max(need, trace.tensors[m].death < 0 ? end : trace.tensors[m].death);
       pf.bytes = 0;
     } else {
-      plan.prediction.bytes_to_fast += pg.bytes;
+      plan.prediction.bytes_to_fast += ev.bytes;
     }
     // Earliest tick p in the idle window from which the group fits back under the budget until `need`.
     const std::int64_t v = static_cast<std::int64_t>(g.bytes);
@@ -363,12 +420,15 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
                          format_bytes(static_cast<std::uint64_t>(natural_peak)) + ")");
     return plan;
   }
-  plan.notes.push_back(std::to_string(plan.groups.size()) + " page groups move; natural peak " +
+  plan.notes.push_back(std::to_string(plan.groups.size() - resident_groups) + " page groups move; natural peak " +
                        format_bytes(static_cast<std::uint64_t>(natural_peak)) + ", predicted peak " +
                        format_bytes(plan.prediction.fast_peak_bytes) + " (budget " + format_bytes(o.budget) +
                        ", planned to " + format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(budget_eff, 0))) +
                        "), " + format_bytes(plan.prediction.bytes_to_slow) + " to host and " +
                        format_bytes(plan.prediction.bytes_to_fast) + " back per iteration");
+  if (resident_groups > 0)
+    plan.notes.push_back(std::to_string(resident_groups) + " groups of tensors alive across iterations (" +
+                         format_bytes(resident_bytes) + ") stay in host memory, read in place by the ops that use them");
   if (!feasible)
     plan.notes.push_back("the budget cannot be met by moving traced tensors alone: the remaining peak spills to host memory");
   return plan;

@@ -68,6 +68,9 @@ struct TracePlannerOptions {
   std::int64_t eviction_lag = 4;  ///< ticks between issuing an eviction and its memory being free
   double headroom = 0.85;         ///< fraction of the budget the plan may fill (fragmentation, caching)
   bool move_persistent = true;    ///< also move segments of tensors alive across iterations
+  /// Where moves cannot meet the budget, keep persistent groups in host memory for good (Note
+  /// [Groups that live on the host] in trace_planner.cpp).
+  bool host_resident = true;
   int device = 0;
 };
 

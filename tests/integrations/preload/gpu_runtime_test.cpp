@@ -405,6 +405,8 @@ TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
   EXPECT_EQ(r.copy_piece, std::size_t{8} << 20);
   EXPECT_EQ(r.max_divergences, 1);
   EXPECT_EQ(parse_gpu_options("evict_lag:64", {}).eviction_lag, 64);
+  EXPECT_FALSE(parse_gpu_options("resident:off", {}).host_resident);
+  EXPECT_TRUE(GpuRuntimeOptions{}.host_resident) << "the default";
   EXPECT_EQ(GpuRuntimeOptions{}.eviction_lag, 4) << "the default";
   EXPECT_NE(message("evict_lag:-1").find("0..100000"), std::string::npos) << message("evict_lag:-1");
   EXPECT_EQ(GpuRuntimeOptions{}.remap_when, RemapWhen::eager) << "the default";

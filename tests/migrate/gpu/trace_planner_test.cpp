@@ -167,6 +167,35 @@ TEST(TracePlanner, AnInfeasibleBudgetDoesNotMoveGroupsThatCannotHelp) {
   EXPECT_NE(p.notes.back().find("cannot be met"), std::string::npos);
 }
 
+// Note [Groups that live on the host]: state used together with a big activation at one tick cannot
+// be moved out of the way (both are in use there); kept in host memory for good, it fits.
+TEST(TracePlanner, StateInUseAtAnUnmovablePeakLivesOnTheHost) {
+  IterationTrace tr;
+  tr.clock_end = 100;
+  TracedTensor state = one(-1, 200, 0, {{50, 52}}, -1);
+  state.segment = 0x900000000ull;
+  state.segment_bytes = state.bytes;
+  tr.tensors.push_back(state);
+  tr.tensors.push_back(one(0, 300, 40, {{40, 40}, {51, 51}}, 60));
+  TracePlannerOptions o;
+  o.budget = 400 * MiB;
+  o.headroom = 1.0;
+  const Plan p = plan_from_trace(tr, o);
+  ASSERT_EQ(p.groups.size(), 1u);
+  EXPECT_EQ(p.groups[0].cls, TensorClass::persistent);
+  ASSERT_EQ(p.schedule.size(), 1u) << "evicted once, never brought back";
+  EXPECT_EQ(p.schedule[0].kind, MoveKind::evict);
+  EXPECT_EQ(p.prediction.bytes_to_slow, 0u) << "nothing moves every iteration";
+  EXPECT_LE(p.prediction.fast_peak_bytes, o.budget);
+  EXPECT_NE(p.notes.back().find("stay in host memory"), std::string::npos) << p.notes.back();
+  p.validate();
+
+  o.host_resident = false;
+  const Plan spills = plan_from_trace(tr, o);
+  EXPECT_GT(spills.prediction.fast_peak_bytes, o.budget) << "without it the peak spills";
+  EXPECT_NE(spills.notes.back().find("cannot be met"), std::string::npos);
+}
+
 TEST(TracePlanner, RejectsATensorThatDiesBeforeItIsBorn) {
   IterationTrace tr;
   tr.clock_end = 10;
