@@ -17,9 +17,10 @@
 // over-budget bytes x ticks per byte moved. A tick no group can lower (everything there is in use)
 // is left to spill and the next highest is taken. Afterwards every choice the later ones made
 // unnecessary (its group fits back under the budget at every tick it would be away) is dropped.
-// On the GPT-2 large profile of bench/results/gpu-h200-2026-11-29-2 (op indices as the clock) this
-// moves 16.2 GiB each way at 60% of the natural peak where choosing by bytes x idle time moved 33.5,
-// and the same at 75%, where that order was already close.
+// On the GPT-2 large profile of bench/results/gpu-h200-2026-11-29-2 (op indices as the clock,
+// build/bench/gpu/trace_plan_bytes) this moved 16.2 GiB each way at 60% of the natural peak where
+// choosing by bytes x idle time moved 33.5, and the same 11.9 GiB at 75%, where that order was already
+// close; with groups kept on the host (below) 60% moves 13.9 GiB and keeps 2.25 GiB on the host.
 
 namespace tierpack::gpu {
 namespace {
