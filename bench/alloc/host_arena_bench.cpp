@@ -85,40 +85,32 @@ void BM_JemallocNoTcache(benchmark::State& s) {
 }
 BENCHMARK(BM_JemallocNoTcache)->Apply(sizes);
 
-// The floor for any per-arena cache: jemalloc's own mallocx with flags (an explicit tcache and an
-// explicit arena) takes its general path, not malloc's inlined fast path.
-void BM_JemallocExplicitArenaTcache(benchmark::State& s) {
+// jemalloc's own mallocx with an explicit arena and an explicit tcache, plus `extra` flags on both calls.
+void explicit_arena_tcache(benchmark::State& s, int extra) {
   unsigned arena = 0, tc = 0;
   std::size_t sz = sizeof(unsigned);
   mallctl("arenas.create", &arena, &sz, nullptr, 0);
   mallctl("tcache.create", &tc, &sz, nullptr, 0);
   const auto n = static_cast<std::size_t>(s.range(0));
-  const int flags = static_cast<int>(MALLOCX_ARENA(arena)) | static_cast<int>(MALLOCX_TCACHE(tc));
+  const int cache = static_cast<int>(MALLOCX_TCACHE(tc)) | extra;
+  const int flags = static_cast<int>(MALLOCX_ARENA(arena)) | cache;
   for (auto _ : s) {
     void* p = mallocx(n, flags);
     benchmark::DoNotOptimize(p);
-    sdallocx(p, n, static_cast<int>(MALLOCX_TCACHE(tc)));
+    sdallocx(p, n, cache);
   }
   mallctl("tcache.destroy", nullptr, nullptr, &tc, sizeof(tc));
 }
+
+// The floor for any per-arena cache: jemalloc's own mallocx with flags (an explicit tcache and an
+// explicit arena) takes its general path, not malloc's inlined fast path.
+void BM_JemallocExplicitArenaTcache(benchmark::State& s) { explicit_arena_tcache(s, 0); }
 BENCHMARK(BM_JemallocExplicitArenaTcache)->Apply(sizes);
 
 // The same with MALLOCX_ALIGN(64): what jemalloc's aligned path costs (the tierpack arena gets 64-byte
 // blocks without it: Note [Alignment without MALLOCX_ALIGN] in alloc/host/host_arena.hpp).
 void BM_JemallocExplicitArenaTcacheAlign64(benchmark::State& s) {
-  unsigned arena = 0, tc = 0;
-  std::size_t sz = sizeof(unsigned);
-  mallctl("arenas.create", &arena, &sz, nullptr, 0);
-  mallctl("tcache.create", &tc, &sz, nullptr, 0);
-  const auto n = static_cast<std::size_t>(s.range(0));
-  const int align = static_cast<int>(MALLOCX_ALIGN(64));
-  const int flags = static_cast<int>(MALLOCX_ARENA(arena)) | static_cast<int>(MALLOCX_TCACHE(tc)) | align;
-  for (auto _ : s) {
-    void* p = mallocx(n, flags);
-    benchmark::DoNotOptimize(p);
-    sdallocx(p, n, static_cast<int>(MALLOCX_TCACHE(tc)) | align);
-  }
-  mallctl("tcache.destroy", nullptr, nullptr, &tc, sizeof(tc));
+  explicit_arena_tcache(s, static_cast<int>(MALLOCX_ALIGN(64)));
 }
 BENCHMARK(BM_JemallocExplicitArenaTcacheAlign64)->Apply(sizes);
 

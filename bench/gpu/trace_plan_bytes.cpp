@@ -43,6 +43,15 @@ gpu::IterationTrace trace_of(const Profile& p) {
   return tr;
 }
 
+// A number of a flag in (lo, hi]; anything else is a logic_error naming the flag and the text.
+double number(const std::string& flag, const std::string& text, double lo, double hi) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v > lo && v <= hi))
+    throw logic_error("trace_plan_bytes: " + flag + ": bad value '" + text + "'");
+  return v;
+}
+
 int run(int argc, char** argv) {
   if (argc < 2) throw logic_error("usage: trace_plan_bytes run.tpk [--chunk SIZE] [--headroom F] [--budgets P,P,...]");
   std::uint64_t chunk = std::uint64_t{64} << 20;
@@ -53,12 +62,12 @@ int run(int argc, char** argv) {
     if (i + 1 >= argc) throw logic_error("trace_plan_bytes: " + a + " needs a value");
     const std::string v = argv[++i];
     if (a == "--chunk") chunk = parse_bytes(v);
-    else if (a == "--headroom") headroom = std::stod(v);
+    else if (a == "--headroom") headroom = number(a, v, 0, 1);
     else if (a == "--budgets") {
       budgets.clear();
       for (std::size_t at = 0; at <= v.size();) {
         const std::size_t comma = std::min(v.find(',', at), v.size());
-        budgets.push_back(std::stod(v.substr(at, comma - at)));
+        budgets.push_back(number(a, v.substr(at, comma - at), 0, 100));
         at = comma + 1;
       }
     } else {

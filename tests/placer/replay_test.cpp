@@ -35,6 +35,20 @@ PlanOptions host_budget(std::uint64_t bytes) {
   return o;
 }
 
+// A 300-tensor synthetic GPU profile, planned at half its peak on GPU 0.
+Profile gpu_profile() {
+  synth::SyntheticOptions so;
+  so.tensors = 300;
+  return synth::make_synthetic_profile(so);
+}
+
+PlanOptions gpu_half_budget() {
+  PlanOptions o;
+  o.device = 0;
+  o.fast_budget.fraction = 0.5;
+  return o;
+}
+
 }  // namespace
 
 TEST(CopyEngine, SharesAFullDuplexLinkAndSerialisesAHalfDuplexOne) {
@@ -129,12 +143,8 @@ TEST(Replay, BaselinesOnTheSameProfile) {
 }
 
 TEST(Replay, ComparisonHasEveryPolicy) {
-  synth::SyntheticOptions so;
-  so.tensors = 300;
-  const Profile p = synth::make_synthetic_profile(so);
-  PlanOptions o;
-  o.device = 0;
-  o.fast_budget.fraction = 0.5;
+  const Profile p = gpu_profile();
+  const PlanOptions o = gpu_half_budget();
   const Comparison c = compare_policies(p, tier_preset("h200-pcie"), o);
   ASSERT_EQ(c.rows.size(), 6u);
   EXPECT_EQ(c.rows[0].policy, "all-fast");
@@ -155,12 +165,8 @@ TEST(Replay, ComparisonHasEveryPolicy) {
 // The GPU tier's remaps hold the compute streams (Note [Remap gate]): the simulator charges the
 // measured per-GiB hold for every GPU move, less whatever an op stalled anyway; host moves hold nothing.
 TEST(Replay, GpuMovesHoldComputeBehindRemapGatesHostMovesDoNot) {
-  synth::SyntheticOptions so;
-  so.tensors = 300;
-  const Profile p = synth::make_synthetic_profile(so);
-  PlanOptions o;
-  o.device = 0;
-  o.fast_budget.fraction = 0.5;
+  const Profile p = gpu_profile();
+  const PlanOptions o = gpu_half_budget();
   const TierModel model = tier_preset("h200-pcie");
   const Plan plan = make_plan(p, model, o);
   const ReplayResult r = replay_plan(p, plan, model);
