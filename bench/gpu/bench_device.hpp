@@ -32,4 +32,9 @@ struct RemapParts {
 RemapParts remap_pass(VmmBackend& be, std::uintptr_t va, const std::vector<PhysHandle>& handles, bool batched,
                       int threads);
 
+/// Copies `bytes` from `src` to `dst` (device-visible addresses) with a kernel of `blocks` blocks on
+/// `s`, leaving the copy engines alone (CUDA only; throws without CUDA).
+void sm_copy_async(VmmBackend& be, std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, int blocks,
+                   StreamHandle s);
+
 }  // namespace tierpack::gpu::bench

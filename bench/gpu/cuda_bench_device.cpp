@@ -5,6 +5,7 @@
 
 #include "alloc/gpu/cuda_backend.hpp"
 #include "bench/gpu/bench_device.hpp"
+#include "bench/gpu/sm_copy_kernel.hpp"
 #include "core/error.hpp"
 
 namespace tierpack::gpu::bench {
@@ -24,6 +25,15 @@ PinnedBuffer pinned_alloc(VmmBackend& be, std::size_t bytes) {
   void* p = nullptr;
   cuda.api().check(cuda.api().mem_host_alloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
   return {p, bytes};
+}
+
+void sm_copy_async(VmmBackend& be, std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, int blocks,
+                   StreamHandle s) {
+  auto& cuda = dynamic_cast<CudaVmmBackend&>(be);
+  cuda.bind();
+  const int e = kernels::launch_sm_copy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes, blocks,
+                                        reinterpret_cast<void*>(s));
+  if (e != 0) throw cuda_error("copy kernel launch (cudaLaunchKernel)", e, "cudaError_t " + std::to_string(e));
 }
 
 void pinned_free(VmmBackend& be, PinnedBuffer b) {

@@ -12,6 +12,10 @@
 //    of chunks (unmap, map, set access) on device (0) or host (1) handles; batched: one unmap and one
 //    set-access call per run of chunks; busy: copies run both ways meanwhile (as during training),
 //    1 as 256 MiB copies, 2 as 4 MiB pieces.
+//  * BM_RemapBehindCopies/<queued MiB>/<where>/<engine>: remapping 256 MiB right after that much was
+//    queued to copy each way (engine 0: copy engines, 1: a copy kernel): what a remap pays for the
+//    copies ahead of it.
+//  * BM_SmCopy/<blocks>/<dir>: a copy kernel's bandwidth between device and pinned host memory.
 // The CUDA benchmarks report "no CUDA device" and skip where there is none.
 #include <benchmark/benchmark.h>
 
@@ -227,78 +231,116 @@ void BM_Checksum(benchmark::State& st, Residence where) {
 BENCHMARK_CAPTURE(BM_Checksum, device, Residence::device)->ArgsProduct({{64, 512}, {0, 1024}})->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
 BENCHMARK_CAPTURE(BM_Checksum, host, Residence::host)->ArgsProduct({{64, 512}, {0, 1024}})->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(0.2);
 
+// Copies both ways on two streams of their own (as the movers' during training), through one
+// device buffer and one pinned buffer of kCopy bytes each way; by the copy engines, or with
+// `sm_blocks` > 0 by a copy kernel of that many blocks.
+class BusyCopies {
+ public:
+  static constexpr std::size_t kCopy = 256 * MiB;
+  explicit BusyCopies(VmmBackend& be, int sm_blocks = 0) : be_(be), sm_blocks_(sm_blocks) {
+    dva_ = be_.reserve(kCopy);
+    dh_ = be_.create(Residence::device, kCopy);
+    be_.map(dva_, dh_);
+    pin_ = pinned_alloc(be_, 2 * kCopy);
+    up_ = be_.create_stream();
+    down_ = be_.create_stream();
+  }
+  ~BusyCopies() {
+    finish();
+    be_.destroy_stream(up_);
+    be_.destroy_stream(down_);
+    pinned_free(be_, pin_);
+    be_.unmap(dva_, kCopy);
+    be_.release(dh_);
+    be_.unreserve(dva_, kCopy);
+  }
+  BusyCopies(const BusyCopies&) = delete;
+  BusyCopies& operator=(const BusyCopies&) = delete;
+  /// Queues `bytes` each way as copies of `piece` bytes.
+  void queue(std::size_t bytes, std::size_t piece) {
+    const auto h = reinterpret_cast<std::uintptr_t>(pin_.ptr);
+    for (std::size_t off = 0; off < bytes; off += piece) {
+      if (sm_blocks_) {
+        sm_copy_async(be_, dva_ + off % kCopy, h + off % kCopy, piece, sm_blocks_, up_);
+        sm_copy_async(be_, h + kCopy + off % kCopy, dva_ + off % kCopy, piece, sm_blocks_, down_);
+        continue;
+      }
+      be_.copy_async(dva_ + off % kCopy, h + off % kCopy, piece, up_);
+      be_.copy_async(h + kCopy + off % kCopy, dva_ + off % kCopy, piece, down_);
+    }
+  }
+  void finish() {
+    be_.synchronize_stream(up_);
+    be_.synchronize_stream(down_);
+  }
+
+ private:
+  VmmBackend& be_;
+  int sm_blocks_ = 0;
+  std::uintptr_t dva_ = 0;
+  PhysHandle dh_;
+  PinnedBuffer pin_;
+  StreamHandle up_ = 0, down_ = 0;
+};
+
+// `total` bytes of chunks of `chunk` bytes on `where`, mapped at one reserved range.
+struct MappedChunks {
+  VmmBackend& be;
+  std::size_t total, chunk;
+  std::uintptr_t va = 0;
+  std::vector<PhysHandle> hs;
+  MappedChunks(VmmBackend& b, std::size_t total_bytes, std::size_t chunk_bytes, Residence where)
+      : be(b), total(total_bytes), chunk(chunk_bytes) {
+    va = be.reserve(total);
+    for (std::size_t off = 0; off < total; off += chunk) {
+      hs.push_back(be.create(where, chunk));
+      be.map(va + off, hs.back());
+    }
+  }
+  ~MappedChunks() {
+    for (std::size_t i = 0; i < hs.size(); ++i) be.unmap(va + i * chunk, chunk);
+    for (const PhysHandle& h : hs) be.release(h);
+    be.unreserve(va, total);
+  }
+  MappedChunks(const MappedChunks&) = delete;
+  MappedChunks& operator=(const MappedChunks&) = delete;
+};
+
 void BM_RemapParts(benchmark::State& st) {
   VmmBackend* be = backends().cuda.get();
   if (!be) {
     st.SkipWithError(backends().why.c_str());
     return;
   }
-  const std::size_t total = 1024 * MiB, chunk = static_cast<std::size_t>(st.range(0)) * MiB;
   const Residence where = st.range(1) ? Residence::host : Residence::device;
+  MappedChunks chunks(*be, 1024 * MiB, static_cast<std::size_t>(st.range(0)) * MiB, where);
   const bool batched = st.range(2) != 0, busy = st.range(3) != 0;
   const std::size_t piece = st.range(3) == 2 ? 4 * MiB : 256 * MiB;  // busy 2: copies issued in 4 MiB pieces
   const int threads = static_cast<int>(st.range(4));
-  const std::uintptr_t va = be->reserve(total);
-  std::vector<PhysHandle> hs;
-  for (std::size_t off = 0; off < total; off += chunk) {
-    hs.push_back(be->create(where, chunk));
-    be->map(va + off, hs.back());
-  }
-  // Copies both ways while the driver remaps, as the movers run during training.
-  constexpr std::size_t kCopy = 256 * MiB;
-  std::uintptr_t dva = 0;
-  PhysHandle dh;
-  PinnedBuffer pin;
-  StreamHandle up = 0, down = 0;
-  if (busy) {
-    dva = be->reserve(kCopy);
-    dh = be->create(Residence::device, kCopy);
-    be->map(dva, dh);
-    pin = pinned_alloc(*be, 2 * kCopy);
-    up = be->create_stream();
-    down = be->create_stream();
-  }
+  std::unique_ptr<BusyCopies> copies;
+  if (busy) copies = std::make_unique<BusyCopies>(*be);
   RemapParts sum;
   for (auto _ : st) {
-    if (busy) {
-      const auto h = reinterpret_cast<std::uintptr_t>(pin.ptr);
-      for (std::size_t off = 0; off < 4 * kCopy; off += piece) {
-        be->copy_async(dva + off % kCopy, h + off % kCopy, piece, up);
-        be->copy_async(h + kCopy + off % kCopy, dva + off % kCopy, piece, down);
-      }
-    }
+    if (copies) copies->queue(4 * BusyCopies::kCopy, piece);
     RemapParts r;
     try {
-      r = remap_pass(*be, va, hs, batched, threads);
+      r = remap_pass(*be, chunks.va, chunks.hs, batched, threads);
     } catch (const std::exception& e) {  // a call the driver refuses (left mapped as it is: leaked)
       st.SkipWithError(e.what());
+      chunks.hs.clear();
       return;
     }
     st.SetIterationTime(r.unmap_s + r.map_s + r.access_s);
     sum.unmap_s += r.unmap_s;
     sum.map_s += r.map_s;
     sum.access_s += r.access_s;
-    if (busy) {
-      be->synchronize_stream(up);
-      be->synchronize_stream(down);
-    }
+    if (copies) copies->finish();
   }
-  const double gib = static_cast<double>(st.iterations()) * static_cast<double>(total) / (1024.0 * MiB);
+  const double gib = static_cast<double>(st.iterations()) * static_cast<double>(chunks.total) / (1024.0 * MiB);
   st.counters["unmap_ms_per_GiB"] = sum.unmap_s * 1e3 / gib;
   st.counters["map_ms_per_GiB"] = sum.map_s * 1e3 / gib;
   st.counters["access_ms_per_GiB"] = sum.access_s * 1e3 / gib;
   st.counters["remap_ms_per_GiB"] = (sum.unmap_s + sum.map_s + sum.access_s) * 1e3 / gib;
-  if (busy) {
-    be->destroy_stream(up);
-    be->destroy_stream(down);
-    pinned_free(*be, pin);
-    be->unmap(dva, kCopy);
-    be->release(dh);
-    be->unreserve(dva, kCopy);
-  }
-  for (std::size_t i = 0; i < hs.size(); ++i) be->unmap(va + i * chunk, chunk);
-  for (const PhysHandle& h : hs) be->release(h);
-  be->unreserve(va, total);
 }
 BENCHMARK(BM_RemapParts)
     ->ArgsProduct({{2, 32, 64, 128, 256}, {0, 1}, {0}, {0, 1}, {1}})
@@ -308,6 +350,69 @@ BENCHMARK(BM_RemapParts)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.2);
+
+// Whether a remap pays for the copies queued when it starts (Note [Copy window] in
+// migrate/gpu/group_mover.hpp): 256 MiB of 64 MiB chunks remapped right after `queued` MiB were
+// queued each way in 64 MiB copies, by the copy engines (engine 0) or by a copy kernel of 32 blocks
+// (engine 1). `queued_ms` is what those copies take at 55 GB/s.
+void BM_RemapBehindCopies(benchmark::State& st) {
+  VmmBackend* be = backends().cuda.get();
+  if (!be) {
+    st.SkipWithError(backends().why.c_str());
+    return;
+  }
+  const std::size_t queued = static_cast<std::size_t>(st.range(0)) * MiB;
+  MappedChunks chunks(*be, 256 * MiB, 64 * MiB, st.range(1) ? Residence::host : Residence::device);
+  BusyCopies copies(*be, st.range(2) ? 32 : 0);
+  for (auto _ : st) {
+    if (queued) copies.queue(queued, std::min<std::size_t>(queued, 64 * MiB));
+    RemapParts r;
+    try {
+      r = remap_pass(*be, chunks.va, chunks.hs, false, 1);
+    } catch (const std::exception& e) {
+      st.SkipWithError(e.what());
+      chunks.hs.clear();
+      return;
+    }
+    st.SetIterationTime(r.unmap_s + r.map_s + r.access_s);
+    copies.finish();
+  }
+  st.counters["queued_ms"] = static_cast<double>(queued) / 55e9 * 1e3;
+}
+BENCHMARK(BM_RemapBehindCopies)
+    ->ArgsProduct({{0, 16, 64, 256, 1024, 4096}, {0, 1}, {0}})
+    ->ArgsProduct({{64, 1024}, {0, 1}, {1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.2);
+
+// A copy kernel of <blocks> blocks moving 256 MiB between device memory and pinned host memory
+// (<dir> 0: host to device, 1: device to host): the link bandwidth a few SMs reach without the copy
+// engines.
+void BM_SmCopy(benchmark::State& st) {
+  VmmBackend* be = backends().cuda.get();
+  if (!be) {
+    st.SkipWithError(backends().why.c_str());
+    return;
+  }
+  const std::size_t bytes = 256 * MiB;
+  const int blocks = static_cast<int>(st.range(0));
+  MappedChunks dev(*be, bytes, bytes, Residence::device);
+  PinnedBuffer h = pinned_alloc(*be, bytes);
+  const StreamHandle s = be->create_stream();
+  const auto hp = reinterpret_cast<std::uintptr_t>(h.ptr);
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (st.range(1) == 0) sm_copy_async(*be, dev.va, hp, bytes, blocks, s);
+    else sm_copy_async(*be, hp, dev.va, bytes, blocks, s);
+    be->synchronize_stream(s);
+    st.SetIterationTime(seconds_since(t0));
+  }
+  st.SetBytesProcessed(static_cast<std::int64_t>(bytes) * st.iterations());
+  be->destroy_stream(s);
+  pinned_free(*be, h);
+}
+BENCHMARK(BM_SmCopy)->ArgsProduct({{4, 8, 16, 32, 64, 132}, {0, 1}})->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(0.2);
 
 }  // namespace
 }  // namespace tierpack::gpu::bench
