@@ -351,7 +351,7 @@ BENCHMARK(BM_RemapParts)
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.2);
 
-// Whether a remap pays for the copies queued when it starts (Note [Copy window] in
+// Whether a remap pays for the copies queued when it starts (Note [When to remap] in
 // migrate/gpu/group_mover.hpp): 256 MiB of 64 MiB chunks remapped right after `queued` MiB were
 // queued each way in 64 MiB copies, by the copy engines (engine 0) or by a copy kernel of 32 blocks
 // (engine 1). `queued_ms` is what those copies take at 55 GB/s.

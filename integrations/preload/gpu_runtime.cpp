@@ -46,8 +46,6 @@ GpuRuntime::GpuRuntime(std::unique_ptr<VmmBackend> backend, GpuRuntimeOptions op
   mo.remap_when = options_.remap_when;
   mo.remap_max_delay = options_.remap_max_delay;
   mo.copy_piece = options_.copy_piece;
-  mo.copy_window = options_.copy_window;
-  mo.copy_pause = options_.copy_pause;
   mo.on_rewrite = [this](const RewriteReport& r) { note_rewrite(r); };
   mover_ = std::make_unique<GroupMover>(*alloc_, mo);
   alloc_->set_pressure_handler([m = mover_.get()] { return m->wait_for_eviction(); });
@@ -645,8 +643,7 @@ std::string GpuRuntime::stats_json_locked(bool timelines) const {
   j["chunk"] = options_.chunk_bytes;
   j["remap"] = {{"when", options_.remap_when == RemapWhen::idle ? "idle" : "eager"},
                 {"max_delay_ms", options_.remap_max_delay.count()},
-                {"copy_piece", options_.copy_piece},
-                {"copy_window", options_.copy_window}};
+                {"copy_piece", options_.copy_piece}};
   j["spill"] = options_.spill;
   j["phase"] = phase_name(phase_);
   j["iteration"] = iteration_;
@@ -707,7 +704,6 @@ std::string GpuRuntime::stats_json_locked(bool timelines) const {
                    {"gate_hold_ms", r.moves.gate_hold_ns / 1e6},
                    {"gate_timeouts", r.moves.gate_timeouts},
                    {"busy_gates", r.moves.busy_gates},
-                   {"peak_in_flight_bytes", r.moves.peak_in_flight_bytes},
                    {"verified_chunks", r.moves.verified_chunks},
                    {"rewrites", r.moves.rewrites},
                    {"verify_ms", r.moves.verify_ns / 1e6},

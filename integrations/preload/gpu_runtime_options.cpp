@@ -23,7 +23,6 @@
 //                       (when no copy is in flight, unless something waits: Note [When to remap])
 //   remap_delay:20      idle: the longest a ready chunk waits for its remap, in milliseconds
 //   copy_piece:0        issue each chunk's copy in pieces of this size (0: one copy per chunk)
-//   copy_window:0       copy bytes in flight per direction (0: a group's copies at once; Note [Copy window])
 //   divergences:3       diverged iterations in a row before the plan is given up (1: at the first)
 //   verify:sampled      check moved chunks behind the gate and copy again what was written after the
 //                       copy: sampled (evictions in full, prefetches on 1/16 samples), all (in full:
@@ -132,11 +131,6 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
     } else if (key == "copy_piece") {
       o.copy_piece = parse_size(key, value);
       if (o.copy_piece % (std::uint64_t{1} << 20) != 0) bad(key, value, "0 or a multiple of 1M");
-    } else if (key == "copy_pause") {
-      o.copy_pause = parse_switch(key, value);
-    } else if (key == "copy_window") {
-      o.copy_window = parse_size(key, value);
-      if (o.copy_window % (std::uint64_t{1} << 20) != 0) bad(key, value, "0 or a multiple of 1M");
     } else if (key == "verify") {
       if (value == "all") o.verify = Verify::all;
       else if (value == "sampled") o.verify = Verify::sampled;
@@ -153,7 +147,7 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
                         "' (accepted keys: chunk, host_limit, spill, migrate, persistent, resident, group, headroom, "
                         "min_move, evict_lag, prewarm_threads, plan_out, profile_out, remap_threads, remap, remap_delay, "
-                        "copy_piece, copy_window, copy_pause, divergences, verify, budget)");
+                        "copy_piece, divergences, verify, budget)");
     }
   }
   return o;

@@ -36,8 +36,6 @@ struct GpuRuntimeOptions {
   RemapWhen remap_when = RemapWhen::eager;  ///< Note [When to remap]
   std::chrono::milliseconds remap_max_delay{20};
   std::size_t copy_piece = 0;  ///< chunk copies issued in pieces of this size (0: whole chunks)
-  std::size_t copy_window = 0;  ///< copy bytes in flight per direction (Note [Copy window]; 0: no limit)
-  bool copy_pause = true;       ///< with a window, no copy issued while a gate is held
   LogLevel log = LogLevel::info;
 };
 

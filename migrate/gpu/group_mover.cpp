@@ -34,7 +34,6 @@ MoverCounters& MoverCounters::operator+=(const MoverCounters& o) {
   verified_chunks += o.verified_chunks;
   rewrites += o.rewrites;
   verify_ns += o.verify_ns;
-  peak_in_flight_bytes = std::max(peak_in_flight_bytes, o.peak_in_flight_bytes);
   return *this;
 }
 
@@ -59,8 +58,6 @@ GroupMover::~GroupMover() {
   cv_.notify_all();
   for (std::thread& w : workers_) w.join();
   for (EventHandle e : events_) backend_.destroy_event(e);
-  for (auto& q : in_flight_)
-    for (const auto& [e, bytes] : q) backend_.destroy_event(e);
   for (int d = 0; d < kResidenceCount; ++d) {
     backend_.destroy_stream(copy_stream_[d]);
     if (verify_stream_[d]) backend_.destroy_stream(verify_stream_[d]);
@@ -177,13 +174,15 @@ bool GroupMover::any_outstanding_locked() const {
   return false;
 }
 
-// Acquires destination handles; the copies are issued by issue_copies (Note [Copy window]), one
-// event per chunk so that each chunk can be remapped as soon as its own copy is done (remaps of early
-// chunks overlap later chunks' copies). Called with the lock held; drops it around allocator and
-// driver calls. Returns false when the job was parked for lack of memory.
+// Acquires destination handles and issues the copies, one event per chunk so that each chunk can be
+// remapped as soon as its own copy is done (remaps of early chunks overlap later chunks' copies).
+// Called with the lock held; drops it around allocator and driver calls. Returns false when the
+// job was parked for lack of memory.
 bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
   lk.unlock();
+  const StreamHandle stream = copy_stream_[static_cast<int>(job.to)];
   MigrationTicket ticket;
+  std::vector<EventHandle> chunk_events;
   std::vector<std::uint64_t*> sums;
   const std::int64_t stride = verify_stride(job.to, job.arena);
   const bool verify = stride >= 0;
@@ -191,8 +190,21 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
   bool ok = true;
   try {
     ticket = alloc_.begin_migration(job.arena, job.to);
-    // Note [Verified remaps]: the fingerprint is taken on the device side of the copy.
-    for (const ChunkMove& m : ticket.moves) sums.push_back(verify && m.copy ? take_sum_slots() : nullptr);
+    if (!ticket.moves.empty()) {
+      if (job.after) backend_.wait(stream, job.after);
+      for (const ChunkMove& m : ticket.moves) {
+        // Note [Verified remaps]: the fingerprint is taken on the device side of the copy.
+        std::uint64_t* sum = verify && m.copy ? take_sum_slots() : nullptr;
+        sums.push_back(sum);
+        if (sum && job.to == Residence::host) backend_.checksum_async(m.va, m.bytes, job.verify_stride, sum, stream);
+        if (m.copy) copy_chunk(m.to.shadow, m.va, m.bytes, stream);
+        if (sum && job.to == Residence::device)
+          backend_.checksum_async(m.to.shadow, m.bytes, job.verify_stride, sum, stream);
+        // Also for chunks without live data: the event orders their remap after `after`.
+        chunk_events.push_back(take_event());
+        backend_.record(chunk_events.back(), stream);
+      }
+    }
   } catch (...) {
     alloc_.abort_migration(ticket);
     ticket = {};
@@ -200,14 +212,22 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
   }
   lk.lock();
   if (!ok) {
+    // The copy stream may still run what was enqueued: wait before the slots are reused.
+    lk.unlock();
+    try {
+      backend_.synchronize_stream(stream);
+    } catch (...) {
+    }
+    lk.lock();
+    for (EventHandle e : chunk_events) give_event(e);
     for (std::uint64_t* p : sums) give_sum_slots(p);
+    chunk_events.clear();
     sums.clear();
   }
   job.ticket = std::move(ticket);
-  job.chunk_events.assign(job.ticket.moves.size(), EventHandle{0});
+  job.chunk_events = std::move(chunk_events);
   job.sums = std::move(sums);
-  job.remapped = job.issued = job.piece_at = 0;
-  job.waits_enqueued = false;
+  job.remapped = 0;
   if (!ok) {
     ++counters_.failures;
     job.ticket.chunks_left = 0;
@@ -224,8 +244,7 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
     return true;
   }
   if (left > 0) {
-    // Move the rest once memory frees up; its copies are enqueued after this job's, so after
-    // this job's wait for job.after.
+    // Move the rest once memory frees up; the copy stream already waits for job.after.
     Job rest;
     rest.arena = job.arena;
     rest.to = job.to;
@@ -239,124 +258,14 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
   return true;
 }
 
-std::size_t GroupMover::issue_piece(Job& job, StreamHandle stream) {
-  if (!job.waits_enqueued) {
-    if (job.after) backend_.wait(stream, job.after);
-    job.waits_enqueued = true;
-  }
-  const std::size_t i = job.issued;
-  const ChunkMove& m = job.ticket.moves[i];
-  std::uint64_t* sum = job.sums[i];
-  if (job.piece_at == 0 && sum && job.to == Residence::host)
-    backend_.checksum_async(m.va, m.bytes, job.verify_stride, sum, stream);
-  std::size_t len = m.bytes - job.piece_at;
-  if (options_.copy_piece) len = std::min(len, options_.copy_piece);
-  if (m.copy) backend_.copy_async(m.to.shadow + job.piece_at, m.va + job.piece_at, len, stream);
-  job.piece_at += len;
-  if (job.piece_at == m.bytes) {
-    if (sum && job.to == Residence::device) backend_.checksum_async(m.to.shadow, m.bytes, job.verify_stride, sum, stream);
-    // Also for chunks without live data: the event orders their remap after `after`.
-    const EventHandle e = take_event();
-    try {
-      backend_.record(e, stream);
-    } catch (...) {
-      std::lock_guard lk(mutex_);
-      give_event(e);
-      throw;
-    }
-    job.chunk_events[i] = e;
-    job.piece_at = 0;
-    ++job.issued;
-  }
-  return m.copy ? len : 0;
-}
-
-bool GroupMover::issue_copies(std::unique_lock<std::mutex>& lk, Residence dir) {
-  const int d = static_cast<int>(dir);
-  std::vector<Job>& running = running_[d];
-  auto& flight = in_flight_[d];
-  const StreamHandle stream = copy_stream_[d];
-  const std::size_t window = options_.copy_window;
-  bool progressed = false;
-  std::vector<EventHandle> landed;
-  std::size_t failed_job = running.size();
-  std::uint64_t peak = 0;
-  lk.unlock();
-  while (!flight.empty()) {
-    bool done = true;
-    try {
-      done = backend_.query(flight.front().first);
-    } catch (...) {
-      // a failing driver: its copies fail and are counted elsewhere; do not hold the window
-    }
-    if (!done) break;
-    landed.push_back(flight.front().first);
-    in_flight_bytes_[d] -= flight.front().second;
-    flight.pop_front();
-  }
-  for (std::size_t j = 0; j < running.size(); ++j) {
-    Job& job = running[j];
-    bool stop = false;
-    while (job.issued < job.ticket.moves.size()) {
-      const bool pause = window ? in_flight_bytes_[d] >= window || (options_.copy_pause && gates_held_.load() > 0)
-                                : gates_closed_.load() > 0;
-      if (pause) {
-        stop = true;
-        break;
-      }
-      try {
-        const std::size_t bytes = issue_piece(job, stream);
-        progressed = true;
-        if (bytes) {
-          const EventHandle e = take_event();
-          flight.emplace_back(e, bytes);  // before record: a failing record still gives it back
-          in_flight_bytes_[d] += bytes;
-          backend_.record(e, stream);
-        }
-        peak = std::max<std::uint64_t>(peak, in_flight_bytes_[d]);
-      } catch (...) {
-        failed_job = j;
-        stop = true;
-        break;
-      }
-    }
-    if (stop) break;
-  }
-  if (failed_job < running.size()) {
-    // The copy stream may still run what was enqueued: wait before the handles are given back.
-    try {
-      backend_.synchronize_stream(stream);
-    } catch (...) {
-    }
-  }
-  lk.lock();
-  for (EventHandle e : landed) give_event(e);
-  counters_.peak_in_flight_bytes = std::max(counters_.peak_in_flight_bytes, peak);
-  if (failed_job < running.size()) {
-    // Give up the moves not wholly enqueued: they keep their old handles (correct data).
-    Job& job = running[failed_job];
-    MigrationTicket rest;
-    rest.arena = job.ticket.arena;
-    rest.to = job.ticket.to;
-    rest.moves.assign(job.ticket.moves.begin() + static_cast<std::ptrdiff_t>(job.issued), job.ticket.moves.end());
-    for (std::size_t i = job.issued; i < job.sums.size(); ++i) give_sum_slots(job.sums[i]);
-    job.ticket.moves.resize(job.issued);
-    job.sums.resize(job.issued);
-    job.chunk_events.resize(job.issued);
-    job.piece_at = 0;
-    job.failed = true;
-    lk.unlock();
-    alloc_.abort_migration(rest);
-    lk.lock();
-    progressed = true;
-  }
-  return progressed;
+void GroupMover::copy_chunk(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, StreamHandle s) {
+  const std::size_t piece = options_.copy_piece ? options_.copy_piece : bytes;
+  for (std::size_t off = 0; off < bytes; off += piece) backend_.copy_async(dst + off, src + off, std::min(piece, bytes - off), s);
 }
 
 bool GroupMover::copying(const std::vector<Job>& running) {
   for (const Job& j : running) {
-    if (j.remapped >= j.ticket.moves.size()) continue;
-    if (j.issued < j.ticket.moves.size()) return true;  // more to copy
+    if (j.remapped >= j.chunk_events.size()) continue;
     try {
       if (!backend_.query(j.chunk_events.back())) return true;  // one copy stream: the last event is the latest
     } catch (...) {
@@ -414,10 +323,6 @@ void GroupMover::open_gates(Residence dir) noexcept {
   GateState& g = gate_[static_cast<int>(dir)];
   for (GateHandle h : g.gates) backend_.open_gate(h);
   g.gates.clear();
-  if (g.held) {
-    --gates_held_;
-    g.held = false;
-  }
   if (g.closed) {
     --gates_closed_;
     gate_owner_.unlock();
@@ -477,17 +382,15 @@ void GroupMover::remap_ready(std::unique_lock<std::mutex>& lk, Residence dir) {
     Job& job = running[j];
     std::size_t end = job.remapped;
     try {
-      while (end < job.issued && backend_.query(job.chunk_events[end])) ++end;
+      while (end < job.ticket.moves.size() && backend_.query(job.chunk_events[end])) ++end;
     } catch (...) {
-      end = job.issued;  // a failing driver: the remap attempts fail and are counted
+      end = job.ticket.moves.size();  // a failing driver: the remap attempts fail and are counted
     }
     ends[j] = end;
   }
   std::vector<MigrationTicket> done(running.size()), failed(running.size());
   GateState& gate = gate_[static_cast<int>(dir)];
   const bool busy = copying_[0].load() || copying_[1].load() || copying(running);
-  gate.held = true;  // Note [Copy window]: no copy is issued from here until the gates open
-  ++gates_held_;
   lk.unlock();
   const auto t0 = std::chrono::steady_clock::now();
   // The batch: every (job, move) whose copy is done; remapped by up to remap_threads threads.
@@ -624,7 +527,7 @@ void GroupMover::run(Residence dir) {
     if (!gate.closed) {
       bool ready = false;
       for (Job& job : running) {
-        if (job.remapped >= job.issued) continue;
+        if (job.remapped >= job.ticket.moves.size()) continue;
         try {
           ready = backend_.query(job.chunk_events[job.remapped]);
         } catch (...) {
@@ -646,14 +549,12 @@ void GroupMover::run(Residence dir) {
             for (std::size_t i = job.remapped; i < job.ticket.moves.size(); ++i) failed.moves.push_back(job.ticket.moves[i]);
             lk.unlock();
             try {
-              backend_.synchronize_stream(copy_stream_[static_cast<int>(dir)]);  // copies enqueued so far
+              for (std::size_t i = job.remapped; i < job.ticket.moves.size(); ++i) backend_.synchronize(job.chunk_events[i]);
             } catch (...) {
             }
             alloc_.abort_migration(failed);
             lk.lock();
             retire_moves(job, job.ticket.moves.size());
-            job.issued = job.ticket.moves.size();  // nothing more is copied for it
-            job.piece_at = 0;
             job.failed = true;
           }
           progressed = true;
@@ -741,11 +642,6 @@ void GroupMover::run(Residence dir) {
         break;  // the queue may have changed while unlocked
       }
     }
-    // Note [Copy window]: the running jobs' copies, in order, as the window lets them.
-    // With a window, also while the other worker's gates are closed (issue_copies pauses only while
-    // they are held); no allocator call is made with this worker's own gates closed.
-    if (!gate.closed && (options_.copy_window || gates_closed_.load() == 0) && !running.empty() && issue_copies(lk, dir))
-      progressed = true;
     if (!have_queued)
       for (const Job& j : queue_) have_queued |= j.to == dir;
     if (stop_ && !have_queued && running.empty() && !gate.closed) return;

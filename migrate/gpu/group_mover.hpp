@@ -70,17 +70,16 @@
 // counted as busy when copies were in flight (MoverCounters::busy_gates). RemapWhen::eager remaps
 // as soon as any copy is done (the earlier behaviour). Copies can also be issued in pieces of
 // `copy_piece` bytes.
-// Note [Copy window]
-// Copies are issued by each direction's worker, in order (job by job, chunk by chunk, piece by
-// piece), and with `copy_window` > 0 only while fewer than that many bytes are in flight in its
-// direction; no piece is issued while a gate is held (reached, remaps running). The driver's remap
-// calls wait for copies running on the copy engines (BM_RemapBehindCopies on an H200: remapping 256
-// MiB of device chunks takes 0.19 ms idle, 0.44 ms behind a 16 MiB copy, 1.4 ms behind 64 MiB, ~4.2
-// ms behind 256 MiB or more: about one 64 MiB copy per chunk remapped), so the pieces in flight when
-// a gate is reached bound what its remaps wait for. Copies go on while the streams drain to a closed
-// gate (that can take milliseconds of queued compute). Each piece in flight has an event of its own (the chunk events belong
-// to the remap and go back to the pool when it is done). The first piece of a job enqueues its
-// copy stream's wait for the job's `after` event, so nothing is enqueued out of order.
+// What a remap waits for (bench/results/gpu-h200-2026-11-30): the driver's calls finish after the
+// copy running on the copy engines, about one 64 MiB copy per chunk remapped, not the whole queue
+// (BM_RemapBehindCopies: 256 MiB of device chunks 0.19 ms idle, 1.4 ms behind one 64 MiB copy, ~4.2
+// ms behind 256 MiB or more); copies done by kernels instead are waited for as well (host chunks
+// longer: 35 ms behind 1 GiB of kernel copies). A copy window (each worker issuing its copies piece
+// by piece with a bound on the bytes in flight, commit a822471) cut the compute held behind gates
+// on GPT-2 large at 60% from 462 to 234-354 ms per step, but every window tried was slower overall
+// (803-1322 ms against 759): the worker that issues a direction's copies is the one that remaps, so
+// the link idled while it did. It was removed. Idle remaps still cost ~12.7 ms per GiB each way
+// (12 of it mapping host memory, with or without huge pages), which bounds any remapping mover.
 // Deadlocks: gates on several streams can form a cycle with the streams' own cross-stream waits
 // (stream A waits for an event that stream B records after B's gate, enqueued while the gates were
 // being closed one by one), and two sets of gates closed at once can interleave in opposite orders.
@@ -130,8 +129,6 @@ struct MoverCounters {
   std::uint64_t verified_chunks = 0;  ///< chunks checked behind a gate (Note [Verified remaps])
   std::uint64_t rewrites = 0;         ///< of those, found written after their copy and copied again
   double verify_ns = 0;               ///< time behind gates spent checking and copying again
-  /// Most copy bytes in flight in one direction at once (Note [Copy window]); a maximum, not a sum.
-  std::uint64_t peak_in_flight_bytes = 0;
 
   MoverCounters& operator+=(const MoverCounters& o);
 };
@@ -162,9 +159,6 @@ struct MoverOptions {
   RemapWhen remap_when = RemapWhen::eager;
   std::chrono::milliseconds remap_max_delay{20};  ///< RemapWhen::idle: a ready chunk waits at most this long
   std::size_t copy_piece = 0;  ///< a chunk's copy is issued in pieces of this many bytes (0: one copy)
-  /// Bytes of copies in flight per direction (Note [Copy window]; 0: a job's copies all at once).
-  std::size_t copy_window = 0;
-  bool copy_pause = true;  ///< with a window: issue no copy while a gate is held (Note [Copy window])
   /// Called on a mover thread, no lock held, gates open, for every rewrite (diagnostics).
   std::function<void(const RewriteReport&)> on_rewrite;
 };
@@ -203,13 +197,10 @@ class GroupMover {
     Residence to = Residence::host;
     EventHandle after = 0;
     MigrationTicket ticket;
-    std::vector<EventHandle> chunk_events;  // one per move, recorded after its copy (0 until issued)
+    std::vector<EventHandle> chunk_events;  // one per move, recorded after its copy
     std::vector<std::uint64_t*> sums;       // per move: checksum after the copy, behind the gate (2 slots), or null
     std::size_t verify_stride = 0;          // 0: full checksums, else sampled (Verify::sampled)
     std::size_t remapped = 0;               // moves [0, remapped) are done
-    std::size_t issued = 0;                 // moves [0, issued) have their copies enqueued
-    std::size_t piece_at = 0;               // bytes of move `issued` already enqueued
-    bool waits_enqueued = false;            // the copy stream's wait for `after` is enqueued
     bool moved = false;
     bool failed = false;
     bool parked = false;     // waiting for destination memory
@@ -241,12 +232,7 @@ class GroupMover {
   bool copying(const std::vector<Job>& running);
   /// Note [When to remap]: whether ready chunks of `dir` may be remapped now. Lock held.
   bool remap_due_locked(Residence dir, const std::vector<Job>& running);
-  /// Note [Copy window]: issues running jobs' copies of `dir` in order while the window has room.
-  /// Lock held on entry and exit. Returns true when it issued something or gave up a job's rest.
-  bool issue_copies(std::unique_lock<std::mutex>& lk, Residence dir);
-  /// Enqueues the next piece of `job` (its wait for `after` first, checksums around the chunk).
-  /// Returns the bytes it copied. Lock not held.
-  std::size_t issue_piece(Job& job, StreamHandle stream);
+  void copy_chunk(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, StreamHandle s);
   std::uint64_t evictions_pending_locked() const;
   bool any_outstanding_locked() const;
 
@@ -266,16 +252,11 @@ class GroupMover {
     std::vector<GateHandle> gates;
     std::chrono::steady_clock::time_point closed_at;
     bool closed = false;
-    bool held = false;  // reached: the remaps run (Note [Copy window])
   };
   GateState gate_[kResidenceCount];
   std::vector<ArenaId> issuing_;  // arenas whose job a worker is issuing (out of queue_ and running_)
   std::atomic<bool> copying_[kResidenceCount] = {false, false};  // published by each worker
-  // Note [Copy window]: pieces in flight (event, bytes) by direction; only its worker touches them.
-  std::deque<std::pair<EventHandle, std::size_t>> in_flight_[kResidenceCount];
-  std::size_t in_flight_bytes_[kResidenceCount] = {0, 0};
   std::atomic<int> gates_closed_{0};
-  std::atomic<int> gates_held_{0};  // gates reached and not yet opened (Note [Copy window])
   bool ready_seen_[kResidenceCount] = {false, false};
   std::chrono::steady_clock::time_point ready_since_[kResidenceCount];
   std::unordered_map<ArenaId, int> ensure_waiting_;  // arenas a training thread waits for

@@ -378,55 +378,6 @@ TEST(GroupMoverTwin, IdleRemapsWaitForTheCopiesAndBatchThem) {
   EXPECT_GE(c[0].gates, 4u) << "eager mode: one gate per finished chunk copy (the negative control)";
 }
 
-// Note [Copy window]: with a window, no more than its bytes are in flight per direction (the negative
-// control, no window, queues whole groups), and every byte still arrives, in both directions at once.
-TEST(GroupMoverTwin, ACopyWindowBoundsTheCopiesInFlight) {
-  TwinDeviceOptions o;
-  o.copy_delay = std::chrono::milliseconds(2);
-  auto dev = make_twin_device(o);
-  const GpuAllocatorOptions ao = twin_allocator_options(o);
-  MoverCounters c[2];
-  for (int windowed = 0; windowed < 2; ++windowed) {
-    GpuAllocator alloc(dev->backend(), ao);
-    MoverOptions mo;
-    mo.copy_piece = o.chunk_bytes / 2;
-    mo.copy_window = windowed ? o.chunk_bytes : 0;
-    GroupMover mover(alloc, mo);
-    std::vector<ArenaId> arenas;
-    std::vector<void*> blocks;
-    for (int g = 0; g < 4; ++g) {
-      arenas.push_back(alloc.create_arena("g"));
-      blocks.push_back(alloc.allocate(3 * o.chunk_bytes, 0, arenas.back()));
-      dev->fill(reinterpret_cast<std::uintptr_t>(blocks.back()), 3 * o.chunk_bytes, 60 + g, 0);
-    }
-    mover.evict(arenas[0], 0);
-    mover.evict(arenas[1], 0);
-    mover.drain();
-    mover.take_counters();
-    mover.evict(arenas[2], 0);
-    mover.evict(arenas[3], 0);
-    mover.prefetch(arenas[0], 0);
-    mover.prefetch(arenas[1], 0);
-    EXPECT_TRUE(mover.ensure_resident(arenas[0]));
-    EXPECT_TRUE(mover.ensure_resident(arenas[1]));
-    mover.drain();
-    c[windowed] = mover.take_counters();
-    const char* mode = windowed ? "window" : "no window";
-    EXPECT_EQ(c[windowed].bytes_to_host, 6 * o.chunk_bytes) << mode;
-    EXPECT_EQ(c[windowed].bytes_to_device, 6 * o.chunk_bytes) << mode;
-    EXPECT_EQ(c[windowed].failures, 0u) << mode;
-    for (int g = 0; g < 4; ++g) dev->check(reinterpret_cast<std::uintptr_t>(blocks[g]), 3 * o.chunk_bytes, 60 + g, 0);
-    dev->backend().synchronize_stream(0);
-    EXPECT_EQ(dev->take_mismatches(), 0u) << mode;
-    for (int g = 0; g < 2; ++g) EXPECT_EQ(alloc.residency(arenas[g]).host_bytes, 0u) << mode;
-    for (int g = 2; g < 4; ++g) EXPECT_EQ(alloc.residency(arenas[g]).device_bytes, 0u) << mode;
-    for (void* p : blocks) alloc.deallocate(p);
-  }
-  EXPECT_LE(c[1].peak_in_flight_bytes, o.chunk_bytes) << "the window was exceeded";
-  EXPECT_GT(c[1].peak_in_flight_bytes, 0u);
-  EXPECT_GE(c[0].peak_in_flight_bytes, 3 * o.chunk_bytes) << "without a window a group's copies are queued at once";
-}
-
 // ... but a group a training thread waits for is remapped at once, even while other copies run.
 TEST(GroupMoverTwin, IdleRemapsDoNotKeepAWaitingThreadWaiting) {
   TwinDeviceOptions o;

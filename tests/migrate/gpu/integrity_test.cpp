@@ -41,14 +41,6 @@ TYPED_TEST(IntegrityTest, RandomMigrationsWithIdleRemapsKeepEveryByte) {
   this->random_migrations(mo, env_count("TIERPACK_STRESS_MIGRATIONS", 10000) / 4);
 }
 
-// The same with copies issued in pieces through a window of one piece (Note [Copy window]).
-TYPED_TEST(IntegrityTest, RandomMigrationsThroughACopyWindowKeepEveryByte) {
-  MoverOptions mo;
-  mo.copy_piece = std::size_t{1} << 20;
-  mo.copy_window = mo.copy_piece;
-  this->random_migrations(mo, env_count("TIERPACK_STRESS_MIGRATIONS", 10000) / 4);
-}
-
 template <class Kind>
 void IntegrityTest<Kind>::random_migrations(const MoverOptions& mover_options, std::uint64_t target) {
   using TypeParam = Kind;
