@@ -11,7 +11,7 @@
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "core/tier_spec.hpp"
-#include "report/run_stats.hpp"
+#include "core/run_stats.hpp"
 
 namespace tierpack::report {
 

@@ -935,6 +935,11 @@ AllocatorStats GpuAllocator::stats() const {
 
 std::uint64_t GpuAllocator::device_bytes() const { return impl_->pools[0]->owned_bytes(); }
 
+std::uint64_t GpuAllocator::segment_bytes(Residence where) const {
+  std::lock_guard lk(impl_->m);
+  return impl_->st.segment_bytes[static_cast<int>(where)];
+}
+
 void GpuAllocator::reset_peaks() {
   auto& I = *impl_;
   std::lock_guard lk(I.m);

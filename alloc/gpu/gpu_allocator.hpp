@@ -179,6 +179,8 @@ class GpuAllocator {
   AllocatorStats stats() const;
   /// Device memory held (what the budget limits); cheaper than stats().
   std::uint64_t device_bytes() const;
+  /// Bytes of chunks held by segments (holding blocks or cached for them) on `where`.
+  std::uint64_t segment_bytes(Residence where) const;
   void reset_peaks();
   /// "resident: 14.2 GiB on gpu0 (budget 16.0 GiB; 12.1 GiB allocated), 3.0 GiB on host".
   std::string describe() const;

@@ -18,7 +18,7 @@
 #include "integrations/cli/rank_files.hpp"
 #include "report/rank_overview.hpp"
 #include "report/report_writer.hpp"
-#include "report/run_stats.hpp"
+#include "core/run_stats.hpp"
 
 namespace tierpack::cli {
 
@@ -65,9 +65,9 @@ OneReport write_one(const std::string& profile_path, const std::optional<std::st
     inputs.plan = &*plan;
     inputs.plan_path = *plan_path;
   }
-  std::optional<report::RunStats> run;
+  std::optional<RunStats> run;
   if (stats_path) {
-    run = report::read_run_stats(*stats_path);
+    run = read_run_stats(*stats_path);
     inputs.run_stats = &*run;
     inputs.run_stats_path = *stats_path;
   }

@@ -14,6 +14,9 @@
 #include "migrate/gpu/trace_align.hpp"
 
 namespace tierpack::gpu {
+namespace {
+constexpr TierId kGpuTier = 0, kHostTier = 1;  // GpuRuntime::topology()
+}  // namespace
 
 const char* GpuRuntime::phase_name(Phase p) {
   switch (p) {
@@ -87,7 +90,9 @@ void GpuRuntime::tick_locked(StreamHandle stream) {
   ++clock_;
   clock_now_.store(clock_, std::memory_order_relaxed);
   if (phase_ == Phase::planned && executor_) executor_->advance(clock_, stream);
-  if (clock_ % timeline_stride_ == 0 && timeline_.size() < 4096) timeline_.emplace_back(clock_, alloc_->device_bytes());
+  if (clock_ % timeline_stride_ == 0 && timeline_.size() < 4096)
+    timeline_.push_back({clock_, since_start_ns(), alloc_->device_bytes(),
+                         {alloc_->segment_bytes(Residence::device), alloc_->segment_bytes(Residence::host)}});
 }
 
 void* GpuRuntime::allocate(std::size_t bytes, StreamHandle stream) {
@@ -316,6 +321,25 @@ void GpuRuntime::repair_locked() {
 // arguments only): a tensor allocated inside an op is its output, everything else an input. This
 // is the value the placer and the simulator take (Profile -> placer -> Plan); the runtime's own
 // planner (migrate/gpu/trace_planner.hpp) still plans the GPU moves from the same trace.
+Topology GpuRuntime::topology() const {
+  Topology t;
+  Tier gpu;
+  gpu.kind = TierKind::gpu;
+  gpu.name = "gpu" + std::to_string(device_);
+  gpu.device = device_;
+  gpu.capacity_bytes = backend_->info().device_bytes;
+  gpu.page_size = options_.chunk_bytes;
+  gpu.source = backend_->info().name;
+  Tier host;
+  host.kind = TierKind::host_dram;
+  host.name = "host";
+  host.numa_node = backend_->info().host_numa_node;
+  host.page_size = options_.chunk_bytes;
+  host.source = backend_->info().name;
+  if (t.add(gpu) != kGpuTier || t.add(host) != kHostTier) throw logic_error("GPU runtime topology: unexpected tier ids");
+  return t;
+}
+
 void GpuRuntime::write_profile_locked() {
   Profile p;
   p.meta.tool_version = "tierpack gpu runtime";
@@ -326,21 +350,8 @@ void GpuRuntime::write_profile_locked() {
   p.meta.iterations_observed = iteration_;
   p.meta.profiled_iteration = iteration_;
   p.meta.iteration_source = "optimizer-step";
-  Tier gpu;
-  gpu.kind = TierKind::gpu;
-  gpu.name = "gpu" + std::to_string(device_);
-  gpu.device = device_;
-  gpu.capacity_bytes = backend_->info().device_bytes;
-  gpu.page_size = options_.chunk_bytes;
-  gpu.source = backend_->info().name;
-  const TierId gpu_id = p.topology.add(gpu);
-  Tier host;
-  host.kind = TierKind::host_dram;
-  host.name = "host";
-  host.numa_node = backend_->info().host_numa_node;
-  host.page_size = options_.chunk_bytes;
-  host.source = backend_->info().name;
-  const TierId host_id = p.topology.add(host);
+  p.topology = topology();
+  const TierId gpu_id = kGpuTier, host_id = kHostTier;
   p.ops = profile_ops_;
   const auto n_ops = static_cast<OpIndex>(p.ops.size());
   p.tensors.resize(trace_.tensors.size());
@@ -530,7 +541,10 @@ bool GpuRuntime::iteration() {
   r.phase = phase_;
   r.events = clock_;
   r.allocations = seq_;
-  if (phase_ == Phase::planned && executor_) executor_->end_iteration(stream_);
+  if (phase_ == Phase::planned && executor_) {
+    executor_->end_iteration(stream_);
+    r.log = executor_->take_log();
+  }
   if (phase_ == Phase::planned && seq_ != planned_allocations_)
     diverge_locked("iteration " + std::to_string(iteration_) + " made " + std::to_string(seq_) +
                    " allocations, the traced one " + std::to_string(planned_allocations_));
@@ -620,6 +634,74 @@ void GpuRuntime::write_stats_locked() const {
     if (!out) return;
   }
   std::rename(tmp.c_str(), path.c_str());
+  // Note [GPU run statistics], the same way.
+  const std::string run_path = run_stats_path(options_.stats_out, device_);
+  try {
+    write_run_stats(run_stats_locked(), run_path + ".tmp");
+    std::rename((run_path + ".tmp").c_str(), run_path.c_str());
+  } catch (const std::exception&) {
+    // best effort, as above
+  }
+}
+
+// Note [GPU run statistics]
+// Beside its own statistics the GPU tier writes the run-statistics value the report reads
+// (core/run_stats.hpp, docs/report.md: `tierpack report <profile> --run-stats <stats>.gpu<N>.run.json`),
+// rewritten with the other file every iteration. Tiers are the runtime's topology (tier 0 gpu<N>,
+// tier 1 host), as in the profile profile_out writes, so the two go together. Every planned
+// iteration (as with `tierpack run --stats`: warm-up and traced iterations are left out) gives its
+// step time, bytes each way (to the fast tier: prefetches) and stalls; the last one (the sampled
+// iteration) also gives
+//   occupancy  bytes of chunks holding blocks on each tier (segments, cached free blocks included),
+//              ~256 samples at allocator events, times from the iteration's start;
+//   moves      each move of the schedule as issued (start) and over (end: the first clock tick
+//              after the mover finished it, at most ~0.2 ms later; moves still running at the end
+//              of the iteration end there);
+//   stalls     clock ticks that waited for a prefetch (op = the plan's clock: op index with the op
+//              observer, else allocator events).
+// Group ids are the runtime planner's (its plan_out file), not a placer plan's.
+RunStats GpuRuntime::run_stats_locked() const {
+  RunStats s;
+  s.source = "tierpack gpu runtime (gpu" + std::to_string(device_) + ")";
+  s.fast_budget_bytes = budget_bytes_;
+  const IterationRecord* sampled = nullptr;
+  for (const IterationRecord& r : history_) {
+    if (r.phase != Phase::planned) continue;  // as `tierpack run --stats`: iterations under the plan
+    RunIteration it;
+    it.index = r.iteration;
+    it.step_ns = static_cast<std::uint64_t>(r.seconds * 1e9);
+    it.bytes_to_fast = r.moves.bytes_to_device;
+    it.bytes_to_slow = r.moves.bytes_to_host;
+    it.stalls = static_cast<std::uint32_t>(r.moves.stalls);
+    it.stall_ns = static_cast<std::uint64_t>(r.moves.stall_ns);
+    s.iterations.push_back(it);
+    sampled = &r;
+  }
+  if (!sampled) return s;
+  s.sampled_iteration = sampled->iteration;
+  for (const TimelineSample& t : sampled->timeline) {
+    s.occupancy.push_back({t.t_ns, kGpuTier, t.segment_bytes[static_cast<int>(Residence::device)]});
+    s.occupancy.push_back({t.t_ns, kHostTier, t.segment_bytes[static_cast<int>(Residence::host)]});
+  }
+  for (const ExecutedMove& e : sampled->log.moves) {
+    MeasuredMove m;
+    m.group = e.move.group;
+    m.kind = e.move.kind;
+    const bool out = e.move.kind == MoveKind::evict;
+    m.from = out ? kGpuTier : kHostTier;
+    m.to = out ? kHostTier : kGpuTier;
+    m.bytes = e.move.bytes;
+    m.start_ns = e.start_ns;
+    m.end_ns = std::max(e.end_ns, e.start_ns);
+    s.moves.push_back(m);
+  }
+  for (const ExecutedStall& st : sampled->log.stalls)
+    s.stalls.push_back({static_cast<OpIndex>(st.clock), st.group, st.start_ns, st.duration_ns});
+  return s;
+}
+
+std::string GpuRuntime::run_stats_path(const std::string& stats_out, int device) {
+  return stats_out.empty() ? std::string() : device_sibling_path(stats_out, device, ".run.json");
 }
 
 std::string GpuRuntime::stats_json_locked(bool timelines) const {
@@ -683,7 +765,7 @@ std::string GpuRuntime::stats_json_locked(bool timelines) const {
   for (const IterationRecord& r : history_) {
     json tl = json::array();
     if (timelines)
-      for (auto& [c, b] : r.timeline) tl.push_back({c, b});
+      for (const TimelineSample& s : r.timeline) tl.push_back({s.clock, s.device_bytes});
     its.push_back({{"iteration", r.iteration},
                    {"phase", phase_name(r.phase)},
                    {"events", r.events},

@@ -45,6 +45,7 @@
 #include "alloc/gpu/gpu_allocator.hpp"
 #include "core/plan.hpp"
 #include "core/profile.hpp"
+#include "core/run_stats.hpp"
 #include "integrations/preload/gpu_runtime_options.hpp"
 #include "migrate/gpu/group_mover.hpp"
 #include "migrate/gpu/schedule_executor.hpp"
@@ -79,6 +80,8 @@ class GpuRuntime {
   /// Where the statistics go when TIERPACK_CONF has stats_out=S: S without its extension +
   /// ".gpu<N>.json" (`tierpack run` reads them). "" without stats_out.
   static std::string stats_path(const std::string& stats_out, int device);
+  /// Where the run statistics for the report go (Note [GPU run statistics]): <stats>.gpu<N>.run.json.
+  static std::string run_stats_path(const std::string& stats_out, int device);
   AllocatorStats allocator_stats() const { return alloc_->stats(); }
   void reset_peaks() { alloc_->reset_peaks(); }
   GpuAllocator& allocator() { return *alloc_; }
@@ -104,6 +107,12 @@ class GpuRuntime {
     std::uint64_t bytes = 0;
     ArenaId arena = kDefaultArena;
   };
+  struct TimelineSample {
+    std::int64_t clock = 0;
+    std::uint64_t t_ns = 0;          // from the iteration's start
+    std::uint64_t device_bytes = 0;  // device handles held (the budget's measure)
+    std::uint64_t segment_bytes[kResidenceCount] = {0, 0};  // chunks holding blocks, by residence
+  };
   struct IterationRecord {
     int iteration = 0;
     Phase phase = Phase::warmup;
@@ -118,7 +127,8 @@ class GpuRuntime {
     double pressure_wait_ns = 0;        // in this iteration
     std::uint64_t closed_arena_fallbacks = 0;  // in this iteration
     double seconds = 0;
-    std::vector<std::pair<std::int64_t, std::uint64_t>> timeline;  // (clock, device bytes)
+    std::vector<TimelineSample> timeline;
+    ExecutionLog log;  // planned iterations: the moves and stalls as they ran
   };
 
   void tick_locked(StreamHandle stream);  // advances the clock and the executor
@@ -128,6 +138,8 @@ class GpuRuntime {
   void diverge_locked(const std::string& why);
   void write_profile_locked();
   std::string stats_json_locked(bool timelines) const;
+  RunStats run_stats_locked() const;  // Note [GPU run statistics]
+  Topology topology() const;          // gpu<N> (tier 0) and host (tier 1), as the profile and run statistics name them
   void write_stats_locked() const;  // Note [GPU statistics file]
   std::uint64_t since_start_ns() const;
   void log(const std::string& line) const;
@@ -164,7 +176,7 @@ class GpuRuntime {
   int consecutive_divergences_ = 0;
   std::vector<IterationRecord> history_;
   AllocatorStats stats_at_start_;  // the allocator's counters when the current iteration began
-  std::vector<std::pair<std::int64_t, std::uint64_t>> timeline_;
+  std::vector<TimelineSample> timeline_;
   std::int64_t timeline_stride_ = 1;
   std::vector<std::thread> prewarm_;
   std::vector<OpRecord> profile_ops_;

@@ -467,14 +467,14 @@ bool RunController::residency_at_exit(std::map<int, std::uint64_t>& runtime_node
 void RunController::write_stats() noexcept {
   if (config_.stats_out.empty()) return;
   try {
-    report::RunStats s;
+    RunStats s;
     s.source = "tierpack run";
     s.fast_budget_bytes = plan_.fast_budget_bytes;
     s.sampled_iteration = sampled_;
     nlohmann::json extra = nlohmann::json::array();
     for (const RunIterationRecord& r : iterations_) {
       if (r.planned) {
-        report::RunIteration it;
+        RunIteration it;
         it.index = r.index;
         it.step_ns = r.step_ns;
         it.bytes_to_fast = r.stats.moves.bytes_to_fast;

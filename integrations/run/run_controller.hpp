@@ -6,7 +6,7 @@
 //   2. at the end of the last profiled iteration, on the training thread: snapshot -> Profile ->
 //      placer plan under the fast budget -> a HostRuntime (migrate/host) with that plan; new CPU
 //      tensors come from it from the next iteration on, op events drive its moves;
-//   3. at exit: per-iteration status lines, the run statistics file (report/run_stats.hpp format,
+//   3. at exit: per-iteration status lines, the run statistics file (core/run_stats.hpp format,
 //      plus a "tierpack_run" section) and, with a profile path, the plan next to it.
 // With a plan given (config.plan_in) phase 1 is skipped: the runtime serves every tensor from the start.
 //
@@ -51,7 +51,7 @@
 #include "integrations/session/profiling_arena.hpp"
 #include "integrations/session/session.hpp"
 #include "migrate/host/host_runtime.hpp"
-#include "report/run_stats.hpp"
+#include "core/run_stats.hpp"
 
 namespace tierpack {
 
@@ -152,8 +152,8 @@ class RunController final : public EventListener {
   std::mutex mu_;  // guards everything below (op events may come from several threads)
   std::chrono::steady_clock::time_point iter_start_;
   std::vector<RunIterationRecord> iterations_;
-  std::vector<report::OccupancySample> occ_now_, occ_last_;
-  std::vector<report::MeasuredMove> moves_now_, moves_last_;
+  std::vector<OccupancySample> occ_now_, occ_last_;
+  std::vector<MeasuredMove> moves_now_, moves_last_;
   std::vector<std::size_t> pending_;  // indices into moves_now_ not yet seen complete
   std::int32_t sampled_ = -1;
   std::atomic<bool> finished_{false};

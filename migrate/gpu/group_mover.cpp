@@ -120,34 +120,46 @@ void GroupMover::give_event(EventHandle e) {
   if (e) events_.push_back(e);  // mutex_ held by the caller
 }
 
-void GroupMover::evict(ArenaId arena, StreamHandle after) {
+std::uint64_t GroupMover::evict(ArenaId arena, StreamHandle after) {
   alloc_.set_arena_closed(arena, true);  // from now on no new tensor lands in it
   Job job;
   job.arena = arena;
   job.to = Residence::host;
   job.after = take_event();
   backend_.record(job.after, after);
+  std::uint64_t n = 0;
   {
     std::lock_guard lk(mutex_);
     ++outstanding_[arena];
     ++eviction_jobs_;
+    n = ++requests_made_[arena];
     queue_.push_back(std::move(job));
   }
   cv_.notify_all();
+  return n;
 }
 
-void GroupMover::prefetch(ArenaId arena, StreamHandle after) {
+std::uint64_t GroupMover::prefetch(ArenaId arena, StreamHandle after) {
   Job job;
   job.arena = arena;
   job.to = Residence::device;
   job.after = take_event();
   backend_.record(job.after, after);
+  std::uint64_t n = 0;
   {
     std::lock_guard lk(mutex_);
     ++outstanding_[arena];
+    n = ++requests_made_[arena];
     queue_.push_back(std::move(job));
   }
   cv_.notify_all();
+  return n;
+}
+
+bool GroupMover::request_done(ArenaId arena, std::uint64_t n) const {
+  std::lock_guard lk(mutex_);
+  auto it = requests_done_.find(arena);
+  return it != requests_done_.end() && it->second >= n;
 }
 
 bool GroupMover::busy_locked(ArenaId arena) const {
@@ -253,6 +265,7 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
     ++outstanding_[job.arena];
     if (rest.to == Residence::host) ++eviction_jobs_;
     queue_.push_front(std::move(rest));
+    job.continued = true;
   }
   running_[static_cast<int>(job.to)].push_back(std::move(job));
   return true;
@@ -510,6 +523,7 @@ void GroupMover::finish(Job& job) {
   counters_.failures += job.failed ? 1 : 0;
   give_event(job.after);
   job.after = 0;
+  if (!job.continued) ++requests_done_[job.arena];
   if (--outstanding_[job.arena] == 0 && job.to == Residence::device) alloc_.set_arena_closed(job.arena, false);
   cv_.notify_all();
 }
@@ -652,7 +666,7 @@ void GroupMover::run(Residence dir) {
   }
 }
 
-bool GroupMover::ensure_resident(ArenaId arena) {
+bool GroupMover::ensure_resident(ArenaId arena, bool* waited_out) {
   const auto t0 = std::chrono::steady_clock::now();
   bool waited = false;
   {
@@ -687,6 +701,7 @@ bool GroupMover::ensure_resident(ArenaId arena) {
       counters_.stall_ns += since_ns(t0);
     }
   }
+  if (waited_out) *waited_out = waited;
   const ArenaResidency r = alloc_.residency(arena);
   const bool resident = r.host_bytes == 0 && r.moving_bytes == 0;
   if (!resident) {

@@ -170,13 +170,18 @@ class GroupMover {
   GroupMover(const GroupMover&) = delete;
   GroupMover& operator=(const GroupMover&) = delete;
 
-  /// Moves `arena` to the host once the work enqueued on `after` so far has run.
-  void evict(ArenaId arena, StreamHandle after);
-  /// Moves `arena` to the device; copies start after the work enqueued on `after` so far.
-  void prefetch(ArenaId arena, StreamHandle after);
-  /// Waits until `arena`'s queued moves are done (a stall when it has to wait). Returns true when
-  /// the arena is then entirely on the device.
-  bool ensure_resident(ArenaId arena);
+  /// Moves `arena` to the host once the work enqueued on `after` so far has run. Returns the
+  /// request's number among `arena`'s requests (1, 2, ...: see request_done).
+  std::uint64_t evict(ArenaId arena, StreamHandle after);
+  /// Moves `arena` to the device; copies start after the work enqueued on `after` so far. Returns
+  /// the request's number, as evict().
+  std::uint64_t prefetch(ArenaId arena, StreamHandle after);
+  /// Whether `arena`'s request number `n` is over (moved, given up or failed): requests of one arena
+  /// complete in order.
+  bool request_done(ArenaId arena, std::uint64_t n) const;
+  /// Waits until `arena`'s queued moves are done (a stall when it has to wait; `waited` says whether
+  /// it did). Returns true when the arena is then entirely on the device.
+  bool ensure_resident(ArenaId arena, bool* waited = nullptr);
   /// Waits for every queued move.
   void drain();
   /// Pressure handler for the allocator: waits for one eviction to complete; false when none is
@@ -205,6 +210,7 @@ class GroupMover {
     bool failed = false;
     bool parked = false;     // waiting for destination memory
     bool cancelled = false;  // given up by ensure_resident
+    bool continued = false;  // a rest job carries on the request: it completes when the rest does
     std::uint64_t evictions_seen = 0;
   };
 
@@ -265,6 +271,7 @@ class GroupMover {
   std::mutex gate_owner_;  // held by the worker whose gates are closed
   std::vector<EventHandle> events_;
   std::unordered_map<ArenaId, int> outstanding_;  // queued + running jobs per arena
+  std::unordered_map<ArenaId, std::uint64_t> requests_made_, requests_done_;  // evict/prefetch calls per arena
   std::unordered_set<ArenaId> verify_always_;
   std::uint64_t evictions_done_ = 0;
   std::uint64_t eviction_progress_ = 0;  // chunks batches evicted (device handles given back)

@@ -74,13 +74,50 @@ std::string ScheduleExecutor::repair(GroupId group, MoveKind kind, std::int64_t 
          " is dropped (it stays on the device): a use the plan missed";
 }
 
+std::uint64_t ScheduleExecutor::now_ns() const {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count());
+}
+
 void ScheduleExecutor::issue(const Move& m, StreamHandle stream) {
   const ArenaId arena = arenas_.at(m.group);
-  if (m.kind == MoveKind::evict) mover_.evict(arena, stream);
-  else mover_.prefetch(arena, stream);
+  const std::uint64_t request = m.kind == MoveKind::evict ? mover_.evict(arena, stream) : mover_.prefetch(arena, stream);
+  ExecutedMove e;
+  e.move = m;
+  e.start_ns = e.end_ns = now_ns();
+  pending_.push_back({log_.moves.size(), arena, request});
+  log_.moves.push_back(e);
+}
+
+// Asks the mover about pending moves at most every 0.2 ms (each question takes its lock).
+void ScheduleExecutor::poll_done(bool force) {
+  if (pending_.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!force && now - last_poll_ < std::chrono::microseconds(200)) return;
+  last_poll_ = now;
+  const std::uint64_t t = now_ns();
+  std::erase_if(pending_, [&](const Pending& p) {
+    if (!mover_.request_done(p.arena, p.request)) return false;
+    log_.moves[p.log_index].end_ns = t;
+    log_.moves[p.log_index].done = true;
+    return true;
+  });
+}
+
+ExecutionLog ScheduleExecutor::take_log() {
+  poll_done(true);
+  const std::uint64_t t = now_ns();
+  for (const Pending& p : pending_) log_.moves[p.log_index].end_ns = t;
+  pending_.clear();  // what is still moving is not followed into the next iteration's log
+  ExecutionLog out = std::move(log_);
+  log_ = {};
+  return out;
 }
 
 void ScheduleExecutor::begin_iteration(StreamHandle stream) {
+  t0_ = last_poll_ = std::chrono::steady_clock::now();
+  log_ = {};
+  pending_.clear();
   std::fill(issued_.begin(), issued_.end(), false);
   next_issue_ = 0;
   next_need_ = 0;
@@ -94,8 +131,12 @@ void ScheduleExecutor::advance(std::int64_t now, StreamHandle stream) {
       issue(by_issue_[i], stream);
       issued_[i] = true;
     }
-    if (!mover_.ensure_resident(arenas_.at(by_issue_[i].group))) ++misses_;
+    const std::uint64_t t = now_ns();
+    bool waited = false;
+    if (!mover_.ensure_resident(arenas_.at(by_issue_[i].group), &waited)) ++misses_;
+    if (waited) log_.stalls.push_back({now, by_issue_[i].group, t, now_ns() - t});
   }
+  poll_done(false);
   while (next_issue_ < by_issue_.size() && by_issue_[next_issue_].issue_after < now) {
     if (!issued_[next_issue_]) {
       issue(by_issue_[next_issue_], stream);

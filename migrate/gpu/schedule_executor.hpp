@@ -4,8 +4,11 @@
 // At each clock value c it first makes sure every prefetch with needed_by <= c has landed (a stall
 // when it has not; see GroupMover::ensure_resident), then issues every move with issue_after < c in
 // schedule order. A move is issued once per iteration; end_iteration() issues what is left.
+// It also logs what it did in the iteration (take_log): each move's issue and completion time and
+// each prefetch the clock had to wait for, in nanoseconds from begin_iteration().
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -15,6 +18,28 @@
 #include "migrate/gpu/group_mover.hpp"
 
 namespace tierpack::gpu {
+
+/// A move as it ran: issued at start_ns, over by end_ns (the first clock tick at most ~0.2 ms after the
+/// mover finished it, or the log's taking when it was not over by then; `done` says which).
+struct ExecutedMove {
+  Move move;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  bool done = false;
+};
+
+/// A clock tick that waited for a prefetch (a stall).
+struct ExecutedStall {
+  std::int64_t clock = 0;
+  GroupId group = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t duration_ns = 0;
+};
+
+struct ExecutionLog {
+  std::vector<ExecutedMove> moves;
+  std::vector<ExecutedStall> stalls;
+};
 
 class ScheduleExecutor {
  public:
@@ -38,10 +63,20 @@ class ScheduleExecutor {
   /// The schedule as it runs now (repairs included), in issue order.
   const std::vector<Move>& schedule() const { return by_issue_; }
   std::uint64_t ensured_misses() const { return misses_; }
+  /// This iteration's log so far (moves not over yet end now); clears it.
+  ExecutionLog take_log();
 
  private:
   void issue(const Move& m, StreamHandle stream);
   void index();  // sorts by_issue_ and rebuilds prefetch_need_ and issued_
+  std::uint64_t now_ns() const;
+  void poll_done(bool force);  // marks logged moves the mover has finished
+
+  struct Pending {
+    std::size_t log_index;
+    ArenaId arena;
+    std::uint64_t request;
+  };
 
   GroupMover& mover_;
   std::vector<Move> by_issue_;             // sorted by issue_after
@@ -51,6 +86,10 @@ class ScheduleExecutor {
   std::size_t next_issue_ = 0;
   std::size_t next_need_ = 0;
   std::uint64_t misses_ = 0;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_poll_ = t0_;
+  ExecutionLog log_;
+  std::vector<Pending> pending_;
 };
 
 }  // namespace tierpack::gpu

@@ -6,7 +6,7 @@
 
 #include "core/plan.hpp"
 #include "core/profile.hpp"
-#include "report/run_stats.hpp"
+#include "core/run_stats.hpp"
 #include "tests/report/report_fixtures.hpp"
 
 int main(int argc, char** argv) {
@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   if (o.device >= 0) {
     const auto plan = make_plan(profile, profile.peak_bytes(o.device) * 6 / 10);
     tierpack::write_plan(plan, dir + "/plan.json");
-    tierpack::report::write_run_stats(make_run_stats(profile, plan), dir + "/stats.json");
+    tierpack::write_run_stats(make_run_stats(profile, plan), dir + "/stats.json");
   }
   std::printf("%s/run.tpk: %zu ops, %zu tensors\n", dir.c_str(), profile.ops.size(), profile.tensors.size());
   return 0;

@@ -15,7 +15,7 @@
 #include "core/file_envelope.hpp"
 #include "core/plan.hpp"
 #include "core/profile.hpp"
-#include "report/run_stats.hpp"
+#include "core/run_stats.hpp"
 #include "tests/report/format_checks.hpp"
 #include "tests/report/report_fixtures.hpp"
 
@@ -46,7 +46,7 @@ class ReportCli : public ::testing::Test {
     write_profile(p, dir_ + "/run.tpk");
     const Plan plan = make_plan(p, p.peak_bytes(0) / 2);
     write_plan(plan, dir_ + "/plan.json");
-    report::write_run_stats(make_run_stats(p, plan), dir_ + "/stats.json");
+    write_run_stats(make_run_stats(p, plan), dir_ + "/stats.json");
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string dir_;
@@ -142,15 +142,15 @@ TEST(RunStatsFile, RoundTripsAndRejectsNewerVersions) {
   const auto dir = scratch_dir("stats");
   const Profile p = make_training_profile();
   const auto s = make_run_stats(p, make_plan(p, p.peak_bytes(0) / 2));
-  report::write_run_stats(s, dir + "/s.json");
-  EXPECT_EQ(report::read_run_stats(dir + "/s.json"), s);
+  write_run_stats(s, dir + "/s.json");
+  EXPECT_EQ(read_run_stats(dir + "/s.json"), s);
   write_file_atomic(dir + "/new.json", "{\"format\":\"tierpack-run-stats\",\"version\":2}");
-  EXPECT_THROW(report::read_run_stats(dir + "/new.json"), format_error);
+  EXPECT_THROW(read_run_stats(dir + "/new.json"), format_error);
   write_file_atomic(dir + "/other.json", "{\"format\":\"tierpack-plan\",\"version\":1}");
-  EXPECT_THROW(report::read_run_stats(dir + "/other.json"), format_error);
+  EXPECT_THROW(read_run_stats(dir + "/other.json"), format_error);
   write_file_atomic(dir + "/back.json",
                     "{\"format\":\"tierpack-run-stats\",\"version\":1,\"moves\":[{\"kind\":\"evict\",\"start_ns\":5,\"end_ns\":1}]}");
-  EXPECT_THROW(report::read_run_stats(dir + "/back.json"), format_error);
+  EXPECT_THROW(read_run_stats(dir + "/back.json"), format_error);
   fs::remove_all(dir);
 }
 

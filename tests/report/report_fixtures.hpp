@@ -9,7 +9,7 @@
 
 #include "core/plan.hpp"
 #include "core/profile.hpp"
-#include "report/run_stats.hpp"
+#include "core/run_stats.hpp"
 
 namespace tierpack::report::testing {
 

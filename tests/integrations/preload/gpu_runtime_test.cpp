@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -15,6 +16,8 @@
 #include "alloc/gpu/memfd_backend.hpp"
 #include "core/error.hpp"
 #include "core/profile.hpp"
+#include "core/run_stats.hpp"
+#include "report/report_writer.hpp"
 #include "tests/alloc/gpu/test_device.hpp"
 
 namespace tierpack::gpu {
@@ -282,6 +285,81 @@ TEST(GpuRuntime, WritesItsStatisticsBesideTheRunsStatisticsFile) {
   EXPECT_GT(j["plan"]["groups"].get<int>(), 0);
   EXPECT_TRUE(j["iterations"].back()["timeline"].empty()) << "the file is rewritten every iteration: no timelines";
   std::remove(gpu.c_str());
+}
+
+// Note [GPU run statistics]: the run statistics and the profile the GPU tier writes make a report.
+TEST(GpuRuntime, WritesRunStatisticsTheReportShowsWithItsProfile) {
+  const std::string base = ::testing::TempDir() + "gpu_runtime_run." + std::to_string(::getpid());
+  const std::string stats = base + ".json", profile = base + ".tpk", out = base + ".report";
+  const std::string run = GpuRuntime::run_stats_path(stats, 0);
+  EXPECT_NE(run.find(".gpu0.run.json"), std::string::npos) << run;
+  std::uint64_t moved_out = 0;
+  std::size_t planned = 0;
+  {
+    auto s = make_runtime(5 << 20, profile, Verify::sampled, {}, stats);
+    ToyTraining train(*s.rt, *s.be, 8, 512 * KiB);
+    train.iterations(1, 5);
+    EXPECT_EQ(train.mismatches(), 0u);
+    const auto j = nlohmann::json::parse(s.rt->stats_json());
+    for (const auto& it : j["iterations"]) {
+      if (it["phase"] != "planned") continue;
+      ++planned;
+      moved_out += it["bytes_to_host"].get<std::uint64_t>();
+    }
+  }
+  const RunStats r = read_run_stats(run);  // validates
+  ASSERT_GE(planned, 2u);
+  ASSERT_EQ(r.iterations.size(), planned) << "the planned iterations only";
+  std::uint64_t to_slow = 0;
+  for (const RunIteration& it : r.iterations) to_slow += it.bytes_to_slow;
+  EXPECT_EQ(to_slow, moved_out) << "the same counters as the GPU statistics";
+  EXPECT_GT(to_slow, 0u);
+  EXPECT_EQ(r.sampled_iteration, 5);
+  EXPECT_EQ(r.fast_budget_bytes, 5u << 20);
+  ASSERT_FALSE(r.moves.empty()) << "the planned iteration's moves";
+  bool evict = false, prefetch = false;
+  for (const MeasuredMove& m : r.moves) {
+    EXPECT_LE(m.start_ns, m.end_ns);
+    EXPECT_GT(m.bytes, 0u);
+    if (m.kind == MoveKind::evict) {
+      evict = true;
+      EXPECT_EQ(m.from, 0u);
+      EXPECT_EQ(m.to, 1u);
+    } else {
+      prefetch = true;
+      EXPECT_EQ(m.from, 1u);
+      EXPECT_EQ(m.to, 0u);
+    }
+  }
+  EXPECT_TRUE(evict && prefetch);
+  std::uint64_t host_peak = 0, device_peak = 0;
+  for (const OccupancySample& o : r.occupancy) {
+    std::uint64_t& peak = o.tier == 1 ? host_peak : device_peak;
+    peak = std::max(peak, o.bytes);
+  }
+  EXPECT_GT(host_peak, 0u) << "evicted groups are resident on the host tier at some sample";
+  EXPECT_GT(device_peak, 0u);
+  EXPECT_LE(device_peak, 5u << 20) << "segments on the device stay within the budget";
+
+  const Profile p = read_profile(profile);
+  ASSERT_EQ(p.topology.tiers.size(), 2u);
+  EXPECT_EQ(p.topology.at(0).kind, TierKind::gpu);
+  EXPECT_EQ(p.topology.at(1).kind, TierKind::host_dram);
+  report::ReportInputs in;
+  in.profile = &p;
+  in.run_stats = &r;
+  in.profile_path = profile;
+  in.run_stats_path = run;
+  report::write_report(in, report::ReportOptions{}, out);
+  std::ifstream html(out + "/index.html");
+  ASSERT_TRUE(html.good());
+  const std::string text((std::istreambuf_iterator<char>(html)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("Measured under tierpack (" + std::to_string(planned) + " iterations)"), std::string::npos);
+  std::remove(stats.c_str());
+  std::remove(GpuRuntime::stats_path(stats, 0).c_str());
+  std::remove(run.c_str());
+  std::remove(profile.c_str());
+  std::filesystem::remove_all(out);
 }
 
 TEST(GpuRuntime, WritesTheObservedIterationAsACoreProfile) {

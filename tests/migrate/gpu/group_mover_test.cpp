@@ -118,10 +118,12 @@ TYPED_TEST(GroupMoverTest, PrefetchIntoAFullBudgetWaitsForEvictions) {
   this->mover_->drain();
   auto b = this->make_group(4, 20, s);  // fills it again
   // Bring `a` back while `b` leaves: the prefetch can only run as the eviction frees handles.
-  this->mover_->evict(b.arena, s);
-  this->mover_->prefetch(a.arena, s);
+  EXPECT_EQ(this->mover_->evict(b.arena, s), 1u) << "requests are numbered per arena";
+  EXPECT_EQ(this->mover_->prefetch(a.arena, s), 2u);
   EXPECT_TRUE(this->mover_->ensure_resident(a.arena));
   this->mover_->drain();
+  EXPECT_TRUE(this->mover_->request_done(a.arena, 2));
+  EXPECT_TRUE(this->mover_->request_done(b.arena, 1));
   EXPECT_EQ(this->alloc_->residency(b.arena).host_bytes, 4 * this->chunk());
   this->check(a, s);
   this->check(b, s);
@@ -376,6 +378,40 @@ TEST(GroupMoverTwin, IdleRemapsWaitForTheCopiesAndBatchThem) {
   EXPECT_EQ(c[1].busy_gates, 0u) << "an idle-mode remap ran while copies were in flight";
   EXPECT_LE(c[1].gates, 2u) << "idle mode should remap the three groups in one batch";
   EXPECT_GE(c[0].gates, 4u) << "eager mode: one gate per finished chunk copy (the negative control)";
+}
+
+// GroupMover::request_done: a prefetch into a half-full budget moves in parts (what fits now, the
+// rest once the eviction beside it has given memory back); the request is over once, when its last
+// part is, and not before (the schedule executor times moves with it: Note [GPU run statistics]).
+TEST(GroupMoverTwin, ARequestMovedInPartsIsOverOnceWhenItsLastPartIs) {
+  TwinDeviceOptions o;
+  o.copy_delay = std::chrono::milliseconds(3);
+  auto dev = make_twin_device(o);
+  GpuAllocatorOptions ao = twin_allocator_options(o);
+  ao.device_budget = 4 * o.chunk_bytes;
+  GpuAllocator alloc(dev->backend(), ao);
+  GroupMover mover(alloc, MoverOptions{});
+  const ArenaId a = alloc.create_arena("a"), b = alloc.create_arena("b");
+  void* pa = alloc.allocate(4 * o.chunk_bytes, 0, a);
+  dev->fill(reinterpret_cast<std::uintptr_t>(pa), 4 * o.chunk_bytes, 5, 0);
+  EXPECT_EQ(mover.evict(a, 0), 1u);
+  mover.drain();
+  void* pb = alloc.allocate(2 * o.chunk_bytes, 0, b);  // half the budget: `a` gets two chunks at once...
+  EXPECT_EQ(mover.prefetch(a, 0), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(mover.evict(b, 0), 1u);  // ... and the other two once `b` has left
+  // Poll while it moves: never done before every chunk of `a` is back on the device.
+  while (!mover.request_done(a, 2)) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  const ArenaResidency r = alloc.residency(a);
+  EXPECT_EQ(r.host_bytes + r.moving_bytes, 0u) << "request reported over while part of the group was still away";
+  EXPECT_FALSE(mover.request_done(a, 3)) << "a request moved in parts was counted more than once";
+  mover.drain();
+  EXPECT_GE(mover.counters().prefetches, 1u);
+  dev->check(reinterpret_cast<std::uintptr_t>(pa), 4 * o.chunk_bytes, 5, 0);
+  dev->backend().synchronize_stream(0);
+  EXPECT_EQ(dev->take_mismatches(), 0u);
+  alloc.deallocate(pa);
+  alloc.deallocate(pb);
 }
 
 // ... but a group a training thread waits for is remapped at once, even while other copies run.

@@ -1,5 +1,5 @@
 // RunStats JSON form, validation and file I/O (see run_stats.hpp, docs/report.md).
-#include "report/run_stats.hpp"
+#include "core/run_stats.hpp"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "core/file_envelope.hpp"
 
-namespace tierpack::report {
+namespace tierpack {
 namespace {
 
 constexpr std::string_view kFormat = "tierpack-run-stats";
@@ -140,4 +140,4 @@ void write_run_stats(const RunStats& s, const std::string& path) {
   write_file_atomic(path, nlohmann::json(s).dump(1) + "\n");
 }
 
-}  // namespace tierpack::report
+}  // namespace tierpack

@@ -13,7 +13,7 @@
 #include "core/plan.hpp"
 #include "core/tier.hpp"
 
-namespace tierpack::report {
+namespace tierpack {
 
 /// Counters of one iteration of the run.
 struct RunIteration {
@@ -84,4 +84,4 @@ void from_json(const nlohmann::json& j, RunStats& s);
 RunStats read_run_stats(const std::string& path);
 void write_run_stats(const RunStats& s, const std::string& path);
 
-}  // namespace tierpack::report
+}  // namespace tierpack
