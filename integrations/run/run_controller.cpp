@@ -309,6 +309,24 @@ void RunController::sample(std::uint64_t t_ns) {
   if (auto s = runtime_->slow_tier(); s && *s != runtime_->fast_tier()) add(*s, 0);
 }
 
+void RunController::check_arena_move(const report::MeasuredMove& m) {
+  const auto entries = runtime_->foreign().group_entries(m.group);
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
+  for (const auto& e : entries)
+    if (e.pages.bytes() > 0) ranges.emplace_back(e.pages.begin, e.pages.end);
+  if (ranges.empty()) return;
+  host::HostArenaAllocator& alloc = runtime_->allocator();
+  std::map<int, std::uint64_t> nodes;
+  count_nodes(alloc.os(), ranges, nodes);
+  ArenaMoveCheck c;
+  c.iteration = iteration_now_;
+  c.group = m.group;
+  c.kind = m.kind;
+  c.node = alloc.node_of(m.to);
+  for (const auto& [node, n] : nodes) (node == c.node ? c.pages_on_node : node >= 0 ? c.pages_elsewhere : c.pages_absent) += n;
+  arena_checks_.push_back(c);
+}
+
 void RunController::on_op_begin(std::string_view, Phase) noexcept {
   if (!follow_ops_.load(std::memory_order_relaxed)) return;
   const std::int32_t op = next_op_.fetch_add(1, std::memory_order_relaxed);
@@ -330,9 +348,14 @@ void RunController::on_op_end(std::string_view) noexcept {
     const std::uint64_t t = since_ns(iter_start_);
     if (!pending_.empty()) {
       auto& mover = runtime_->mover();
+      const bool check = iteration_now_ == apply_from_;
       std::erase_if(pending_, [&](std::size_t i) {
         if (mover.in_flight(moves_now_[i].group)) return false;
         moves_now_[i].end_ns = t;
+        // Only the group's latest move: an earlier one may have ended long before its group went idle.
+        bool latest = true;
+        for (std::size_t j = i + 1; j < moves_now_.size(); ++j) latest = latest && moves_now_[j].group != moves_now_[i].group;
+        if (check && latest) check_arena_move(moves_now_[i]);
         return true;
       });
     }
@@ -385,6 +408,7 @@ void RunController::on_iteration(std::int32_t ended, IterationSource source) noe
   }
   std::lock_guard lock(mu_);
   iter_start_ = std::chrono::steady_clock::now();
+  iteration_now_ = ended + 1;
 }
 
 void RunController::on_finish() noexcept {
@@ -481,6 +505,16 @@ void RunController::write_stats() noexcept {
                           {"emulated_tiers", emulated_},
                           {"arena_fast_bytes", arena_fast_bytes_},
                           {"arena_slow_bytes", arena_moved_bytes_}};
+    nlohmann::json checks = nlohmann::json::array();
+    for (const ArenaMoveCheck& c : arena_checks_)
+      checks.push_back({{"iteration", c.iteration},
+                        {"group", c.group},
+                        {"kind", c.kind == MoveKind::evict ? "evict" : "prefetch"},
+                        {"node", c.node},
+                        {"pages_on_node", c.pages_on_node},
+                        {"pages_elsewhere", c.pages_elsewhere},
+                        {"pages_absent", c.pages_absent}});
+    run["arena_move_checks"] = checks;
     if (runtime_) {
       std::map<int, std::uint64_t> rt_nodes, arena_nodes;
       residency_at_exit(rt_nodes, arena_nodes);
@@ -491,6 +525,7 @@ void RunController::write_stats() noexcept {
       };
       run["residency_pages"] = {{"runtime", to_obj(rt_nodes)}, {"profiling_arena", to_obj(arena_nodes)}};
       run["fast_tier"] = runtime_->fast_tier();
+      run["arena_tensors_carried_at_exit"] = runtime_->foreign().size();
       if (auto st = runtime_->slow_tier()) run["slow_tier"] = *st;
     }
     j["tierpack_run"] = run;

@@ -103,6 +103,18 @@ class RunMemory final : public HostMemory {
   std::atomic<std::uint64_t> allocations_{0};
 };
 
+/// Where the pages of the tensors from before the plan of a group were when a move of the group
+/// ended (move_pages status), in the first planned iteration: Note [Tensors from before the plan].
+struct ArenaMoveCheck {
+  std::int32_t iteration = 0;
+  GroupId group = 0;
+  MoveKind kind = MoveKind::evict;
+  int node = -1;                    ///< the target tier's node
+  std::uint64_t pages_on_node = 0;  ///< whole pages of the group's arena tensors there
+  std::uint64_t pages_elsewhere = 0;  ///< on another node
+  std::uint64_t pages_absent = 0;   ///< not present (never touched, zero page)
+};
+
 /// Per iteration of the run (one line at exit, one entry of the stats file).
 struct RunIterationRecord {
   std::int32_t index = 0;
@@ -139,6 +151,8 @@ class RunController final : public EventListener {
  private:
   Topology runtime_topology(const Plan& plan);
   void settle_arena_tensors(const Plan& plan);
+  /// Records where the group's arena tensors are now that `m` ended (mu_ held).
+  void check_arena_move(const report::MeasuredMove& m);
   void sample(std::uint64_t t_ns);
   void write_stats() noexcept;
   /// Pages by NUMA node (move_pages status) of the runtime's live blocks and of the profiling arena's
@@ -170,6 +184,8 @@ class RunController final : public EventListener {
   std::vector<report::MeasuredMove> moves_now_, moves_last_;
   std::vector<std::size_t> pending_;  // indices into moves_now_ not yet seen complete
   std::int32_t sampled_ = -1;
+  std::int32_t iteration_now_ = 0;            // the iteration under way
+  std::vector<ArenaMoveCheck> arena_checks_;  // first planned iteration only
   std::atomic<bool> finished_{false};
 };
 

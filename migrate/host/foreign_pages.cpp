@@ -62,6 +62,14 @@ std::optional<ForeignPages::Entry> ForeignPages::find(std::uintptr_t address) co
   return it->second;
 }
 
+std::vector<ForeignPages::Entry> ForeignPages::group_entries(GroupId group) const {
+  std::vector<Entry> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [a, e] : entries_)
+    if (e.group == group) out.push_back(e);
+  return out;
+}
+
 std::size_t ForeignPages::size() const {
   std::lock_guard lock(mu_);
   return entries_.size();

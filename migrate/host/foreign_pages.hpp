@@ -67,6 +67,8 @@ class ForeignPages {
   /// The tensor starting at `address` is freed: drops it and its charges. False when unknown.
   bool remove(std::uintptr_t address) noexcept;
   std::optional<Entry> find(std::uintptr_t address) const;
+  /// The group's tensors (reports: where their pages are).
+  std::vector<Entry> group_entries(GroupId group) const;
   std::size_t size() const;
   /// Bytes charged to the tier (whole pages there plus the pinned rest registered there).
   std::uint64_t bytes_on(TierId tier) const;
