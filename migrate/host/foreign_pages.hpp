@@ -18,7 +18,10 @@
 // freed tensor is moved after it returns. Pages that answered -EBUSY keep their tensor's id for the
 // retry. Unlike the runtime's ranges, foreign ranges are never re-bound with mbind: the memory
 // belongs to another allocator, which may reuse it after the free with its own policy; a page never
-// touched (-ENOENT) faults in wherever that allocator's policy says.
+// touched (-ENOENT) faults in wherever that allocator's policy says. With transparent huge pages
+// set to "always", a 2 MiB page of that allocator may hold several tensors: moving one of its base
+// pages moves or splits it as the kernel decides (data intact either way); the per-page status says
+// where each page is, and the charge follows the registered tensor only.
 //
 // Thread safety: every member function may be called from any thread.
 #pragma once

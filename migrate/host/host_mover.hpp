@@ -21,7 +21,7 @@
 //
 // Note [Prefetches respect the budget]
 // A prefetch re-charges its group to the fast tier; if the evictions the plan put before it are late
-// (still queued, or empty because their tensors live outside this allocator) it would lift the fast
+// (still queued, or not done for lack of room themselves) it would lift the fast
 // tier above its budget. So a prefetch runs only when the group fits under the target tier's budget;
 // otherwise it goes behind the queued moves (the evictions) up to max_deferrals times, and when still
 // nothing makes room it is not done: the group stays on the slow tier, which is correct (host memory is
