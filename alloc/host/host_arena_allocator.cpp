@@ -248,6 +248,14 @@ std::uint64_t HostArenaAllocator::set_group_tier(GroupId group, TierId to, std::
 
 bool HostArenaAllocator::reserve(TierId tier, std::uint64_t bytes) { return bytes == 0 || charge(state(tier), bytes); }
 
+void HostArenaAllocator::charge_resident(TierId tier, std::uint64_t bytes) {
+  TierState& t = state(tier);
+  const std::uint64_t now = t.resident.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  std::uint64_t peak = t.peak.load(std::memory_order_relaxed);
+  while (now > peak && !t.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
 void HostArenaAllocator::release(TierId tier, std::uint64_t bytes) noexcept {
   if (bytes == 0) return;
   try {

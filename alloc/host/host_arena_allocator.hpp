@@ -55,7 +55,7 @@ struct TierUsage {
   TierId tier = kNoTier;
   int node = -1;
   std::uint64_t budget = 0;       ///< 0: unlimited
-  std::uint64_t resident = 0;     ///< usable bytes of live blocks on the tier
+  std::uint64_t resident = 0;     ///< usable bytes of live blocks on the tier (+ charge_resident())
   std::uint64_t peak = 0;         ///< highest `resident` seen
   std::uint64_t mapped = 0;       ///< extents mapped by the tier's arenas
   std::uint64_t allocations = 0;  ///< live blocks on the tier
@@ -118,8 +118,12 @@ class HostArenaAllocator {
   /// Holds `bytes` of the tier's budget for a move in flight (Note [Prefetches respect the budget]):
   /// false, holding nothing, when that would pass the budget.
   bool reserve(TierId tier, std::uint64_t bytes);
-  /// Gives back a reservation that no move used.
+  /// Gives back a reservation that no move used (or a charge_resident()).
   void release(TierId tier, std::uint64_t bytes) noexcept;
+  /// Counts `bytes` this allocator did not hand out as resident on the tier whatever its budget
+  /// says (the charge follows the data): pages of tensors from before the plan that the runtime
+  /// moves (migrate/host/foreign_pages.hpp). Given back with release().
+  void charge_resident(TierId tier, std::uint64_t bytes);
 
   /// 0 removes the limit. Lowering it below what is resident only refuses new blocks.
   void set_budget(TierId tier, std::uint64_t bytes);

@@ -111,6 +111,7 @@ bool runtime_owns(host::HostRuntime* rt, const void* p) noexcept {
 
 void RunMemory::deallocate(void* p) noexcept {
   if (arena_ && arena_->owns(p)) {
+    if (host::HostRuntime* rt = adopter_.load(std::memory_order_acquire)) rt->forget(p);
     arena_->deallocate(p);
     return;
   }
@@ -270,53 +271,25 @@ void RunController::install_plan(Plan plan, std::int64_t first_seq) {
 void RunController::settle_arena_tensors(const Plan& plan) {
   ProfilingArena* arena = memory_->arena();
   if (!arena || plan.fast_tier == kNoTier) return;
-  host::HostArenaAllocator& alloc = runtime_->allocator();
+  std::vector<host::ForeignTensor> tensors;
+  for (const TensorPlacement& p : plan.placements) {
+    if (p.seq >= 0 || p.address == 0 || p.bytes == 0 || !arena->owns(reinterpret_cast<void*>(p.address))) continue;
+    tensors.push_back({p.address, p.bytes, p.group});
+  }
+  if (tensors.empty()) return;
+  memory_->set_adopter(runtime_.get());
+  const std::size_t adopted = runtime_->adopt(tensors);
+  runtime_->mover().wait_idle();  // their groups' first moves home: the plan starts from there
   const TierId fast = runtime_->fast_tier();
   const auto slow = runtime_->slow_tier();
-  const int fast_node = alloc.node_of(fast);
-  const bool two_tiers = slow && *slow != fast;  // a one-tier plan names the same tier twice
-  const int slow_node = two_tiers ? alloc.node_of(*slow) : -1;
-  std::map<GroupId, TierId> home;
-  for (const PageGroup& g : plan.groups) home[g.id] = g.home;
-  host::HostOs& os = alloc.os();
-  const std::uintptr_t page = os.page_size();
-  std::vector<void*> pages;
-  std::vector<int> nodes, status;
-  std::uint64_t on_fast = 0, moved = 0;
-  for (const TensorPlacement& p : plan.placements) {
-    if (p.seq >= 0 || p.address == 0 || !arena->owns(reinterpret_cast<void*>(p.address))) continue;
-    const bool to_slow = two_tiers && home.count(p.group) && home[p.group] == plan.slow_tier;
-    if (!to_slow) {
-      on_fast += p.bytes;
-      continue;
-    }
-    if (slow_node == fast_node) {  // emulated slow tier: the pages are where they belong
-      moved += p.bytes;
-      continue;
-    }
-    // Whole pages of the tensor only: a page shared with another tensor stays where it is.
-    const std::uintptr_t b = (p.address + page - 1) & ~(page - 1);
-    const std::uintptr_t e = (p.address + p.bytes) & ~(page - 1);
-    pages.clear();
-    for (std::uintptr_t a = b; a < e; a += page) pages.push_back(reinterpret_cast<void*>(a));
-    std::uint64_t here = 0;
-    if (!pages.empty()) {
-      nodes.assign(pages.size(), slow_node);
-      status.assign(pages.size(), 0);
-      if (os.move_pages(pages, nodes, status) == 0)
-        for (int s : status) here += s == slow_node ? page : 0;
-    }
-    moved += here;
-    on_fast += p.bytes > here ? p.bytes - here : 0;
-  }
-  arena_fast_bytes_ = on_fast;
-  arena_moved_bytes_ = moved;
-  const std::uint64_t budget = alloc.usage(fast).budget;
-  if (budget != 0) alloc.set_budget(fast, budget > on_fast ? budget - on_fast : 1);
-  if (on_fast || moved)
-    session_.log("tensors from before the plan (profiling arena): " + format_bytes(on_fast) + " stay on the fast tier, " +
-                 format_bytes(moved) + " on the slow tier" +
-                 (budget ? "; the runtime's fast budget is " + format_bytes(alloc.usage(fast).budget) : std::string()));
+  arena_fast_bytes_ = runtime_->foreign().bytes_on(fast);
+  arena_moved_bytes_ = slow && *slow != fast ? runtime_->foreign().bytes_on(*slow) : 0;
+  const host::MoveCounters moved = runtime_->mover().take_counters();  // not the first iteration's
+  const std::uint64_t budget = runtime_->allocator().usage(fast).budget;
+  session_.log("tensors from before the plan (profiling arena): " + std::to_string(adopted) + " follow their page "
+               "groups' moves; " + format_bytes(arena_fast_bytes_) + " on the fast tier, " +
+               format_bytes(arena_moved_bytes_) + " on the slow tier (" + moved.summary() + ")" +
+               (budget ? "; fast budget " + format_bytes(budget) + " including them" : std::string()));
 }
 
 void RunController::sample(std::uint64_t t_ns) {
@@ -331,8 +304,27 @@ void RunController::sample(std::uint64_t t_ns) {
       }
     occ_now_.push_back({t_ns, t, bytes});
   };
-  add(runtime_->fast_tier(), arena_fast_bytes_);
-  if (auto s = runtime_->slow_tier(); s && *s != runtime_->fast_tier()) add(*s, arena_moved_bytes_);
+  // Tensors from before the plan are in the allocator's resident bytes (Note [Tensors from before the plan]).
+  add(runtime_->fast_tier(), 0);
+  if (auto s = runtime_->slow_tier(); s && *s != runtime_->fast_tier()) add(*s, 0);
+}
+
+void RunController::check_arena_move(const report::MeasuredMove& m) {
+  const auto entries = runtime_->foreign().group_entries(m.group);
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
+  for (const auto& e : entries)
+    if (e.pages.bytes() > 0) ranges.emplace_back(e.pages.begin, e.pages.end);
+  if (ranges.empty()) return;
+  host::HostArenaAllocator& alloc = runtime_->allocator();
+  std::map<int, std::uint64_t> nodes;
+  count_nodes(alloc.os(), ranges, nodes);
+  ArenaMoveCheck c;
+  c.iteration = iteration_now_;
+  c.group = m.group;
+  c.kind = m.kind;
+  c.node = alloc.node_of(m.to);
+  for (const auto& [node, n] : nodes) (node == c.node ? c.pages_on_node : node >= 0 ? c.pages_elsewhere : c.pages_absent) += n;
+  arena_checks_.push_back(c);
 }
 
 void RunController::on_op_begin(std::string_view, Phase) noexcept {
@@ -356,9 +348,14 @@ void RunController::on_op_end(std::string_view) noexcept {
     const std::uint64_t t = since_ns(iter_start_);
     if (!pending_.empty()) {
       auto& mover = runtime_->mover();
+      const bool check = iteration_now_ == apply_from_;
       std::erase_if(pending_, [&](std::size_t i) {
         if (mover.in_flight(moves_now_[i].group)) return false;
         moves_now_[i].end_ns = t;
+        // Only the group's latest move: an earlier one may have ended long before its group went idle.
+        bool latest = true;
+        for (std::size_t j = i + 1; j < moves_now_.size(); ++j) latest = latest && moves_now_[j].group != moves_now_[i].group;
+        if (check && latest) check_arena_move(moves_now_[i]);
         return true;
       });
     }
@@ -411,6 +408,7 @@ void RunController::on_iteration(std::int32_t ended, IterationSource source) noe
   }
   std::lock_guard lock(mu_);
   iter_start_ = std::chrono::steady_clock::now();
+  iteration_now_ = ended + 1;
 }
 
 void RunController::on_finish() noexcept {
@@ -429,7 +427,7 @@ void RunController::on_finish() noexcept {
         const auto& s = r.stats;
         line += ", " + std::to_string(s.allocations) + " allocations (" + std::to_string(s.planned) + " planned, " +
                 std::to_string(s.unplanned) + " default, " + std::to_string(s.mismatched) + " mismatched, " +
-                std::to_string(s.fallbacks) + " over budget), fast peak " + format_bytes(s.fast_peak + arena_fast_bytes_) +
+                std::to_string(s.fallbacks) + " over budget), fast peak " + format_bytes(s.fast_peak) +
                 "; " + s.moves.summary();
         if (!s.divergence.empty()) line += "; left the plan: " + s.divergence;
       }
@@ -492,7 +490,7 @@ void RunController::write_stats() noexcept {
                        {"default_class", r.stats.unplanned},
                        {"mismatched", r.stats.mismatched},
                        {"over_budget", r.stats.fallbacks},
-                       {"fast_peak_bytes", r.stats.fast_peak + (r.planned ? arena_fast_bytes_ : 0)},
+                       {"fast_peak_bytes", r.stats.fast_peak},
                        {"moves", moves},
                        {"divergence", r.stats.divergence}});
     }
@@ -507,6 +505,16 @@ void RunController::write_stats() noexcept {
                           {"emulated_tiers", emulated_},
                           {"arena_fast_bytes", arena_fast_bytes_},
                           {"arena_slow_bytes", arena_moved_bytes_}};
+    nlohmann::json checks = nlohmann::json::array();
+    for (const ArenaMoveCheck& c : arena_checks_)
+      checks.push_back({{"iteration", c.iteration},
+                        {"group", c.group},
+                        {"kind", c.kind == MoveKind::evict ? "evict" : "prefetch"},
+                        {"node", c.node},
+                        {"pages_on_node", c.pages_on_node},
+                        {"pages_elsewhere", c.pages_elsewhere},
+                        {"pages_absent", c.pages_absent}});
+    run["arena_move_checks"] = checks;
     if (runtime_) {
       std::map<int, std::uint64_t> rt_nodes, arena_nodes;
       residency_at_exit(rt_nodes, arena_nodes);
@@ -517,6 +525,7 @@ void RunController::write_stats() noexcept {
       };
       run["residency_pages"] = {{"runtime", to_obj(rt_nodes)}, {"profiling_arena", to_obj(arena_nodes)}};
       run["fast_tier"] = runtime_->fast_tier();
+      run["arena_tensors_carried_at_exit"] = runtime_->foreign().size();
       if (auto st = runtime_->slow_tier()) run["slow_tier"] = *st;
     }
     j["tierpack_run"] = run;

@@ -12,12 +12,22 @@
 //
 // Note [Tensors from before the plan]
 // Tensors allocated while profiling (parameters, gradients, optimizer state: everything that lives
-// across iterations) stay in the profiling arena: their pointers cannot change. They are not part of
-// the runtime's page groups, so the plan's moves do not carry them. Those the plan places on the
-// slow tier are moved there once when the plan is installed (move_pages of their whole pages; a page
-// shared with another tensor stays), and the bytes left on the fast tier's node are taken off the
-// runtime's fast budget, so the fast tier's total stays within the budget the plan was made for.
-// Frees of those tensors go back to the arena (RunMemory routes frees by owns()).
+// across iterations) stay in the profiling arena: their pointers cannot change. At install the
+// controller hands the runtime each of them that the plan places (a persistent placement whose
+// profiled address and size name a block of the arena) with its plan group (HostRuntime::adopt):
+// their whole pages join the group, so every move of the group, the install-time move to its home
+// and the plan's per-iteration evictions and prefetches alike, moves them with move_pages on the
+// mover's worker, with the runtime's per-page outcomes and counters (Note [Moves carry foreign
+// pages] in migrate/host/host_mover.hpp). A page shared with another tensor stays where it is.
+// Accounting: their bytes are resident bytes of the runtime's allocator on the tier they are on
+// (Note [Foreign pages] in migrate/host/foreign_pages.hpp): whole pages on the tier their last
+// complete move took them to, the shared rest on the fast tier for good. So the fast tier's budget
+// is the plan's budget, unchanged: an allocation or a prefetch that would pass it with those bytes
+// counted goes to the slow tier or waits, exactly as for the runtime's own blocks, and the fast peak
+// in the status lines and stats file includes them. The install waits for the moves it issued, so
+// the first planned iteration starts with the tensors at home. Frees of those tensors go back to the
+// arena (RunMemory routes frees by owns()) after the runtime forgets them (HostRuntime::forget), so
+// no later move touches a freed block, even when its address is handed out again.
 //
 // Note [Late boundaries]
 // Optimizer-step and explicit marks arrive exactly at the boundary. A boundary found by periodicity
@@ -75,6 +85,9 @@ class RunMemory final : public HostMemory {
   void install(host::HostRuntime* runtime) noexcept {
     previous_.store(runtime_.exchange(runtime, std::memory_order_acq_rel), std::memory_order_release);
   }
+  /// `runtime` carries arena blocks (Note [Tensors from before the plan]): it forgets each before
+  /// the arena takes it back. Set before HostRuntime::adopt.
+  void set_adopter(host::HostRuntime* runtime) noexcept { adopter_.store(runtime, std::memory_order_release); }
   ProfilingArena* arena() noexcept { return arena_.get(); }
   /// The lowest address the arena handed out (0: none), for residency queries.
   std::uintptr_t arena_low() const noexcept { return arena_low_.load(std::memory_order_relaxed); }
@@ -85,8 +98,21 @@ class RunMemory final : public HostMemory {
   std::unique_ptr<ProfilingArena> arena_;
   std::atomic<host::HostRuntime*> runtime_{nullptr};
   std::atomic<host::HostRuntime*> previous_{nullptr};  ///< the runtime before the plan's (no arena)
+  std::atomic<host::HostRuntime*> adopter_{nullptr};   ///< the runtime that carries arena blocks
   std::atomic<std::uintptr_t> arena_low_{0};
   std::atomic<std::uint64_t> allocations_{0};
+};
+
+/// Where the pages of the tensors from before the plan of a group were when a move of the group
+/// ended (move_pages status), in the first planned iteration: Note [Tensors from before the plan].
+struct ArenaMoveCheck {
+  std::int32_t iteration = 0;
+  GroupId group = 0;
+  MoveKind kind = MoveKind::evict;
+  int node = -1;                    ///< the target tier's node
+  std::uint64_t pages_on_node = 0;  ///< whole pages of the group's arena tensors there
+  std::uint64_t pages_elsewhere = 0;  ///< on another node
+  std::uint64_t pages_absent = 0;   ///< not present (never touched, zero page)
 };
 
 /// Per iteration of the run (one line at exit, one entry of the stats file).
@@ -125,6 +151,8 @@ class RunController final : public EventListener {
  private:
   Topology runtime_topology(const Plan& plan);
   void settle_arena_tensors(const Plan& plan);
+  /// Records where the group's arena tensors are now that `m` ended (mu_ held).
+  void check_arena_move(const report::MeasuredMove& m);
   void sample(std::uint64_t t_ns);
   void write_stats() noexcept;
   /// Pages by NUMA node (move_pages status) of the runtime's live blocks and of the profiling arena's
@@ -138,8 +166,8 @@ class RunController final : public EventListener {
   std::unique_ptr<host::HostRuntime> runtime_;  // never destroyed before the process ends
   Plan plan_;
   std::unordered_map<OpIndex, std::vector<std::size_t>> moves_after_;  // issue_after -> schedule indices
-  std::uint64_t arena_fast_bytes_ = 0;          // tensors from before the plan on the fast tier's node
-  std::uint64_t arena_moved_bytes_ = 0;         // ... moved to the slow tier's node at install
+  std::uint64_t arena_fast_bytes_ = 0;          // tensors from before the plan on the fast tier after install
+  std::uint64_t arena_moved_bytes_ = 0;         // ... on the slow tier after install
   std::vector<std::string> emulated_;           // tiers emulated on node 0 (Note [Tiers this machine lacks])
   std::string plan_error_;
   std::atomic<bool> applying_{false};           // the runtime follows a plan now
@@ -156,6 +184,8 @@ class RunController final : public EventListener {
   std::vector<MeasuredMove> moves_now_, moves_last_;
   std::vector<std::size_t> pending_;  // indices into moves_now_ not yet seen complete
   std::int32_t sampled_ = -1;
+  std::int32_t iteration_now_ = 0;            // the iteration under way
+  std::vector<ArenaMoveCheck> arena_checks_;  // first planned iteration only
   std::atomic<bool> finished_{false};
 };
 

@@ -15,8 +15,8 @@ bool is_busy(int err) { return err == EBUSY || err == EAGAIN; }
 
 }  // namespace
 
-HostMover::HostMover(HostArenaAllocator& alloc, MoverOptions options)
-    : alloc_(alloc), os_(alloc.os()), options_(options) {
+HostMover::HostMover(HostArenaAllocator& alloc, MoverOptions options, ForeignPages* foreign)
+    : alloc_(alloc), foreign_(foreign), os_(alloc.os()), options_(options) {
   TIERPACK_EXPECTS(options_.batch_pages > 0, "batch_pages must be positive");
   if (options_.worker) worker_ = std::thread([this] { run(); });
 }
@@ -57,8 +57,9 @@ void HostMover::submit(const Move& m) {
     MoveResult r = execute(job);
     std::lock_guard lock(mu_);
     finish(job, r);
-    if (r.busy_pages.empty() || stop_) return;
+    if (!r.has_busy() || stop_) return;
     job.pages = std::move(r.busy_pages);
+    job.foreign_pages = std::move(r.foreign_busy);
     ++job.attempt;
   }
 }
@@ -120,8 +121,9 @@ MoveResult HostMover::move_now(GroupId group, TierId to, MoveKind kind) {
       std::lock_guard lock(mu_);
       total.counters.add(finish(job, r));
     }
-    if (r.busy_pages.empty()) break;
+    if (!r.has_busy()) break;
     job.pages = std::move(r.busy_pages);
+    job.foreign_pages = std::move(r.foreign_busy);
     ++job.attempt;
     std::this_thread::yield();
   }
@@ -161,13 +163,15 @@ void HostMover::run() {
     }
     lock.lock();
     current_.pages.clear();
+    current_.foreign_pages.clear();
     current_.reserved = job.reserved;
     Job done = current_;  // keeps the late flag set by on_op_begin while it ran
     running_job_ = false;
     finish(done, r);
-    if (!r.busy_pages.empty()) {
+    if (r.has_busy()) {
       // finish() asked for a retry: requeue behind the other moves (Note [Host move outcomes]).
       done.pages = std::move(r.busy_pages);
+      done.foreign_pages = std::move(r.foreign_busy);
       ++done.attempt;
       queue_.push_back(std::move(done));
     }
@@ -181,27 +185,31 @@ void HostMover::run() {
 MoveCounters HostMover::finish(Job& job, MoveResult& r) {
   MoveCounters d = r.counters;
   if (!r.ranges.empty()) job.ranges = std::move(r.ranges);  // a first attempt: what the move covers
+  if (!r.foreign.empty()) job.foreign = std::move(r.foreign);
   const bool superseded = generation_[job.move.group] != job.generation;
-  if (!r.busy_pages.empty()) {
+  if (r.has_busy()) {
+    const std::size_t busy = r.busy_pages.size() + r.foreign_busy.size();
     if (job.attempt < options_.max_retries && !superseded && !stop_) {
-      d.pages_retried += r.busy_pages.size();
+      d.pages_retried += busy;
     } else {
-      d.failures_by_errno[EBUSY] += r.busy_pages.size();
-      d.pages_failed += r.busy_pages.size();
+      d.failures_by_errno[EBUSY] += busy;
+      d.pages_failed += busy;
       r.busy_pages.clear();
+      r.foreign_busy.clear();
       if (superseded) ++d.moves_dropped;
     }
   }
   const std::uint64_t bytes = d.pages_moved * os_.page_size();
   (job.move.kind == MoveKind::prefetch ? d.bytes_to_fast : d.bytes_to_slow) += bytes;
   job.failed = job.failed || d.pages_failed > 0 || !d.failures_by_errno.empty();
-  if (r.busy_pages.empty()) {  // final attempt
+  if (!r.has_busy()) {  // final attempt
     if (job.failed) {
       ++d.moves_partial;
       release_room(job);
     } else {
       ++d.moves_complete;
       try {
+        if (foreign_ && !job.foreign.empty()) job.reserved = foreign_->set_tier(job.foreign, job.move.to, job.reserved);
         alloc_.set_group_tier(job.move.group, job.move.to, job.reserved, &job.ranges);
         job.reserved = 0;
       } catch (...) {
@@ -215,9 +223,10 @@ MoveCounters HostMover::finish(Job& job, MoveResult& r) {
 }
 
 bool HostMover::reserve_room(Job& job) {
-  if (job.move.kind != MoveKind::prefetch || !job.pages.empty() || job.reserved > 0) return true;
+  if (job.move.kind != MoveKind::prefetch || job.attempt > 0 || job.reserved > 0) return true;
   try {
-    const std::uint64_t bytes = alloc_.group_bytes(job.move.group);
+    std::uint64_t bytes = alloc_.group_bytes(job.move.group);
+    if (foreign_) bytes += foreign_->movable_bytes(job.move.group, job.move.to);
     if (!alloc_.reserve(job.move.to, bytes)) return false;
     job.reserved = bytes;
     return true;
@@ -235,15 +244,24 @@ MoveResult HostMover::execute(const Job& job) {
   MoveResult out;
   const int node = alloc_.node_of(job.move.to);
   const std::uintptr_t page = os_.page_size();
-  if (!job.pages.empty()) {  // a retry of busy pages
+  if (job.attempt > 0) {  // a retry of busy pages
     move_page_list(job.pages, node, out);
+    move_foreign_pages(job.foreign_pages, node, out);
     return out;
   }
   const std::vector<PageRange> ranges = alloc_.group_ranges(job.move.group);
   out.ranges = ranges;
-  if (ranges.empty()) {
+  if (foreign_) out.foreign = foreign_->movable(job.move.group, job.move.to);
+  if (ranges.empty() && out.foreign.empty()) {
     out.counters.moves_empty = 1;
     return out;
+  }
+  if (!out.foreign.empty()) {  // Note [Moves carry foreign pages]: always page by page, never mbind
+    std::vector<ForeignPage> fp;
+    for (const ForeignPages::Entry& e : out.foreign)
+      for (std::uintptr_t a = e.pages.begin; a < e.pages.end; a += page)
+        fp.push_back({e.id, e.address, reinterpret_cast<void*>(a)});
+    move_foreign_pages(fp, node, out);
   }
 
   if (options_.method == MoverOptions::Method::mbind) {
@@ -314,6 +332,25 @@ MoveResult HostMover::execute(const Job& job) {
     }
   }
   return out;
+}
+
+void HostMover::move_foreign_pages(const std::vector<ForeignPage>& pages, int node, MoveResult& out) {
+  std::vector<void*> batch;
+  MoveResult part;
+  for (std::size_t i = 0; i < pages.size();) {
+    std::size_t j = i;
+    batch.clear();
+    while (j < pages.size() && pages[j].id == pages[i].id && batch.size() < options_.batch_pages)
+      batch.push_back(pages[j++].page);
+    part.busy_pages.clear();
+    part.counters = MoveCounters{};
+    // Under the registry's lock: a tensor freed before this batch is not touched (Note [Foreign pages]).
+    if (foreign_ && foreign_->with_live(pages[i].id, pages[i].owner, [&] { move_page_list(batch, node, part); })) {
+      out.counters.add(part.counters);
+      for (void* p : part.busy_pages) out.foreign_busy.push_back({pages[i].id, pages[i].owner, p});
+    }
+    i = j;
+  }
 }
 
 void HostMover::move_page_list(const std::vector<void*>& pages, int node, MoveResult& out) {

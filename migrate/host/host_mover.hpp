@@ -21,7 +21,7 @@
 //
 // Note [Prefetches respect the budget]
 // A prefetch re-charges its group to the fast tier; if the evictions the plan put before it are late
-// (still queued, or empty because their tensors live outside this allocator) it would lift the fast
+// (still queued, or not done for lack of room themselves) it would lift the fast
 // tier above its budget. So a prefetch runs only when the group fits under the target tier's budget;
 // otherwise it goes behind the queued moves (the evictions) up to max_deferrals times, and when still
 // nothing makes room it is not done: the group stays on the slow tier, which is correct (host memory is
@@ -29,6 +29,13 @@
 // starts (HostArenaAllocator::reserve) and becomes the group's charge when it lands, so allocations
 // made while it is in flight see it taken and go to the slow tier instead of lifting the fast tier
 // over its budget (they did: ~2% over on two DDP ranks before the reservation).
+//
+// Note [Moves carry foreign pages]
+// With a ForeignPages registry, a move of group G also moves the whole pages of the tensors
+// registered in G that are not on the target yet (Note [Foreign pages] in foreign_pages.hpp): the
+// same move_pages batches, per-page outcomes, retries, counters and late marks as the group's own
+// blocks; a prefetch reserves their bytes too. When the move is complete their charge follows them.
+// A move that finds neither blocks nor foreign pages is empty.
 //
 // Note [Transparent huge pages and moves]
 // move_pages on any address inside a THP moves the whole 2 MiB page. With huge_page_stride the
@@ -49,6 +56,7 @@
 
 #include "alloc/host/host_arena_allocator.hpp"
 #include "core/plan.hpp"
+#include "migrate/host/foreign_pages.hpp"
 #include "migrate/host/move_counters.hpp"
 
 namespace tierpack::host {
@@ -64,16 +72,28 @@ struct MoverOptions {
 };
 
 /// What one execution of a move did (tests and benchmarks look at it).
+/// A page of a foreign tensor left to retry, with the tensor it belongs to (Note [Foreign pages]).
+struct ForeignPage {
+  std::uint64_t id = 0;
+  std::uintptr_t owner = 0;
+  void* page = nullptr;
+};
+
 struct MoveResult {
   MoveCounters counters;
   std::vector<void*> busy_pages;  ///< pages to retry later
+  std::vector<ForeignPage> foreign_busy;  ///< foreign pages to retry later
   bool complete = false;
   std::vector<PageRange> ranges;  ///< the group's pages a first attempt covered (group_ranges())
+  std::vector<ForeignPages::Entry> foreign;  ///< the foreign tensors a first attempt covered
+  bool has_busy() const { return !busy_pages.empty() || !foreign_busy.empty(); }
 };
 
 class HostMover {
  public:
-  explicit HostMover(HostArenaAllocator& alloc, MoverOptions options = {});
+  /// `foreign` (optional, must outlive the mover): tensors the groups' moves carry besides the
+  /// allocator's blocks (Note [Moves carry foreign pages]).
+  explicit HostMover(HostArenaAllocator& alloc, MoverOptions options = {}, ForeignPages* foreign = nullptr);
   /// Drops queued moves (counted as dropped), lets the running one finish, joins the worker.
   ~HostMover();
   HostMover(const HostMover&) = delete;
@@ -102,12 +122,14 @@ class HostMover {
     Move move;
     int attempt = 0;
     std::uint64_t generation = 0;
-    std::vector<void*> pages;  ///< retry: only these pages; empty: the whole group
+    std::vector<void*> pages;  ///< retry (attempt > 0): only these pages
+    std::vector<ForeignPage> foreign_pages;  ///< ... and these foreign ones
     bool late = false;
     bool failed = false;       ///< some attempt left pages behind
     int deferrals = 0;         ///< times put back for lack of room on the target tier
     std::uint64_t reserved = 0;  ///< target-tier budget held while the move is in flight
     std::vector<PageRange> ranges;  ///< what the first attempt covered: only those blocks change tier
+    std::vector<ForeignPages::Entry> foreign;  ///< ... and only those foreign tensors
   };
 
   /// For a prefetch's first attempt: reserves its group's bytes on the target tier, false when they
@@ -121,9 +143,13 @@ class HostMover {
   /// Executes one job; the returned busy pages are what is left to retry.
   MoveResult execute(const Job& job);
   void move_page_list(const std::vector<void*>& pages, int node, MoveResult& out);
+  /// Moves foreign pages (sorted by owner) batch by batch, each under the registry's lock while its
+  /// tensor is registered; busy ones go to out.foreign_busy.
+  void move_foreign_pages(const std::vector<ForeignPage>& pages, int node, MoveResult& out);
   MoveCounters finish(Job& job, MoveResult& r);
 
   HostArenaAllocator& alloc_;
+  ForeignPages* foreign_;
   HostOs& os_;
   MoverOptions options_;
   mutable std::mutex mu_;

@@ -12,7 +12,8 @@ namespace tierpack::host {
 HostRuntime::HostRuntime(const Config& config, const Topology& topo, HostRuntimeOptions options)
     : config_(config), topo_(topo), options_(options) {
   alloc_ = std::make_unique<HostArenaAllocator>(topo_, options_.alloc);
-  mover_ = std::make_unique<HostMover>(*alloc_, options_.mover);
+  foreign_ = std::make_unique<ForeignPages>(*alloc_);
+  mover_ = std::make_unique<HostMover>(*alloc_, options_.mover, foreign_.get());
   // Fast: the host DRAM tier with the most capacity (first if none is known); slow: the first
   // far-memory tier, else the next host tier.
   const auto& tiers = alloc_->tiers();
@@ -44,6 +45,7 @@ HostRuntime::HostRuntime(const Config& config, const Topology& topo, HostRuntime
 
 HostRuntime::~HostRuntime() {
   mover_.reset();  // stop moving before the allocator's arenas go away
+  foreign_.reset();
   alloc_.reset();
 }
 
@@ -120,6 +122,38 @@ void HostRuntime::set_plan(Plan plan) {
     mover_->submit(m);
   }
 }
+
+std::size_t HostRuntime::adopt(std::span<const ForeignTensor> tensors) {
+  std::size_t adopted = 0;
+  std::shared_ptr<const ActivePlan> ap;
+  {
+    std::lock_guard lock(mu_);
+    ap = plan_;
+  }
+  std::vector<std::pair<GroupId, TierId>> to_move;
+  for (const ForeignTensor& t : tensors) {
+    const bool known = ap && t.group < ap->group_home.size() && ap->group_home[t.group] != kNoTier;
+    try {
+      foreign_->add(t.address, t.bytes, known ? t.group : kNoGroup, fast_);
+    } catch (const logic_error&) {
+      continue;  // overlaps one adopted already (the profile saw the address twice): not carried
+    }
+    ++adopted;
+    if (known && ap->group_home[t.group] != fast_) to_move.emplace_back(t.group, ap->group_home[t.group]);
+  }
+  std::sort(to_move.begin(), to_move.end());
+  to_move.erase(std::unique(to_move.begin(), to_move.end()), to_move.end());
+  for (const auto& [g, home] : to_move) {
+    Move m;
+    m.group = g;
+    m.to = home;
+    m.kind = MoveKind::evict;
+    mover_->submit(m);
+  }
+  return adopted;
+}
+
+bool HostRuntime::forget(const void* p) noexcept { return foreign_->remove(reinterpret_cast<std::uintptr_t>(p)); }
 
 bool HostRuntime::has_plan() const {
   std::lock_guard lock(mu_);

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "alloc/host/host_arena_allocator.hpp"
 #include "core/config.hpp"
 #include "core/plan.hpp"
+#include "migrate/host/foreign_pages.hpp"
 #include "migrate/host/host_mover.hpp"
 
 namespace tierpack::host {
@@ -65,6 +67,16 @@ class HostRuntime {
   /// and moved to the group's home tier if they are elsewhere.
   void set_plan(Plan plan);
   bool has_plan() const;
+  /// Tensors from before the plan that another allocator owns (the run's profiling arena): their
+  /// whole pages join their plan group, so the plan's moves carry them (Note [Foreign pages]). They
+  /// are taken to be on the fast tier (where they were profiled) and charged there; each group
+  /// whose home is another tier is sent there now (asynchronously: mover().wait_idle() waits).
+  /// Tensors without a known group stay and stay charged; one that overlaps a tensor adopted
+  /// already is skipped. Returns how many were adopted. Call after set_plan().
+  std::size_t adopt(std::span<const ForeignTensor> tensors);
+  /// A tensor given to adopt() (by its address) is freed: no later move touches it. False if unknown.
+  bool forget(const void* p) noexcept;
+  const ForeignPages& foreign() const noexcept { return *foreign_; }
   /// One line saying what the plan does here ("plan: 3 groups, 12 moves/iteration, fast budget 4 GiB").
   std::string plan_summary() const;
 
@@ -106,6 +118,7 @@ class HostRuntime {
   Topology topo_;
   HostRuntimeOptions options_;
   std::unique_ptr<HostArenaAllocator> alloc_;
+  std::unique_ptr<ForeignPages> foreign_;  // before mover_: the mover uses it
   std::unique_ptr<HostMover> mover_;
   TierId fast_ = kNoTier;
   std::optional<TierId> slow_;

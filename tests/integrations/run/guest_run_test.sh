@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Issue 5's "done when" in the two-node guest: the embedded CPU example under `tierpack run` with a
 # fast budget below its peak trains to the same losses as without tierpack, with node 1 (memory-only,
-# a lower memory tier: how CXL memory appears) as the slow tier. Runs INSIDE the guest
+# a lower memory tier: how CXL memory appears) as the slow tier, and the tensors from before the
+# plan (parameters, optimizer state) whose page group the plan evicts and prefetches are on node 1
+# after the eviction and back on node 0 after the prefetch (move_pages status). Runs INSIDE the guest
 # (scripts/hostfs-guest.sh shares this machine's filesystem read-only); writes go to /tmp.
 #   guest_run_test.sh BUILD_DIR SOURCE_DIR [ITERS]
 set -euo pipefail
@@ -36,8 +38,22 @@ for i in r["iterations"]:
 print("  tensors from before the plan: %d B on the fast node, %d B moved to the slow node" % (
     r["arena_fast_bytes"], r["arena_slow_bytes"]))
 print("  residency at exit (move_pages status, pages by node / -errno):", r.get("residency_pages"))
+# Tensors from before the plan follow their groups' moves: where their pages were (move_pages status)
+# when each move of their group ended in the first planned iteration.
+checks = r.get("arena_move_checks", [])
+for c in checks:
+    print("  arena tensors of group %d after %s (iteration %d): %d pages on node %d, %d elsewhere, %d absent" % (
+        c["group"], c["kind"], c["iteration"], c["pages_on_node"], c["node"], c["pages_elsewhere"], c["pages_absent"]))
+def landed(c): return c["pages_on_node"] > 0 and c["pages_elsewhere"] == 0
+round_trips = {c["group"] for c in checks if c["kind"] == "evict" and landed(c)} & \
+              {c["group"] for c in checks if c["kind"] == "prefetch" and landed(c)}
+nodes = {(c["kind"], c["node"]) for c in checks}
+carried = bool(round_trips) and not any(k == "evict" and n == 0 for k, n in nodes) and \
+          not any(k == "prefetch" and n != 0 for k, n in nodes)
+print("== tensors from before the plan: groups evicted to node 1 and prefetched back to node 0:",
+      sorted(round_trips) or "none", "ok" if carried else "FAILED")
 planned = [i for i in r["iterations"] if i["planned"]]
-ok = (r["plan_applied"] and not r["emulated_tiers"] and planned and
+ok = (carried and r["plan_applied"] and not r["emulated_tiers"] and planned and
       all(i["moves"]["bytes_to_slow"] > 0 and i["moves"]["pages_moved"] > 0 for i in planned) and
       all(i["fast_peak_bytes"] <= j["fast_budget_bytes"] for i in planned if i["moves"]["moves_partial"] == 0))
 print("== stats check:", "ok" if ok else "FAILED")

@@ -131,6 +131,11 @@ TEST(RunController, ProfilesPlansAndAppliesFromTheNextIteration) {
     }
   }
   EXPECT_EQ(planned, 3);
+  // The parameter from before the plan was carried by the runtime (Note [Tensors from before the
+  // plan]): its bytes counted on the tiers, and its free dropped it so no later move touches it.
+  EXPECT_EQ(r["arena_fast_bytes"].get<std::uint64_t>() + r["arena_slow_bytes"].get<std::uint64_t>(), param_bytes) << r.dump();
+  EXPECT_EQ(r["arena_tensors_carried_at_exit"], 0) << r.dump();
+  EXPECT_TRUE(r["arena_move_checks"].is_array());
   EXPECT_TRUE(fs::exists(temp_path("run.plan.json")));
   fs::remove(c.stats_out);
   fs::remove(c.profile_out);
