@@ -309,7 +309,7 @@ void RunController::sample(std::uint64_t t_ns) {
   if (auto s = runtime_->slow_tier(); s && *s != runtime_->fast_tier()) add(*s, 0);
 }
 
-void RunController::check_arena_move(const report::MeasuredMove& m) {
+void RunController::check_arena_move(const MeasuredMove& m) {
   const auto entries = runtime_->foreign().group_entries(m.group);
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
   for (const auto& e : entries)

@@ -152,7 +152,7 @@ class RunController final : public EventListener {
   Topology runtime_topology(const Plan& plan);
   void settle_arena_tensors(const Plan& plan);
   /// Records where the group's arena tensors are now that `m` ended (mu_ held).
-  void check_arena_move(const report::MeasuredMove& m);
+  void check_arena_move(const MeasuredMove& m);
   void sample(std::uint64_t t_ns);
   void write_stats() noexcept;
   /// Pages by NUMA node (move_pages status) of the runtime's live blocks and of the profiling arena's
