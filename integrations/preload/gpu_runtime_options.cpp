@@ -17,7 +17,7 @@
 //   prewarm_threads:4   threads creating host handles ahead of the first evictions
 //   plan_out:PATH       write the plan the runtime made (JSON)
 //   profile_out:PATH    write the observed iteration as a tierpack profile (%d: the device; default
-//                       with TIERPACK_CONF profile_out=run.tpk: run.gpu%d.tpk)
+//                       with TIERPACK_CONF profile_out:run.tpk: run.gpu%d.tpk)
 //   remap_threads:1     threads sharing one gated batch of unmap/map calls
 //   remap:eager         when ready chunks are remapped: eager (as soon as their copy is done) or idle
 //                       (when no copy is in flight, unless something waits: Note [When to remap])
