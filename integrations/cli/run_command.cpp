@@ -53,21 +53,24 @@ namespace {
 namespace fs = std::filesystem;
 
 /// The GPU tier's statistics files next to `stats_path` (one per device: `<base>.gpu<N>.json`, Note
-/// [GPU statistics file] in integrations/preload/gpu_runtime.cpp).
-std::vector<std::string> gpu_stats_files(const std::string& stats_path) {
-  std::vector<std::string> out;
+/// [GPU statistics file] in integrations/preload/gpu_runtime.cpp), with their device numbers.
+std::vector<std::pair<int, std::string>> gpu_stats_files(const std::string& stats_path) {
+  std::vector<std::pair<int, std::string>> out;
   std::error_code ec;
   for (int d = 0; d < 64; ++d) {
     std::string p = device_sibling_path(stats_path, d, ".json");
-    if (fs::exists(p, ec)) out.push_back(std::move(p));
+    if (fs::exists(p, ec)) out.emplace_back(d, std::move(p));
   }
   return out;
 }
 
-/// Prints one outcome line per GPU tier that wrote statistics; returns how many did.
-int report_gpu_outcome(const std::string& stats_path, const std::string& who, bool remove) {
+/// Prints one outcome line per GPU tier that wrote statistics, and where its report is (its run
+/// statistics, Note [GPU run statistics], with the profile it writes beside `profile_out`); returns how
+/// many did. With `remove` (statistics in a temporary file) both of its files are removed.
+int report_gpu_outcome(const std::string& stats_path, const std::string& who, bool remove,
+                       const std::string& profile_out) {
   int found = 0;
-  for (const std::string& path : gpu_stats_files(stats_path)) {
+  for (const auto& [device, path] : gpu_stats_files(stats_path)) {
     nlohmann::json st;
     try {
       std::ifstream in(path);
@@ -93,10 +96,21 @@ int report_gpu_outcome(const std::string& stats_path, const std::string& who, bo
               " chunk(s) written behind the plan's back, copied again";
     if (!st.value("divergence", std::string()).empty()) line += "; fell back: " + st.value("divergence", std::string());
     std::fprintf(stderr, "%s\n", line.c_str());
+    const std::string run = device_sibling_path(stats_path, device, ".run.json");
+    std::error_code ec;
     if (remove) {
-      std::error_code ec;
       fs::remove(path, ec);
+      fs::remove(run, ec);
+      continue;
     }
+    if (!fs::exists(run, ec)) continue;
+    const std::string profile = profile_out.empty() ? std::string() : device_sibling_path(profile_out, device, ".tpk");
+    if (!profile.empty() && fs::exists(profile, ec))
+      std::fprintf(stderr, "tierpack run: %sGPU report: tierpack report %s --run-stats %s -o report-gpu%d/\n", who.c_str(),
+                   profile.c_str(), run.c_str(), device);
+    else
+      std::fprintf(stderr, "tierpack run: %sGPU run statistics: %s (with -o FILE the GPU tier also writes its profile for "
+                   "`tierpack report`)\n", who.c_str(), run.c_str());
   }
   return found;
 }
@@ -279,13 +293,13 @@ int run_run(const std::vector<std::string>& argv) {
   for (const auto& f : stats_files) {
     const std::string who = several ? "rank " + std::to_string(f.rank) + ": " : std::string();
     const std::string profile = c.profile_out.empty() ? std::string() : expand_rank_pattern(c.profile_out, f.rank);
-    const bool gpu_ran = report_gpu_outcome(f.path, who, !stats_tmp.empty()) > 0;
+    const bool gpu_ran = report_gpu_outcome(f.path, who, !stats_tmp.empty(), profile) > 0;
     outcome = std::max(outcome, report_outcome(f.path, who, profile, stats_tmp.empty(), gpu_ran));
     if (!stats_tmp.empty()) fs::remove(f.path, ec);
   }
   if (stats_files.empty()) {
     const std::string path = expand_rank_pattern(c.stats_out, 0);
-    const bool gpu_ran = report_gpu_outcome(path, "", !stats_tmp.empty()) > 0;
+    const bool gpu_ran = report_gpu_outcome(path, "", !stats_tmp.empty(), expand_rank_pattern(c.profile_out, 0)) > 0;
     outcome = report_outcome(path, "", "", true, gpu_ran);
   }
   if (outcome != 0) return status != 0 ? status : outcome;

@@ -15,3 +15,10 @@ cat > "$gpu" <<JSON
  "verify": {"mode": "sampled", "rewrites": 2, "repairs": 1},
  "iterations": [{"iteration": 5, "phase": "planned", "bytes_to_host": 1048576, "bytes_to_device": 1048576, "stalls": 1}]}
 JSON
+# Its run statistics for the report (Note [GPU run statistics]) and, with profile_out, its profile's
+# file (the CLI only checks that it exists).
+cat > "${stats%.*}.gpu0.run.json" <<JSON
+{"format": "tierpack-run-stats", "version": 1, "source": "fake", "iterations": []}
+JSON
+profile=$(printf '%s\n' "$TIERPACK_CONF" | tr ',' '\n' | sed -n 's/^profile_out://p' | sed 's/%r/0/g')
+[ -z "$profile" ] || : > "${profile%.*}.gpu0.tpk"
