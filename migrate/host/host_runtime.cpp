@@ -112,6 +112,10 @@ void HostRuntime::set_plan(Plan plan) {
     plan_ = std::move(ap);
     divergent_streak_ = 0;
   }
+  send_home(std::move(to_move));
+}
+
+void HostRuntime::send_home(std::vector<std::pair<GroupId, TierId>> to_move) {
   std::sort(to_move.begin(), to_move.end());
   to_move.erase(std::unique(to_move.begin(), to_move.end()), to_move.end());
   for (const auto& [g, home] : to_move) {
@@ -141,15 +145,7 @@ std::size_t HostRuntime::adopt(std::span<const ForeignTensor> tensors) {
     ++adopted;
     if (known && ap->group_home[t.group] != fast_) to_move.emplace_back(t.group, ap->group_home[t.group]);
   }
-  std::sort(to_move.begin(), to_move.end());
-  to_move.erase(std::unique(to_move.begin(), to_move.end()), to_move.end());
-  for (const auto& [g, home] : to_move) {
-    Move m;
-    m.group = g;
-    m.to = home;
-    m.kind = MoveKind::evict;
-    mover_->submit(m);
-  }
+  send_home(std::move(to_move));
   return adopted;
 }
 

@@ -102,6 +102,8 @@ class HostRuntime {
   HostMover& mover() noexcept { return *mover_; }
 
  private:
+  /// Submits one move per (group, home) pair, duplicates dropped: towards the fast tier a prefetch.
+  void send_home(std::vector<std::pair<GroupId, TierId>> to_move);
   struct ActivePlan {
     Plan plan;
     std::vector<TierId> group_home;  // plan group id -> runtime tier
