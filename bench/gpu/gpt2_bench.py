@@ -6,6 +6,8 @@ Modes, each in a fresh process (the CUDA allocator is chosen before the first CU
   ckpt          gradient checkpointing of every transformer block (torch.utils.checkpoint)
   save_on_cpu   torch.autograd.graph.save_on_cpu(pin_memory=True)
   tierpack      tierpack's GPU tier (python/tierpack/cuda.py) at budgets of the default run's peak
+  tierpack-act  the same with activations:offload (saved activations leave through autograd's hooks
+                as plain copies, python/tierpack/activations.py; page groups move the rest)
 
 Model: GPT-2 large written in plain torch (36 layers, d=1280, 20 heads, vocab 50257, T=1024), batch 8,
 bf16 autocast, AdamW, random init and random tokens (fixed seeds, no dropout: every mode computes the
@@ -113,10 +115,13 @@ class NvmlSampler:
 def run_child(a):
     sampler = NvmlSampler()  # before CUDA exists in this process: its baseline excludes us
     tc = None
-    if a.mode == "tierpack":
+    if a.mode in ("tierpack", "tierpack-act"):
         sys.path.insert(0, os.path.join(ROOT, "python"))
         import tierpack.cuda as tc
-        tc.install(budget=int(a.alloc_budget), gpu=a.gpu_opts or None, path=a.lib)
+        opts = a.gpu_opts
+        if a.mode == "tierpack-act":
+            opts = (opts + "," if opts else "") + "activations:offload"
+        tc.install(budget=int(a.alloc_budget), gpu=opts or None, path=a.lib)
     if a.deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import torch
@@ -176,7 +181,7 @@ def run_child(a):
         "median_step_s": med, "tokens_per_s": a.batch * a.seq / med, "peak_bytes": peak,
         "losses": losses, "warmup_step_s": warm_times, "step_s": times, "init_s": init_s,
     }
-    if a.mode != "tierpack":
+    if tc is None:
         res["torch_max_allocated"] = torch.cuda.max_memory_allocated()
     if tc is not None:
         st = tc.stats()
@@ -206,6 +211,14 @@ def run_child(a):
             "iterations": [{k: v for k, v in r.items() if k != "timeline"} for r in st.get("iterations", [])],
             "timeline_last": (its[-1]["timeline"] if its else []),
         }
+        act = tc.activation_stats()
+        if act:
+            timed = act["iterations"][-a.steps:]
+            m = max(len(timed), 1)
+            per = {k: sum(c[k] for c in timed) / m for k in timed[0]} if timed else {}
+            res["tierpack"]["activations"] = {"plan": act["plan"], "per_step": per, "iterations": act["iterations"]}
+            res["tierpack"]["to_host_bytes_per_step"] += per.get("to_host_bytes", 0)
+            res["tierpack"]["to_device_bytes_per_step"] += per.get("to_device_bytes", 0)
     if a.mode == "default":
         # CUDA context and library overhead seen by NVML before any tensor exists in a process,
         # and pinned copy bandwidth per direction (the link the floor is computed with).
@@ -311,10 +324,10 @@ def main():
     for m in modes:
         if m in ("default",):
             continue
-        if m == "tierpack":
+        if m in ("tierpack", "tierpack-act"):
             for pct in [float(x) for x in a.budgets.split(",")]:
                 target = peak * pct / 100.0
-                r = child(a, "tierpack", budget=target, alloc_budget=max(target - ctx, 1 << 30), warmup=a.tierpack_warmup)
+                r = child(a, m, budget=target, alloc_budget=max(target - ctx, 1 << 30), warmup=a.tierpack_warmup)
                 r["pct"] = pct
                 results.append(r)
                 brief = {k: v for k, v in r.items() if k not in ("losses", "step_s", "stderr_tail", "tierpack")}
@@ -407,6 +420,14 @@ def render(results, base, ctx):
                          f" for evictions, {tp.get('spilled_chunks_per_step', 0):.1f} chunks/step spilled")
             if tp.get("verified_chunks_per_step"):
                 note += f", verify {tp['verify_ms_per_step']:.0f} ms/step, {tp.get('rewrites', 0)} rewrites"
+            act = tp.get("activations")
+            if act and act.get("per_step"):
+                c = act["per_step"]
+                note += (f", activations: {c['to_host_bytes'] / 1e9:.2f} GB out ({c['released_bytes'] / 1e9:.2f} let go, "
+                         f"waited {c['release_wait_ms']:.0f} ms), {c['to_device_bytes'] / 1e9:.2f} GB back, "
+                         f"{c['fetched_late']:.1f} late, {c['stalls']:.1f} waits, {c['divergences']:.1f} divergences")
+            elif act:
+                note += ", activations: none chosen"
         label = r["mode"] + (f" {r['pct']:.0f}%" if r.get("pct") else "")
         rows.append((label, f"{budget / GiB:.1f} GiB" if budget else "-", f"{step * 1e3:.0f}", f"{r['tokens_per_s']:.0f}",
                      f"{r['peak_bytes'] / GiB:.1f}",

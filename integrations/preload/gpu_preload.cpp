@@ -300,6 +300,24 @@ TIERPACK_C_API std::uint64_t tierpack_gpu_memory_stat(int device, int which) {
   }
 }
 
+/// An option the Python side acts on: "activations" (1 offload, 0 keep), "activation_fill",
+/// "warmup_iterations". -1 for an unknown key or when the options cannot be read.
+TIERPACK_C_API double tierpack_gpu_setting(const char* key) {
+  try {
+    Registry& r = registry();
+    std::lock_guard lk(r.m);
+    if (!r.options) r.options = gpu_options_from_env();
+    const std::string_view k = key ? key : "";
+    if (k == "activations") return r.options->offload_activations ? 1 : 0;
+    if (k == "activation_fill") return r.options->activation_fill;
+    if (k == "warmup_iterations") return r.options->warmup_iterations;
+    return -1;
+  } catch (const std::exception& e) {
+    remember(e.what());
+    return -1;
+  }
+}
+
 TIERPACK_C_API void tierpack_gpu_reset_peak(int device) {
   try {
     if (GpuRuntime* rt = device >= 0 && device < 64 ? registry().devices[device].load() : nullptr) rt->reset_peaks();

@@ -36,6 +36,8 @@ struct GpuRuntimeOptions {
   RemapWhen remap_when = RemapWhen::eager;  ///< Note [When to remap]
   std::chrono::milliseconds remap_max_delay{20};
   std::size_t copy_piece = 0;  ///< chunk copies issued in pieces of this size (0: whole chunks)
+  bool offload_activations = false;  ///< python/tierpack/activations.py moves saved activations (Note [Activation offload])
+  double activation_fill = 0.9;      ///< fraction of the budget live tensors may fill before activations leave
   LogLevel log = LogLevel::info;
 };
 

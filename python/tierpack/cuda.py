@@ -35,6 +35,7 @@ import threading
 _lib = None
 _lib_path = None
 _observer = None
+_offloader = None
 _installed = False
 _observe = True
 _lock = threading.Lock()
@@ -82,6 +83,9 @@ def _load(path: str):
     lib.tierpack_gpu_memory_stat.restype = ctypes.c_uint64
     lib.tierpack_gpu_reset_peak.argtypes = [ctypes.c_int]
     lib.tierpack_cuda_empty_cache.argtypes = []
+    if hasattr(lib, "tierpack_gpu_setting"):
+        lib.tierpack_gpu_setting.argtypes = [ctypes.c_char_p]
+        lib.tierpack_gpu_setting.restype = ctypes.c_double
     _lib, _lib_path = lib, path
     return lib
 
@@ -161,9 +165,11 @@ def install(budget=None, gpu: str | None = None, conf: str | None = None, path: 
                 "process before tierpack.cuda.install() ran (" + str(e) + ")") from e
         from torch.optim.optimizer import register_optimizer_step_post_hook
 
-        register_optimizer_step_post_hook(lambda *a, **k: step())
+        register_optimizer_step_post_hook(lambda opt, *a, **k: step(opt))
         if patch_stats:
             _patch_stats(torch, lib)
+        if hasattr(lib, "tierpack_gpu_setting") and lib.tierpack_gpu_setting(b"activations") == 1:
+            _install_offloader(torch, lib)
         _installed = True
         _observe = observe_ops
         _oom_class = "torch.OutOfMemoryError" if shim else "RuntimeError"
@@ -189,11 +195,40 @@ def install_from_env() -> bool:
         return False
 
 
-def step() -> None:
-    """An iteration ended (called by the optimizer-step hook; call it yourself without an optimizer)."""
+def _install_offloader(torch, lib):
+    """activations:offload (Note [Activation offload] in tierpack/activations.py)."""
+    global _offloader
+    from tierpack.activations import ActivationOffloader, CudaTransport
+
+    fill = lib.tierpack_gpu_setting(b"activation_fill")
+    warmup = int(lib.tierpack_gpu_setting(b"warmup_iterations"))
+
+    def index(device):
+        return device.index if device.index is not None else torch.cuda.current_device()
+
+    _offloader = ActivationOffloader(
+        torch, lambda device: CudaTransport(torch, device),
+        live_bytes=lambda device: lib.tierpack_gpu_memory_stat(index(device), 0),
+        peak_bytes=lambda device: lib.tierpack_gpu_memory_stat(index(device), 1),
+        limit_bytes=lambda device: fill * lib.tierpack_gpu_memory_stat(index(device), 5),
+        fits=lambda device: 0.97 * lib.tierpack_gpu_memory_stat(index(device), 5),  # as the runtime's planner
+        record_iteration=warmup)  # the last warm-up iteration (>= 2: it has the optimizer's state)
+    _offloader.install()
+
+
+def activation_stats() -> dict:
+    """activations:offload: the plan (chosen saved tensors, bytes) and per-iteration counters; {} otherwise."""
+    return _offloader.stats() if _offloader is not None else {}
+
+
+def step(optimizer=None) -> None:
+    """An iteration ended (called by the optimizer-step hook; call it yourself without an optimizer).
+    activations:offload never copies out the parameters of `optimizer` (the hook passes it)."""
     global _observer
     if _lib is None:
         return
+    if _offloader is not None:
+        _offloader.iteration_end(optimizer)
     traced_next = _lib.tierpack_gpu_iteration()
     if _observer is not None and not traced_next:
         _observer.__exit__(None, None, None)
