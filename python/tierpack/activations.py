@@ -39,7 +39,8 @@ Autocast's casts of parameters are moved (only the saved copies hold them once a
 hooks keep detached aliases only: an op's saved output holding its own graph would be a reference cycle,
 freed only by Python's collector when a graph is dropped without a backward. A saved tensor the hooks
 cannot match to the recorded order (another size at that position) ends offloading for the rest of that
-iteration (counted as a divergence). Only tensors saved on the thread that installed the hooks are seen
+iteration (counted as a divergence); one that cannot be copied out (no pinned memory left) stays on the
+GPU (counted as a failure, said once). Only tensors saved on the thread that installed the hooks are seen
 (autograd's default hooks are per thread).
 
 Pinned buffers come from a pool kept by size (CudaTransport): asking PyTorch's pinned allocator for
@@ -166,7 +167,7 @@ class _Saved:
 
 class _Counters:
     FIELDS = ("saved", "saved_bytes", "offloaded", "to_host_bytes", "released_bytes", "release_wait_ms",
-              "to_device_bytes", "kept_on_device_bytes", "stalls", "fetched_late", "divergences")
+              "to_device_bytes", "kept_on_device_bytes", "stalls", "fetched_late", "divergences", "failures")
 
     def __init__(self):
         for f in self.FIELDS:
@@ -206,6 +207,7 @@ class ActivationOffloader:
         self.log = log or (lambda msg: sys.stderr.write("tierpack: " + msg + "\n"))
         self._lock = threading.RLock()
         self._parameters = set()
+        self._failure_logged = False
         self.iteration = 1
         self._record = None            # [(nbytes, first index of the same tensor or -1)]
         self._plan = None              # per pack index: nbytes if chosen, 0 if kept, -(j+1) if same as j
@@ -356,7 +358,14 @@ class ActivationOffloader:
             if p == 0:
                 self._relieve(i)
                 return t
-            host, ev = self.transport.to_host(t)
+            try:
+                host, ev = self.transport.to_host(t)
+            except Exception as e:  # noqa: BLE001 - e.g. no pinned memory left: keep it, keep training
+                c.failures += 1
+                if not self._failure_logged:
+                    self._failure_logged = True
+                    self.log("activations: could not copy a saved tensor out (%s): it stays on the GPU" % e)
+                return t
             h = _Saved(i, n, key, t, host, ev)
             self._keys[key] = h
             self._offloaded.append(h)

@@ -271,6 +271,23 @@ class ActivationOffloadTest(unittest.TestCase):
             self.assertGreater(c["to_host_bytes"], 0)
             self.assertEqual(c["released_bytes"], c["to_host_bytes"])
 
+    def test_a_copy_that_fails_keeps_the_tensor_and_training_goes_on(self):
+        class Failing(SlowTransport):
+            def to_host(self, t):
+                self.sent += 1
+                if self.sent % 3 == 0:
+                    raise RuntimeError("no pinned memory left")
+                return super().to_host(t)
+
+        logs = []
+        off = ActivationOffloader(torch, lambda d: Failing(), live_bytes=lambda d: 1 << 40, peak_bytes=lambda d: 1 << 40,
+                                  limit_bytes=lambda d: 1 << 20, record_iteration=2, device_type="cpu",
+                                  min_bytes=16 << 10, log=logs.append)
+        plain = train(4)
+        self.assert_same_training(plain, train(4, off))
+        self.assertTrue(all(c["failures"] > 0 for c in off.history))
+        self.assertEqual(sum("could not copy" in m for m in logs), 1)
+
     def test_a_different_iteration_stops_offloading_for_that_iteration_only(self):
         data = batches(5)
         x, y = data[3]
