@@ -732,6 +732,7 @@ std::string GpuRuntime::stats_json_locked(bool timelines) const {
   j["divergence"] = divergence_;
   j["divergences"] = divergences_;
   j["allocator"] = {{"allocated", st.allocated},
+                    {"streams", alloc_->streams().size()},  // the streams held at remap gates
                     {"peak_allocated", st.peak_allocated},
                     {"requested", st.requested},
                     {"device_bytes", st.device_handles},

@@ -83,6 +83,7 @@ def _load(path: str):
     lib.tierpack_gpu_memory_stat.restype = ctypes.c_uint64
     lib.tierpack_gpu_reset_peak.argtypes = [ctypes.c_int]
     lib.tierpack_cuda_empty_cache.argtypes = []
+    lib.tierpack_cuda_record_stream.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     if hasattr(lib, "tierpack_gpu_setting"):
         lib.tierpack_gpu_setting.argtypes = [ctypes.c_char_p]
         lib.tierpack_gpu_setting.restype = ctypes.c_double
@@ -157,6 +158,7 @@ def install(budget=None, gpu: str | None = None, conf: str | None = None, path: 
         else:
             sys.stderr.write("tierpack: out of memory will raise RuntimeError, not torch.OutOfMemoryError: " + why + "\n")
             alloc = torch.cuda.memory.CUDAPluggableAllocator(path, "tierpack_cuda_malloc", "tierpack_cuda_free")
+        _forward_record_stream(alloc, lib)
         try:
             torch.cuda.memory.change_current_allocator(alloc)
         except RuntimeError as e:
@@ -173,6 +175,21 @@ def install(budget=None, gpu: str | None = None, conf: str | None = None, path: 
         _installed = True
         _observe = observe_ops
         _oom_class = "torch.OutOfMemoryError" if shim else "RuntimeError"
+
+
+def _forward_record_stream(alloc, lib) -> bool:
+    """Makes ``Tensor.record_stream`` reach tierpack (PyTorch's pluggable allocator ignores it unless told
+    where to send it): the block's free then waits for that stream's work, and the stream joins the ones the
+    page-group mover holds at its remap gates (Note [Remap gate]). DDP's NCCL streams and a script's own
+    copy streams announce themselves this way. Says so on stderr when this PyTorch cannot forward it."""
+    native = alloc.allocator() if hasattr(alloc, "allocator") else None
+    setter = getattr(native, "set_record_stream_fn", None)
+    if setter is None:
+        sys.stderr.write("tierpack: this PyTorch does not pass record_stream to a pluggable allocator: a tensor used "
+                         "on a stream that did not allocate it must not be freed before that stream's work is done\n")
+        return False
+    setter(ctypes.cast(lib.tierpack_cuda_record_stream, ctypes.c_void_p).value)
+    return True
 
 
 def install_from_env() -> bool:

@@ -1,0 +1,74 @@
+"""tierpack.cuda hands PyTorch's pluggable allocator the function that record_stream must reach.
+
+PyTorch ignores Tensor.record_stream for a pluggable allocator unless set_record_stream_fn names a C
+function; without it a block used on a second stream could be reused while that stream still reads it,
+and the stream would not be held at the page-group mover's remap gates. Checked with a stand-in for
+PyTorch's allocator object (this machine's torch has no pluggable allocator) and the real library on the
+memfd twin (TIERPACK_GPU_TEST_BACKEND=twin): the pointer handed over is tierpack_cuda_record_stream, and
+calling through it with a tierpack block adds that stream to the ones the remap gates hold.
+
+Run: TIERPACK_CUDA_LIB=build/lib/libtierpack_cuda.so python3 tests/integrations/python/record_stream_test.py
+"""
+import ctypes
+import io
+import os
+import sys
+import unittest
+from contextlib import redirect_stderr
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+os.environ["TIERPACK_GPU_TEST_BACKEND"] = "twin"
+
+import tierpack.cuda as tc  # noqa: E402
+
+LIB = os.environ.get("TIERPACK_CUDA_LIB", "")
+
+
+class _Native:
+    def __init__(self):
+        self.fn = None
+
+    def set_record_stream_fn(self, ptr):
+        self.fn = ptr
+
+
+class _Pluggable:
+    def __init__(self, native):
+        self.native = native
+
+    def allocator(self):
+        return self.native
+
+
+@unittest.skipUnless(LIB and os.path.exists(LIB), "libtierpack_cuda.so not built (set TIERPACK_CUDA_LIB)")
+class RecordStreamTest(unittest.TestCase):
+    def test_the_allocator_is_told_to_call_tierpack_cuda_record_stream(self):
+        lib = tc._load(LIB)
+        native = _Native()
+        self.assertTrue(tc._forward_record_stream(_Pluggable(native), lib))
+        self.assertEqual(native.fn, ctypes.cast(lib.tierpack_cuda_record_stream, ctypes.c_void_p).value)
+        # Through the pointer, as PyTorch will call it: a block of the twin, a stream it never saw.
+        self.assertEqual(lib.tierpack_gpu_configure(b"gpu_budget:64M", None), 0)
+        lib.tierpack_cuda_malloc_nothrow.restype = ctypes.c_void_p
+        lib.tierpack_cuda_malloc_nothrow.argtypes = [ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+        p = lib.tierpack_cuda_malloc_nothrow(1 << 20, 0, None)
+        self.assertTrue(p)
+        streams = lambda: tc.stats(0)["allocator"]["streams"]  # noqa: E731
+        before = streams()
+        record = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(native.fn)
+        record(p, 0x1234)
+        self.assertEqual(lib.tierpack_gpu_last_error(), b"")
+        self.assertEqual(streams(), before + 1, "the stream is not among those held at remap gates")
+        lib.tierpack_cuda_free.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+        lib.tierpack_cuda_free(p, 1 << 20, 0, None)
+
+    def test_a_pytorch_that_cannot_forward_it_is_named(self):
+        lib = tc._load(LIB)
+        err = io.StringIO()
+        with redirect_stderr(err):
+            self.assertFalse(tc._forward_record_stream(_Pluggable(object()), lib))
+        self.assertIn("does not pass record_stream", err.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
