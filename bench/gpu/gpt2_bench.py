@@ -6,8 +6,8 @@ Modes, each in a fresh process (the CUDA allocator is chosen before the first CU
   ckpt          gradient checkpointing of every transformer block (torch.utils.checkpoint)
   save_on_cpu   torch.autograd.graph.save_on_cpu(pin_memory=True)
   tierpack      tierpack's GPU tier (python/tierpack/cuda.py) at budgets of the default run's peak
-  tierpack-act  the same with activations:offload (saved activations leave through autograd's hooks
-                as plain copies, python/tierpack/activations.py; page groups move the rest)
+  tierpack-act  the same with activations:offload (experimental: saved activations leave through
+                autograd's hooks as plain copies, python/tierpack/activations.py; page groups do not move)
 
 Model: GPT-2 large written in plain torch (36 layers, d=1280, 20 heads, vocab 50257, T=1024), batch 8,
 bf16 autocast, AdamW, random init and random tokens (fixed seeds, no dropout: every mode computes the
