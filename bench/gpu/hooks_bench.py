@@ -40,7 +40,8 @@ def main():
     import torch
     import torch.nn.functional as F
     from gpt2_bench import build_model
-    from tierpack.activations import ActivationOffloader, CudaTransport
+    from tierpack.activations import ActivationOffloader
+    from tierpack.copy_streams import CudaTransport
 
     torch.manual_seed(0)
     torch.backends.cuda.matmul.allow_tf32 = True

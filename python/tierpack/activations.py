@@ -43,7 +43,7 @@ iteration (counted as a divergence); one that cannot be copied out (no pinned me
 GPU (counted as a failure, said once). Only tensors saved on the thread that installed the hooks are seen
 (autograd's default hooks are per thread).
 
-Pinned buffers come from a pool kept by size (CudaTransport): asking PyTorch's pinned allocator for
+Pinned buffers come from a pool kept by size (CudaTransport, tierpack/copy_streams.py): asking PyTorch's pinned allocator for
 each copy out made copying every activation of GPT-2 large out 2x slower (bench/gpu/hooks_bench.py).
 The transport is a parameter, so the same bookkeeping runs on CPU tensors in tests.
 
@@ -62,94 +62,13 @@ from __future__ import annotations
 import sys
 import threading
 import time
-import weakref
 
 MiB = 1 << 20
-
-
-def torch_empty_pinned(torch, t):
-    return torch.empty_like(t, device="cpu", pin_memory=True)
 
 
 def _storage_ptr(t):
     """Where a tensor's storage starts (its views and aliases share it)."""
     return t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else t.storage().data_ptr()
-
-
-class CudaTransport:
-    """Copies between a CUDA device and pinned host memory on two side streams.
-
-    pool: pinned buffers are kept by size and reused once their last copy is over, instead of asking
-    PyTorch's pinned allocator (which rounds to powers of two) for every saved tensor."""
-
-    def __init__(self, torch, device, pool=True):
-        self.torch = torch
-        self.device = torch.device(device)
-        self.d2h = torch.cuda.Stream(self.device)
-        self.h2d = torch.cuda.Stream(self.device)
-        self.pool = pool
-        self._free = {}  # (numel, dtype) -> [(flat pinned buffer, [event of its last copy])]
-        self._m = threading.Lock()
-
-    def _buffer(self, t):
-        if not self.pool:
-            return torch_empty_pinned(self.torch, t), None
-        key = (t.numel(), t.dtype)
-        with self._m:
-            free = self._free.get(key)
-            while free:
-                flat, box = free[-1]
-                if box[0] is not None and not box[0].query():
-                    break  # the newest is still being read: the older ones are too, mostly
-                free.pop()
-                return flat, box
-        flat = self.torch.empty(t.numel(), dtype=t.dtype, pin_memory=True)
-        return flat, [None]
-
-    def _recycle(self, key, flat, box):
-        with self._m:
-            self._free.setdefault(key, []).insert(0, (flat, box))
-
-    def to_host(self, t):
-        torch = self.torch
-        flat, box = self._buffer(t)
-        host = flat.view(t.shape) if box is not None else flat
-        self.d2h.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(self.d2h):
-            host.copy_(t, non_blocking=True)
-            ev = torch.cuda.Event()
-            ev.record(self.d2h)
-        if box is not None:
-            box[0] = ev
-            host._tierpack_box = box  # the H2D copy updates it; _Saved's death returns the buffer
-            weakref.finalize(host, self._recycle, (t.numel(), t.dtype), flat, box)
-        return host, ev
-
-    def to_device(self, host):
-        torch = self.torch
-        # Allocated on the compute stream, which frees it later; the copy stream first waits for what
-        # the compute stream queued (the block may have been freed by work still running there).
-        gpu = torch.empty_strided(host.size(), host.stride(), dtype=host.dtype, device=self.device)
-        self.h2d.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(self.h2d):
-            gpu.copy_(host, non_blocking=True)
-            ev = torch.cuda.Event()
-            ev.record(self.h2d)
-        box = getattr(host, "_tierpack_box", None)
-        if box is not None:
-            box[0] = ev
-        return gpu, ev
-
-    @staticmethod
-    def done(ev):
-        return ev.query()
-
-    @staticmethod
-    def wait(ev):
-        ev.synchronize()
-
-    def use(self, ev):
-        self.torch.cuda.current_stream(self.device).wait_event(ev)
 
 
 class _Saved:

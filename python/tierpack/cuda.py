@@ -215,7 +215,8 @@ def install_from_env() -> bool:
 def _install_offloader(torch, lib):
     """activations:offload (Note [Activation offload] in tierpack/activations.py)."""
     global _offloader
-    from tierpack.activations import ActivationOffloader, CudaTransport
+    from tierpack.activations import ActivationOffloader
+    from tierpack.copy_streams import CudaTransport
 
     fill = lib.tierpack_gpu_setting(b"activation_fill")
     warmup = int(lib.tierpack_gpu_setting(b"warmup_iterations"))

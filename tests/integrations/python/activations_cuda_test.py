@@ -20,7 +20,8 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from tierpack.activations import ActivationOffloader, CudaTransport  # noqa: E402
+from tierpack.activations import ActivationOffloader  # noqa: E402
+from tierpack.copy_streams import CudaTransport  # noqa: E402
 
 
 def make_model(d=512, layers=6):
