@@ -74,14 +74,13 @@ def _storage_ptr(t):
 class _Saved:
     """What the pack hook returns for a tensor it copies out."""
 
-    __slots__ = ("index", "nbytes", "key", "gpu", "host", "d2h", "fetched", "h2d", "refs", "pending", "__weakref__")
+    __slots__ = ("index", "nbytes", "key", "gpu", "host", "d2h", "fetched", "h2d", "refs", "__weakref__")
 
     def __init__(self, index, nbytes, key, gpu, host, d2h):
         self.index, self.nbytes, self.key = index, nbytes, key
         self.gpu, self.host, self.d2h = gpu, host, d2h  # gpu: None once dropped
         self.fetched = self.h2d = None                   # the copy back and its event
         self.refs = 1                                    # packs handed this object, not yet unpacked
-        self.pending = True
 
 
 class _Counters:
@@ -144,7 +143,6 @@ class ActivationOffloader:
         self._keys = {}                # key -> index of a pack seen (recording) or a pending _Saved
         self._offloaded = []           # _Saved in pack order
         self._pending = []             # _Saved whose GPU tensor is still held, oldest first
-        self._by_index = {}
         self._cursor = None            # backward: next _Saved (from the end) to copy back
         self._ahead = 0                # bytes copied back and not yet handed out
         self._absent = 0               # bytes let go and not copied back yet
@@ -218,7 +216,7 @@ class ActivationOffloader:
             self.log("activations: %d of %d saved tensors (%.2f of %.2f GiB) may leave the GPU to bring the live peak "
                      "%.2f GiB under %.2f GiB%s" % (self.plan_summary["chosen"], len(rec), chosen / gib, total / gib,
                                                     peak / gib, self.limit / gib,
-                                                    "" if chosen >= need else " (not enough: page groups move the rest)"))
+                                                    "" if chosen >= need else " (not enough: the rest stays over the limit)"))
 
     # -------------------------------------------------------------------------------------- pack
     def _eligible(self, t):
@@ -312,7 +310,6 @@ class ActivationOffloader:
         live = rec[min(i, len(rec) - 1)] - self._absent if rec else 0
         while self._pending and live > self.limit:
             h = self._pending.pop(0)
-            h.pending = False
             if h.gpu is None:
                 continue  # already handed back by an earlier backward (gradient accumulation)
             if not self.transport.done(h.d2h):
