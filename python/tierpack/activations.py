@@ -233,12 +233,13 @@ class ActivationOffloader:
         self._parameters = {_storage_ptr(p) for p in params if p.device.type == self.device_type}
 
     def pack(self, t):
-        if self._plan is None and self._record is None:
-            return t
         if t.grad_fn is not None:
             # An op's own output (PyTorch 2 detaches the others): what the hooks keep must not lead back
-            # to the graph that keeps it (a reference cycle only Python's collector would free).
+            # to the graph that keeps it (a reference cycle only Python's collector would free), also
+            # while they are idle (before the recorded iteration, or when nothing was chosen).
             t = t.detach()
+        if self._plan is None and self._record is None:
+            return t
         if not self._eligible(t):
             return t
         with self._lock:

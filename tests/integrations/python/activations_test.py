@@ -288,6 +288,26 @@ class ActivationOffloadTest(unittest.TestCase):
         self.assertTrue(all(c["failures"] > 0 for c in off.history))
         self.assertEqual(sum("could not copy" in m for m in logs), 1)
 
+    def test_idle_hooks_keep_nothing_that_leads_back_to_the_graph(self):
+        # Before the recorded iteration the hooks only hand tensors back; an op's own output must still
+        # not hold its graph (tanh saves its output): with the collector off it dies with its graph.
+        import gc
+        import weakref
+        off = offloader(live=lambda: 0, record=2)
+        model = make_model()
+        x, _ = batches(1)[0]
+        gc.collect()
+        gc.disable()
+        try:
+            with torch.autograd.graph.saved_tensors_hooks(off.pack, off.unpack):
+                h = torch.tanh(model[0](x))
+                loss = h.sum()
+            ref = weakref.ref(h)
+            del h, loss
+            self.assertIsNone(ref())
+        finally:
+            gc.enable()
+
     def test_a_different_iteration_stops_offloading_for_that_iteration_only(self):
         data = batches(5)
         x, y = data[3]
