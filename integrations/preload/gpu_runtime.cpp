@@ -46,6 +46,7 @@ GpuRuntime::GpuRuntime(std::unique_ptr<VmmBackend> backend, GpuRuntimeOptions op
   MoverOptions mo;
   mo.remap_threads = options_.remap_threads;
   mo.verify = options_.verify;
+  mo.gate = options_.gate;
   mo.remap_when = options_.remap_when;
   mo.remap_max_delay = options_.remap_max_delay;
   mo.copy_piece = options_.copy_piece;
@@ -55,6 +56,8 @@ GpuRuntime::GpuRuntime(std::unique_ptr<VmmBackend> backend, GpuRuntimeOptions op
   iteration_start_ = std::chrono::steady_clock::now();
   if (options_.migrate && options_.warmup_iterations == 0) start_trace_locked(Phase::traced);
   timeline_stride_ = 64;
+  if (!options_.gate)
+    log("gate:off (diagnostic): remaps run while kernels do; a kernel the plan did not foresee faults the process");
 }
 
 GpuRuntime::~GpuRuntime() {
@@ -725,7 +728,8 @@ std::string GpuRuntime::stats_json_locked(bool timelines) const {
   j["chunk"] = options_.chunk_bytes;
   j["remap"] = {{"when", options_.remap_when == RemapWhen::idle ? "idle" : "eager"},
                 {"max_delay_ms", options_.remap_max_delay.count()},
-                {"copy_piece", options_.copy_piece}};
+                {"copy_piece", options_.copy_piece},
+                {"gate", options_.gate}};
   j["spill"] = options_.spill;
   j["phase"] = phase_name(phase_);
   j["iteration"] = iteration_;

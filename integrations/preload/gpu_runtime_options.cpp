@@ -34,6 +34,9 @@
 //   verify:sampled      check moved chunks behind the gate and copy again what was written after the
 //                       copy: sampled (evictions in full, prefetches on 1/16 samples), all (in full:
 //                       prefetch checks read host memory, ~as slow as the copy), evictions, off
+//   gate:on             off: diagnostic only. Remaps run while the training's kernels do, so a
+//                       kernel the plan did not foresee touching a chunk mid-remap faults and the
+//                       process dies (Note [Remap gate]); it measures what the gates cost
 #include "integrations/preload/gpu_runtime_options.hpp"
 
 #include <algorithm>
@@ -149,6 +152,8 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       else if (value == "evictions") o.verify = Verify::evictions;
       else if (value == "off") o.verify = Verify::off;
       else bad(key, value, "sampled, all, evictions, off");
+    } else if (key == "gate") {
+      o.gate = parse_switch(key, value);
     } else if (key == "activations") {
       if (value == "offload") o.offload_activations = true;
       else if (value == "keep") o.offload_activations = false;
@@ -166,7 +171,7 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
                         "' (accepted keys: chunk, host_limit, spill, migrate, persistent, resident, group, headroom, "
                         "min_move, evict_lag, prewarm_threads, plan_out, profile_out, remap_threads, remap, remap_delay, "
-                        "copy_piece, divergences, verify, activations, activation_fill, budget)");
+                        "copy_piece, divergences, verify, gate, activations, activation_fill, budget)");
     }
   }
   // The remap gate waits for the streams the allocator serves, not for the hooks' copy streams; with

@@ -33,6 +33,7 @@ struct GpuRuntimeOptions {
   std::string profile_out;    ///< write the observed iteration as a core Profile (tierpack-profile file)
   int remap_threads = 1;      ///< threads sharing a gated batch of remaps
   Verify verify = Verify::sampled;  ///< moves checked behind the gate (Note [Verified remaps])
+  bool gate = true;  ///< off: diagnostic only, remaps run under the training's kernels (Note [Remap gate])
   RemapWhen remap_when = RemapWhen::eager;  ///< Note [When to remap]
   std::chrono::milliseconds remap_max_delay{20};
   std::size_t copy_piece = 0;  ///< chunk copies issued in pieces of this size (0: whole chunks)

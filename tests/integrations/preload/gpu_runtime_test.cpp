@@ -464,6 +464,8 @@ TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
   EXPECT_EQ(o.remap_threads, 4);
   EXPECT_EQ(parse_gpu_options("verify:evictions", {}).verify, Verify::evictions);
   EXPECT_EQ(GpuRuntimeOptions{}.verify, Verify::sampled) << "the default";
+  EXPECT_TRUE(GpuRuntimeOptions{}.gate) << "gates are on unless asked";
+  EXPECT_FALSE(parse_gpu_options("gate:off", {}).gate);
   auto message = [](const char* text) {
     try {
       parse_gpu_options(text, GpuRuntimeOptions{});
