@@ -268,7 +268,7 @@ struct GpuAllocator::Impl {
     }
     a->free.insert(b);
     if (s->allocated == 0) {
-      if (segment_on_host_idle(s)) queue_host_release(s);
+      if (segment_holds_host_idle(s)) queue_host_release(s);
       else mark_empty(s);
     }
   }
@@ -282,12 +282,28 @@ struct GpuAllocator::Impl {
     host_release.push_back(s);
   }
 
-  bool segment_on_host_idle(const Segment* s) const {
+  // Note [Split segments]: a segment some of whose chunks are on the host and none moving: evicted
+  // whole, or left split by a move that ran out of handles or was given up (a prefetch parked for
+  // memory no eviction would free). Empty, it is released (no bytes to keep): cached, it would keep
+  // its group's arena from opening (arena_open wants every chunk on the device), and the group's next
+  // tensors would all land in the default arena, never to move: on GPT-2 large at 45% on the twin one
+  // given-up prefetch led that way to hundreds of spilled chunks (bench/gpu/gpu_trace_twin).
+  bool segment_holds_host_idle(const Segment* s) const {
+    bool host = false;
     for (std::uint32_t i = 0; i < s->count; ++i) {
       const Chunk& c = chunks[s->first + i];
-      if (c.moving || c.where != Residence::host) return false;
+      if (c.moving) return false;
+      host |= c.where == Residence::host;
     }
-    return true;
+    return host;
+  }
+  // After a move: a segment it left empty and (partly) on the host goes (Note [Split segments]).
+  void release_if_emptied(std::uintptr_t va) {
+    Segment* s = chunks[(va - self.base_) / chunk()].seg;
+    if (s && s->allocated == 0 && !s->spill && segment_holds_host_idle(s)) {
+      unmark_empty(s);
+      queue_host_release(s);
+    }
   }
 
   void process_events() {
@@ -300,7 +316,7 @@ struct GpuAllocator::Impl {
         continue;
       }
       // A cached segment may have been reused, or brought to the device, since it was queued.
-      const bool keep = !s->spill && (s->allocated != 0 || !segment_on_host_idle(s));
+      const bool keep = !s->spill && (s->allocated != 0 || !segment_holds_host_idle(s));
       if (!keep && !empty_passed(s)) {
         ++i;
         continue;
@@ -863,6 +879,7 @@ void GpuAllocator::finish_migration(const MigrationTicket& t) noexcept {
     c.moving = false;
     I.st.segment_bytes[static_cast<int>(c.where)] += options_.chunk_bytes;
   }
+  for (const ChunkMove& mv : t.moves) I.release_if_emptied(mv.va);
 }
 
 void GpuAllocator::abort_migration(const MigrationTicket& t) noexcept {
@@ -872,6 +889,7 @@ void GpuAllocator::abort_migration(const MigrationTicket& t) noexcept {
     I.chunks[(mv.va - base_) / options_.chunk_bytes].moving = false;
     I.pool(mv.to.phys.where).put(mv.to);
   }
+  for (const ChunkMove& mv : t.moves) I.release_if_emptied(mv.va);
 }
 
 void GpuAllocator::set_arena_closed(ArenaId arena, bool closed) {

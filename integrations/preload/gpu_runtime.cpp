@@ -500,7 +500,10 @@ void GpuRuntime::apply_plan_locked() {
       else diag_carried_[t.address] = std::move(d);
     }
   }
-  if (!plan_.schedule.empty()) executor_ = std::make_unique<ScheduleExecutor>(*mover_, plan_.schedule, arenas);
+  if (!plan_.schedule.empty()) {
+    executor_ = std::make_unique<ScheduleExecutor>(*mover_, plan_.schedule, arenas);
+    executor_->evict_away_at_start(stream_);  // Note [Away when the plan starts]
+  }
   for (const std::string& n : plan_.notes) log("plan for gpu" + std::to_string(device_) + ": " + n);
   // Host handles are slow to create: make the ones the evictions need now, off the training thread.
   const std::uint64_t host_need = plan_.prediction.bytes_to_slow;

@@ -52,6 +52,10 @@ class ScheduleExecutor {
   void advance(std::int64_t now, StreamHandle stream);
   /// Issues every move not issued yet in this iteration.
   void end_iteration(StreamHandle stream);
+  /// Note [Away when the plan starts]: evicts now every group the schedule has on the host when an
+  /// iteration begins (its last eviction comes after its last prefetch, or it has none). Call once,
+  /// between the traced iteration and the first planned one. Returns how many evictions it issued.
+  std::size_t evict_away_at_start(StreamHandle stream);
 
   /// Note [Repairing the schedule]: a verified remap of `group` found a write the plan did not know
   /// of, seen by clock `at`, during a move of `kind`. Postpones the eviction whose window held it

@@ -227,6 +227,42 @@ TYPED_TEST(GpuAllocatorTest, SpilledChunksAreReleasedOnceFreeSoLaterTensorsGetDe
   a.deallocate(d0);
 }
 
+// Note [Split segments]: a group's segment left partly on the host (its eviction found a host handle
+// for one chunk of two) is released once its tensors are gone, so the group's next tensors land in
+// the group again, on the device, instead of falling back to the default arena for good.
+TYPED_TEST(GpuAllocatorTest, AnEmptiedSegmentLeftPartlyOnTheHostIsReleasedAndItsGroupOpensAgain) {
+  GpuAllocatorOptions o;
+  o.chunk_bytes = this->chunk();
+  o.page_bytes = this->page();
+  o.small_threshold = this->page() / 4;
+  o.device_budget = 8 * this->chunk();
+  o.host_limit = this->chunk();  // one host handle: the eviction moves one chunk of two
+  this->alloc_ = std::make_unique<GpuAllocator>(this->backend(), o);
+  GpuAllocator& a = *this->alloc_;
+  const StreamHandle s = this->streams_[0];
+  const ArenaId g = a.create_arena("group", 2 * this->chunk());
+  void* p = a.allocate(2 * this->chunk(), s, g);
+  ASSERT_EQ(a.arena_of(p), g);
+  this->sync_all();
+  const MigrationTicket t = a.begin_migration(g, Residence::host);
+  ASSERT_EQ(t.moves.size(), 1u);
+  EXPECT_EQ(t.chunks_left, 1u);
+  for (const ChunkMove& mv : t.moves) {  // the mover's remap (no copy: nothing here reads the bytes)
+    this->backend().unmap(mv.va, mv.bytes);
+    this->backend().map(mv.va, mv.to.phys);
+  }
+  a.finish_migration(t);
+  EXPECT_FALSE(a.residency(g).open) << "one chunk on the host";
+  a.deallocate(p);
+  this->sync_all();
+  void* q = a.allocate(this->chunk(), s, g);
+  EXPECT_EQ(a.arena_of(q), g) << "the group's next tensor went to the default arena";
+  EXPECT_EQ(a.residence_of(q), Residence::device);
+  EXPECT_EQ(a.stats().closed_arena_fallbacks, 0u);
+  EXPECT_EQ(a.stats().segment_bytes[static_cast<int>(Residence::host)], 0u) << "the split segment is gone";
+  a.deallocate(q);
+}
+
 TYPED_TEST(GpuAllocatorTest, EmptyCacheGivesDeviceMemoryBack) {
   auto& a = this->make(8, false);
   const StreamHandle s = this->streams_[0];

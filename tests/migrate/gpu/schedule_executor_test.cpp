@@ -54,6 +54,36 @@ TEST_F(ExecutorTest, RunsTheScheduleOnTheClockAcrossIterations) {
   EXPECT_EQ(ex.ensured_misses(), 0u);
 }
 
+// Note [Away when the plan starts]: a group whose time away wraps around the iteration's end (g1), and
+// one kept on the host for good (g2, no prefetch), leave when the plan takes over; a group idle only
+// inside the iteration (g0) stays until its eviction's point.
+TEST_F(ExecutorTest, GroupsAwayWhenAnIterationStartsLeaveWhenThePlanTakesOver) {
+  make(16);
+  const StreamHandle s = streams_[0];
+  auto g0 = make_group(1, 1, s);
+  auto g1 = make_group(1, 2, s);
+  auto g2 = make_group(1, 3, s);
+  ScheduleExecutor ex(*mover_,
+                      {move(0, MoveKind::evict, 3), move(0, MoveKind::prefetch, 5, 8), move(1, MoveKind::evict, 5),
+                       move(1, MoveKind::prefetch, 0, 2), move(2, MoveKind::evict, 6)},
+                      {{0, g0.arena}, {1, g1.arena}, {2, g2.arena}});
+  EXPECT_EQ(ex.evict_away_at_start(s), 2u);
+  mover_->drain();
+  EXPECT_EQ(alloc_->residency(g0.arena).host_bytes, 0u) << "g0 leaves at clock 3, not before";
+  EXPECT_GT(alloc_->residency(g1.arena).host_bytes, 0u);
+  EXPECT_GT(alloc_->residency(g2.arena).host_bytes, 0u);
+  ex.begin_iteration(s);
+  for (std::int64_t c = 1; c <= 10; ++c) ex.advance(c, s);
+  ex.end_iteration(s);
+  mover_->drain();
+  check(g0, s);
+  check(g1, s);
+  check(g2, s);
+  sync_all();
+  EXPECT_EQ(dev_->take_mismatches(), 0u);
+  EXPECT_EQ(ex.ensured_misses(), 0u);
+}
+
 // Note [Repairing the schedule]: a use the plan missed, reported by a verified remap.
 TEST_F(ExecutorTest, RepairPostponesAnEvictionPastAMissedUseOrDropsTheRoundTrip) {
   make(16);
@@ -61,8 +91,9 @@ TEST_F(ExecutorTest, RepairPostponesAnEvictionPastAMissedUseOrDropsTheRoundTrip)
   auto g0 = make_group(1, 1, s);
   auto g1 = make_group(1, 2, s);
   // g0 idle in (3, 30) with its prefetch issued at 20; g1 idle from 5 to the next iteration's 2.
-  ScheduleExecutor ex(*mover_, {move(0, MoveKind::evict, 3), move(0, MoveKind::prefetch, 20, 30),
-                                move(1, MoveKind::evict, 5), move(1, MoveKind::prefetch, 0, 2)},
+  ScheduleExecutor ex(*mover_,
+                      {move(0, MoveKind::evict, 3), move(0, MoveKind::prefetch, 20, 30), move(1, MoveKind::evict, 5),
+                       move(1, MoveKind::prefetch, 0, 2)},
                       {{0, g0.arena}, {1, g1.arena}});
   auto issue_of = [&](GroupId g, MoveKind k) {
     for (const Move& m : ex.schedule())
