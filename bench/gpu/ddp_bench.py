@@ -94,6 +94,10 @@ def run_rank(a):
             "to_device_bytes_per_step": sum(r["bytes_to_device"] for r in its) / n,
             "stalls_per_step": sum(r["stalls"] for r in its) / n,
             "failures": sum(r["failures"] for r in its),
+            # streams held at remap gates: those that allocated and those record_stream named (NCCL's)
+            "gated_streams": st.get("allocator", {}).get("streams"),
+            "gates_per_step": sum(r["gates"] for r in its) / n,
+            "gate_timeouts": sum(r["gate_timeouts"] for r in its),
         }
     if a.child == "default" and rank == 0:
         res["pinned_h2d_Bps"], res["pinned_d2h_Bps"] = gb.pinned_bandwidth(torch, dev)
@@ -163,6 +167,10 @@ def render(results, base, a):
             note = "phases " + ",".join(str(t.get("phase")) for t in tps)
             if any(t.get("failures") for t in tps):
                 note += f", {sum(t['failures'] for t in tps)} failed moves"
+            if all(t.get("gated_streams") is not None for t in tps):
+                note += ", gated streams " + ",".join(str(t["gated_streams"]) for t in tps)
+                note += f", gates/step {max(t['gates_per_step'] for t in tps):.0f}"
+                note += f", gate timeouts {sum(t['gate_timeouts'] for t in tps)}"
         rows.append((r["mode"] + (f" {r['pct']:.0f}%" if r.get("pct") else ""),
                      f"{r['budget'] / GiB:.1f} GiB" if r.get("budget") else "-", f"{step * 1e3:.0f}",
                      f"{a.ranks * a.batch * a.seq / step:.0f}", f"{r['peak_bytes'] / GiB:.1f}",

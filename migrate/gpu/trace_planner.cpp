@@ -32,10 +32,10 @@ struct Unit {
   std::vector<std::uint32_t> tensors;
   std::uint64_t bytes = 0;
   bool persistent = false;
-  std::int64_t order = 0;  // grouping order (birth, or segment address rank)
-  std::int64_t a = 0;      // evict after this tick
-  std::int64_t b = kNever; // needed again at this tick (kNever: not in this iteration)
-  bool cyclic = false;     // the idle window wraps to the next iteration (b < a)
+  std::int64_t order = 0;   // grouping order (birth, or segment address rank)
+  std::int64_t a = 0;       // evict after this tick
+  std::int64_t b = kNever;  // needed again at this tick (kNever: not in this iteration)
+  bool cyclic = false;      // the idle window wraps to the next iteration (b < a)
 };
 
 // Largest idle window between uses. `cyclic` units (alive across iterations) may wrap around.
@@ -157,12 +157,15 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
   // free space too, so that taking a segment away lowers it by what it added (counting the tensors
   // alone and subtracting the segment made plans look 2.9 GiB lower than the device at 35% of GPT-2
   // large: bench/gpu/gpu_trace_twin, session 18).
+  std::uint64_t slack = 0;
   for (auto& [seg, members] : by_segment) {
     if (!pure[seg]) continue;
     std::uint64_t held = 0;
     for (std::uint32_t m : members) held += trace.tensors[m].bytes;
     const std::uint64_t whole = trace.tensors[members.front()].segment_bytes;
-    if (whole > held) occ.add(0, end + 1, static_cast<std::int64_t>(whole - held));
+    if (whole <= held) continue;
+    occ.add(0, end + 1, static_cast<std::int64_t>(whole - held));
+    slack += whole - held;
   }
   std::int64_t rank = 0;
   for (auto& [seg, members] : by_segment) {
@@ -225,7 +228,8 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
       std::int64_t until = g.b;
       if (g.b == kNever) {
         until = 0;
-        for (std::uint32_t m : g.tensors) until = std::max(until, trace.tensors[m].death < 0 ? end + 1 : trace.tensors[m].death);
+        for (std::uint32_t m : g.tensors)
+          until = std::max(until, trace.tensors[m].death < 0 ? end + 1 : trace.tensors[m].death);
       }
       s[0] = {from, until};
     }
@@ -251,7 +255,9 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
       std::int64_t p = -1;
       for (std::int64_t c = 0; c < occ.n(); ++c) {
         const std::int64_t v = occ.bytes[static_cast<std::size_t>(c)];
-        if (v > budget_eff && !stuck[static_cast<std::size_t>(c)] && (p < 0 || v > occ.bytes[static_cast<std::size_t>(p)])) p = c;
+        if (v > budget_eff && !stuck[static_cast<std::size_t>(c)] &&
+            (p < 0 || v > occ.bytes[static_cast<std::size_t>(p)]))
+          p = c;
       }
       if (p < 0) break;
       std::size_t best = groups.size();
@@ -262,7 +268,8 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
         double gain = 0;  // over-budget bytes x ticks this move removes
         for (const Span& sp : away[gi])
           for (std::int64_t c = sp.lo; c < sp.hi; ++c)
-            gain += static_cast<double>(std::clamp<std::int64_t>(occ.bytes[static_cast<std::size_t>(c)] - budget_eff, 0, bytes));
+            gain += static_cast<double>(
+                std::clamp<std::int64_t>(occ.bytes[static_cast<std::size_t>(c)] - budget_eff, 0, bytes));
         const double score = gain / static_cast<double>(bytes);
         if (score > best_score || (score == best_score && groups[gi].bytes > groups[best].bytes)) {
           best_score = score;
@@ -310,10 +317,12 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
           double gain = 0;  // over-budget bytes x ticks it removes beyond what its moves remove
           for (std::int64_t c = 0; c < occ.n(); ++c)
             if (!(taken[gi] && covers(gi, c)))
-              gain += static_cast<double>(std::clamp<std::int64_t>(occ.bytes[static_cast<std::size_t>(c)] - budget_eff, 0, bytes));
+              gain += static_cast<double>(
+                  std::clamp<std::int64_t>(occ.bytes[static_cast<std::size_t>(c)] - budget_eff, 0, bytes));
           double traffic = 0;  // bytes the ops using it would read over the link per iteration
           for (std::uint32_t m : groups[gi].tensors)
-            traffic += static_cast<double>(trace.tensors[m].bytes) * static_cast<double>(std::max<std::size_t>(trace.tensors[m].uses.size(), 1));
+            traffic += static_cast<double>(trace.tensors[m].bytes) *
+                       static_cast<double>(std::max<std::size_t>(trace.tensors[m].uses.size(), 1));
           const double score = gain / std::max(traffic, 1.0);
           if (gain > 0 && score > best_score) {
             best_score = score;
@@ -380,7 +389,8 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
   }
 
   // ---- prefetch issue points: as early as the budget allows, needed ones first
-  std::stable_sort(chosen.begin(), chosen.end(), [&](std::size_t x, std::size_t y) { return groups[x].b < groups[y].b; });
+  std::stable_sort(chosen.begin(), chosen.end(),
+                   [&](std::size_t x, std::size_t y) { return groups[x].b < groups[y].b; });
   for (std::size_t gi : chosen) {
     const Unit& g = groups[gi];
     const Move ev = add_group(g);
@@ -392,7 +402,8 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
     std::int64_t need = g.b;
     if (need == kNever) {  // dies on the host: bring the emptied group back (no copy) when it is dead
       need = 0;
-      for (std::uint32_t m : g.tensors) need = std::max(need, trace.tensors[m].death < 0 ? end : trace.tensors[m].death);
+      for (std::uint32_t m : g.tensors)
+        need = std::max(need, trace.tensors[m].death < 0 ? end : trace.tensors[m].death);
       pf.bytes = 0;
     } else {
       plan.prediction.bytes_to_fast += ev.bytes;
@@ -436,14 +447,20 @@ Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) 
   plan.notes.push_back(std::to_string(plan.groups.size() - resident_groups) + " page groups move; natural peak " +
                        format_bytes(static_cast<std::uint64_t>(natural_peak)) + ", predicted peak " +
                        format_bytes(plan.prediction.fast_peak_bytes) + " (budget " + format_bytes(o.budget) +
-                       ", planned to " + format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(budget_eff, 0))) +
-                       "), " + format_bytes(plan.prediction.bytes_to_slow) + " to host and " +
+                       ", planned to " +
+                       format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(budget_eff, 0))) + "), " +
+                       format_bytes(plan.prediction.bytes_to_slow) + " to host and " +
                        format_bytes(plan.prediction.bytes_to_fast) + " back per iteration");
   if (resident_groups > 0)
     plan.notes.push_back(std::to_string(resident_groups) + " groups of tensors alive across iterations (" +
-                         format_bytes(resident_bytes) + ") stay in host memory, read in place by the ops that use them");
+                         format_bytes(resident_bytes) +
+                         ") stay in host memory, read in place by the ops that use them");
+  if (slack > 0)
+    plan.notes.push_back("segments of tensors alive across iterations hold " + format_bytes(slack) +
+                         " of free space, counted as device memory (it leaves and returns with them)");
   if (!feasible)
-    plan.notes.push_back("the budget cannot be met by moving traced tensors alone: the remaining peak spills to host memory");
+    plan.notes.push_back(
+        "the budget cannot be met by moving traced tensors alone: the remaining peak spills to host memory");
   return plan;
 }
 
