@@ -610,6 +610,9 @@ bool GpuRuntime::iteration() {
   if (options_.migrate && finished == Phase::warmup && iteration_ == options_.warmup_iterations + 1)
     start_trace_locked(Phase::traced);
   if (finished == Phase::traced) start_trace_locked(Phase::reference);
+  // A paused plan brought every group back (Note [Diverged iterations]); those the plan has on the host
+  // when an iteration starts leave again before it does (Note [Away when the plan starts]).
+  if (finished == Phase::suspended && phase_ == Phase::planned && executor_) executor_->evict_away_at_start(stream_);
   if (phase_ == Phase::planned && executor_) executor_->begin_iteration(stream_);
   write_stats_locked();
   return phase_ == Phase::traced;
