@@ -126,8 +126,8 @@ class Replay {
     std::uint64_t tag = 0;
   };
 
-  Replay(const Profile& p, double scale, double time_scale, bool explain)
-      : p_(p), scale_(scale), time_scale_(time_scale), explain_(explain) {
+  Replay(const Profile& p, double scale, double time_scale, bool explain, std::string plan_out)
+      : p_(p), scale_(scale), time_scale_(time_scale), explain_(explain), plan_out_(std::move(plan_out)) {
     for (const TensorRecord& t : p_.tensors) {
       if (t.seq >= 0) events_.push_back({t.birth_ns, 0, t.id});
       if (t.death_op != kAfterIteration) {
@@ -194,9 +194,8 @@ class Replay {
         if (explain_ && fallbacks_told_ < 6 && rt.allocator().stats().closed_arena_fallbacks > fell) {
           ++fallbacks_told_;
           const TensorRecord& t = p_.tensors[e.index];
-          std::int64_t group = -1;
-          for (const TensorPlacement& pl : read_plan(plan_out_).placements)
-            if (pl.seq == t.seq) group = pl.group;
+          const auto placed = plan().by_seq.find(t.seq);
+          const std::int64_t group = placed == plan().by_seq.end() ? -1 : placed->second.group;
           std::printf(
               "  fallback: tensor %u (%s, seq %lld, op %d) of plan group %lld found its group closed; groups not open:",
               t.id, format_bytes(t.bytes).c_str(), static_cast<long long>(t.seq), t.birth_op,
@@ -258,16 +257,11 @@ class Replay {
 
   // Bytes the plan leaves in the default arena, live at once, at most (by the replayed order).
   void default_peak(GpuRuntime& rt) {
-    std::unordered_map<std::int64_t, GroupId> group_of;
-    std::unordered_map<std::int64_t, std::uint64_t> seq_bytes;
-    for (const TensorRecord& t : p_.tensors)
-      if (t.seq >= 0) seq_bytes[t.seq] = bytes_of(t);
+    const auto& by_seq = plan().by_seq;
     std::size_t same = 0, differ = 0;
-    for (const TensorPlacement& pl : read_plan(plan_out_).placements)
-      if (pl.seq >= 0) {
-        group_of[pl.seq] = pl.group;
-        (seq_bytes[pl.seq] == pl.bytes ? same : differ)++;
-      }
+    for (const TensorRecord& t : p_.tensors)
+      if (auto it = by_seq.find(t.seq); t.seq >= 0 && it != by_seq.end())
+        (it->second.bytes == bytes_of(t) ? same : differ)++;
     if (differ)
       std::printf("  (the plan's allocation sizes differ from the profile's at %zu of %zu positions)\n", differ,
                   same + differ);
@@ -279,7 +273,7 @@ class Replay {
     for (const Event& e : events_) {
       if (e.kind == 1) continue;
       const TensorRecord& t = p_.tensors[e.index];
-      if (t.seq < 0 || group_of.count(t.seq)) continue;
+      if (t.seq < 0 || by_seq.count(t.seq)) continue;
       if (e.kind == 0)
         live += bytes_of(t);
       else
@@ -323,26 +317,18 @@ class Replay {
         up(d.device_bytes).c_str(), up(d.live_bytes).c_str(), up(d.host_bytes).c_str());
     // The default arena's live tensors: carried into the iteration (persistent or not) or born in it.
     std::uint64_t carried_persistent = 0, carried_dying = 0, born = 0, born_small = 0, born_grouped = 0;
-    std::unordered_map<std::int64_t, GroupId> group_of;   // by seq, from the plan the runtime wrote
-    std::unordered_map<std::uint64_t, GroupId> group_at;  // by address (tensors alive before the trace)
-    if (!plan_out_.empty())
-      for (const TensorPlacement& pl : read_plan(plan_out_).placements) {
-        if (pl.seq >= 0)
-          group_of[pl.seq] = pl.group;
-        else
-          group_at[pl.address] = pl.group;
-      }
+    const PlanIndex& placed = plan();
     std::uint64_t carried_grouped = 0;
     std::size_t n = 0;
     for (const auto& [id, l] : live) {
       if (al.arena_of(l.p) != kDefaultArena || al.residence_of(l.p) != Residence::device) continue;
       const TensorRecord& t = p_.tensors[id];
       ++n;
-      if (t.seq < 0 && group_at.count(reinterpret_cast<std::uint64_t>(l.p)))
+      if (t.seq < 0 && placed.by_address.count(reinterpret_cast<std::uint64_t>(l.p)))
         carried_grouped += l.bytes;
       else if (t.seq < 0)
         (t.death_op == kAfterIteration ? carried_persistent : carried_dying) += l.bytes;
-      else if (group_of.count(t.seq))
+      else if (placed.by_seq.count(t.seq))
         born_grouped += l.bytes;
       else
         (l.bytes * scale_ < (1 << 20) ? born_small : born) += l.bytes;
@@ -375,14 +361,35 @@ class Replay {
       if (w[i] != word_of(l.tag, i)) ++bad_;
   }
 
+  // Where the plan the runtime wrote (its plan_out file) put each tensor: read once, when first asked
+  // (after the runtime planned); empty without a plan_out file.
+  struct PlanIndex {
+    struct Placed {
+      GroupId group = 0;
+      std::uint64_t bytes = 0;
+    };
+    std::unordered_map<std::int64_t, Placed> by_seq;        // tensors born in the iteration
+    std::unordered_map<std::uint64_t, GroupId> by_address;  // tensors alive before the trace
+  };
+  const PlanIndex& plan() {
+    if (!plan_read_ && !plan_out_.empty()) {
+      for (const TensorPlacement& pl : read_plan(plan_out_).placements) {
+        if (pl.seq >= 0)
+          plan_.by_seq[pl.seq] = {pl.group, pl.bytes};
+        else
+          plan_.by_address[pl.address] = pl.group;
+      }
+    }
+    plan_read_ = true;
+    return plan_;
+  }
+
   const Profile& p_;
   double scale_, time_scale_;
   bool explain_ = false;
-
- public:
-  std::string plan_out_;  ///< the runtime's plan_out file (--explain reads it)
-
- private:
+  std::string plan_out_;  // the runtime's plan_out file (--explain reads it)
+  PlanIndex plan_;
+  bool plan_read_ = false;
   std::vector<Event> events_;
   std::map<std::uint64_t, Live> carried_;
   std::uint64_t tags_ = 0;
@@ -436,8 +443,7 @@ int run(const Args& a) {
       a.profile.c_str(), p.ops.size(), p.tensors.size(), format_bytes(peak).c_str(), format_bytes(budget).c_str(),
       format_bytes(a.context).c_str(), a.scale, format_bytes(*o.budget.bytes).c_str(),
       format_bytes(o.chunk_bytes).c_str());
-  Replay r(p, a.scale, a.time_scale, a.explain);
-  r.plan_out_ = o.plan_out;
+  Replay r(p, a.scale, a.time_scale, a.explain, o.plan_out);
   // An error leaves work queued on the twin's stream: it must finish before the runtime (which maps
   // the memory it touches) goes.
   auto failed = [&](const char* when, const std::exception& e) {
