@@ -8,9 +8,12 @@ gradients with a run without hooks, bit for bit.
 
 Run: /usr/bin/python3 tests/integrations/python/activations_test.py
 """
+import contextlib
+import gc
 import os
 import sys
 import unittest
+import weakref
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
 
@@ -113,6 +116,17 @@ def train(iterations, offloader=None, micro=1, data=None, retain=False, autocast
         if offloader:
             offloader.iteration_end(opt)
     return losses, [p.grad.clone() for p in model.parameters()], model
+
+
+@contextlib.contextmanager
+def collector_off():
+    """Python's cycle collector stopped: what is still referenced in a cycle stays alive meanwhile."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def offloader(live, peak=1 << 40, limit=1 << 20, record=2, transport=None, **kw):
@@ -229,15 +243,11 @@ class ActivationOffloadTest(unittest.TestCase):
     def test_nothing_the_hooks_keep_leads_back_to_the_graph(self):
         # A forward whose graph is dropped without a backward (an evaluation under grad mode): with the
         # collector off, every record of a copied-out tensor dies with the graph (no reference cycle).
-        import gc
-        import weakref
         off = offloader(live=lambda: 0, record=1)  # nothing let go: records hold the tensors themselves
         train(1, off)  # records iteration 1
         model = make_model()
         x, y = batches(1)[0]
-        gc.collect()
-        gc.disable()
-        try:
+        with collector_off():
             with torch.autograd.graph.saved_tensors_hooks(off.pack, off.unpack):
                 out = model[1:](torch.tanh(model[0](x)))  # tanh saves its own output (64 KiB)
                 loss = F.cross_entropy(out, y)
@@ -246,8 +256,6 @@ class ActivationOffloadTest(unittest.TestCase):
             del out, loss
             off.iteration_end()
             self.assertEqual([r for r in refs if r() is not None], [])
-        finally:
-            gc.enable()
 
     def test_a_peak_after_the_last_saved_tensor_is_covered_by_releases_before_it(self):
         # The live peak comes in the loss, after the last saved tensor and before backward (as in a
@@ -291,22 +299,16 @@ class ActivationOffloadTest(unittest.TestCase):
     def test_idle_hooks_keep_nothing_that_leads_back_to_the_graph(self):
         # Before the recorded iteration the hooks only hand tensors back; an op's own output must still
         # not hold its graph (tanh saves its output): with the collector off it dies with its graph.
-        import gc
-        import weakref
         off = offloader(live=lambda: 0, record=2)
         model = make_model()
         x, _ = batches(1)[0]
-        gc.collect()
-        gc.disable()
-        try:
+        with collector_off():
             with torch.autograd.graph.saved_tensors_hooks(off.pack, off.unpack):
                 h = torch.tanh(model[0](x))
                 loss = h.sum()
             ref = weakref.ref(h)
             del h, loss
             self.assertIsNone(ref())
-        finally:
-            gc.enable()
 
     def test_a_different_iteration_stops_offloading_for_that_iteration_only(self):
         data = batches(5)
