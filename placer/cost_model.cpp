@@ -76,6 +76,7 @@ CostModel make_cost_model(const TierModel& model, const TierChoice& tiers, int d
   const bool gpu = fast.kind == TierKind::gpu;
   (void)device;
   m.move_overhead_ns = gpu ? kGpuMoveOverheadNs : kHostMoveOverheadNs;
+  m.op_times_bound_traffic = !gpu;
   double fast_bw = 0;
   if (fast.bandwidth_bytes_per_s) {
     fast_bw = *fast.bandwidth_bytes_per_s;
@@ -148,11 +149,21 @@ double CostModel::shared_rate(bool to_fast) const {
   return std::min(alone, both_ways_bytes_per_ns / 2);
 }
 
+// Note [Launch times]
+// The roofline's `touched` fraction reads an op that ran faster than its tensors' bytes allow as an
+// op that read only part of them (an embedding lookup in a large table). That holds where the op's
+// time is the time the thread spent running it: host tiers. A GPU op's time in a profile is its
+// launch on the host thread (RecordFunction on the CPU; the kernel runs later), so the fraction
+// would be launch time over kernel time, whatever the kernel reads: on GPT-2 large at 35% it charged
+// the 14.5 GB that AdamW's foreach ops read in place over the link 24.5 ms, where 48 GB/s takes 303
+// ms (bench/results/experiment-2026-11-30-2). On a GPU every tensor an op touches is taken to be
+// read once in full.
 double CostModel::op_ns(double profiled_ns, std::uint64_t fast_bytes, std::uint64_t slow_bytes,
                         std::uint32_t slow_tensors) const {
   if (slow_bytes == 0) return profiled_ns;
   const double all_fast = static_cast<double>(fast_bytes + slow_bytes) / fast_access_bytes_per_ns;
-  const double touched = all_fast > profiled_ns && all_fast > 0 ? profiled_ns / all_fast : 1.0;
+  const double touched =
+      op_times_bound_traffic && all_fast > profiled_ns && all_fast > 0 ? profiled_ns / all_fast : 1.0;
   const double mem = static_cast<double>(fast_bytes) / fast_access_bytes_per_ns +
                      static_cast<double>(slow_bytes) / slow_access_bytes_per_ns;
   const double latency = slow_tensors * std::max(0.0, slow_latency_ns - fast_latency_ns);

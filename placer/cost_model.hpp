@@ -40,6 +40,10 @@ struct CostModel {
   double fast_access_bytes_per_ns = 0;  ///< the device reading its fast tier
   double slow_access_bytes_per_ns = 0;  ///< the device reading the slow tier in place
   double fast_latency_ns = 0, slow_latency_ns = 0;
+  /// The profile's op times say how long the op took (host tiers: the thread ran it). False on a GPU:
+  /// an op's time there is its launch on the host thread, so it tells nothing about how much of its
+  /// tensors the kernel read (Note [Launch times] in cost_model.cpp).
+  bool op_times_bound_traffic = true;
   std::vector<std::string> assumptions;  ///< defaults used where the tier model had no figure
 
   /// Time one copy of `bytes` takes with its direction's link to itself.
@@ -51,7 +55,8 @@ struct CostModel {
   /// Duration of an op that took `profiled_ns` with all its tensors on the fast tier, when
   /// `slow_bytes` of the bytes it touches (in `slow_tensors` tensors) are read in place on the slow
   /// tier. Roofline: the op cannot be faster than its memory traffic; if the profile shows it faster
-  /// than moving all its bytes, it is taken to touch only that fraction of each tensor.
+  /// than moving all its bytes, it is taken to touch only that fraction of each tensor (host tiers
+  /// only: on a GPU every byte is read once, Note [Launch times]).
   double op_ns(double profiled_ns, std::uint64_t fast_bytes, std::uint64_t slow_bytes, std::uint32_t slow_tensors) const;
 };
 

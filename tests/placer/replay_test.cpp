@@ -184,6 +184,27 @@ TEST(Replay, GpuMovesHoldComputeBehindRemapGatesHostMovesDoNot) {
   EXPECT_EQ(host.remap_hold_ns, 0);
 }
 
+// Note [Launch times] in placer/cost_model.cpp: a GPU op's profiled time is its launch, so an op
+// shorter than its tensors' bytes allow still reads all of them; on a host tier it read only part.
+TEST(CostModel, AGpuOpReadsEveryByteItTouchesInPlaceWhateverItsProfiledTime) {
+  const TierModel gpu_model = tier_preset("h200-pcie");
+  const CostModel gpu = make_cost_model(gpu_model, choose_tiers(gpu_model, 0), 0);
+  EXPECT_FALSE(gpu.op_times_bound_traffic);
+  const std::uint64_t slow = 1ull << 30, fast = 4ull << 30;
+  const double launch_ns = 20e3;  // far below 5 GiB at HBM speed (~1.2 ms)
+  const double link_ns = static_cast<double>(slow) / gpu.slow_access_bytes_per_ns;
+  EXPECT_GE(gpu.op_ns(launch_ns, fast, slow, 1), link_ns);
+  EXPECT_DOUBLE_EQ(gpu.op_ns(launch_ns, fast, 0, 0), launch_ns);  // nothing in place: as profiled
+
+  const CostModel host = make_cost_model(host_model(), choose_tiers(host_model(), -1), -1);
+  EXPECT_TRUE(host.op_times_bound_traffic);
+  const double all_fast_ns = static_cast<double>(fast + slow) / host.fast_access_bytes_per_ns;
+  const double part_ns = all_fast_ns / 100;  // touched a hundredth of its tensors
+  const double host_slow_ns = static_cast<double>(slow) / host.slow_access_bytes_per_ns;
+  EXPECT_LT(host.op_ns(part_ns, fast, slow, 1), host_slow_ns / 10);
+  EXPECT_GE(host.op_ns(part_ns, fast, slow, 1), part_ns);
+}
+
 TEST(Timeline, WithIterationTimeScalesEveryTimeAndKeepsTheOrder) {
   const Profile p = one_activation();
   const Profile q = with_iteration_time(p, 2.5e6);  // 10 ms -> 2.5 ms
