@@ -13,7 +13,14 @@ Per configuration: median step time over --steps after --warmup (the offloader r
 step, the first with optimizer state, and plans from it), PyTorch's max_memory_allocated (live peak) over the timed steps, and the
 offloader's bytes out / let go / back per step, late copies, and waits. Losses are compared to plain.
 
-Usage: python3 bench/gpu/hooks_bench.py [--steps 10] [--warmup 3] [--limits 4,8,12] [--json out.json]
+With --probe, each limit configuration also says, per kind of saved tensor, how many bytes the hooks let
+go and how many of them the allocator got back at that moment (a storage something else still holds frees
+nothing): "param-cast" (bf16 with a parameter's shape: autocast's cached weight casts), "view" (part of a
+larger storage), "own" (the rest). --back-after-compute runs the limit configurations again with session
+17's copies back (allocated on the compute stream, after its queued work) for comparison.
+
+Usage: python3 bench/gpu/hooks_bench.py [--steps 10] [--warmup 3] [--limits 4,8,12] [--probe]
+                                       [--back-after-compute] [--json out.json]
 """
 import argparse
 import json
@@ -34,13 +41,15 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--layers", type=int, default=36)
     ap.add_argument("--limits", default="4,8,12")
+    ap.add_argument("--probe", action="store_true")
+    ap.add_argument("--back-after-compute", action="store_true")
     ap.add_argument("--json")
     a = ap.parse_args()
 
     import torch
     import torch.nn.functional as F
     from gpt2_bench import build_model
-    from tierpack.activations import ActivationOffloader
+    from tierpack.activations import ActivationOffloader, _Saved
     from tierpack.copy_streams import CudaTransport
 
     torch.manual_seed(0)
@@ -56,7 +65,11 @@ def main():
         model.load_state_dict(init)
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
         losses, times, peak = [], [], 0
+        keys = ("num_device_alloc", "num_device_free", "num_sync_all_streams", "num_alloc_retries")
         for i in range(a.warmup + a.steps):
+            if i == a.warmup:
+                torch.cuda.synchronize()
+                s0 = torch.cuda.memory_stats()
             torch.cuda.reset_peak_memory_stats()  # per iteration: the offloader reads each iteration's peak
             t0 = time.perf_counter()
             x = batches[i % 4]
@@ -78,9 +91,16 @@ def main():
             if i >= a.warmup:
                 times.append(time.perf_counter() - t0)
                 peak = max(peak, torch.cuda.max_memory_allocated())
+        torch.cuda.synchronize()
+        s1 = torch.cuda.memory_stats()
         del opt
         r = {"config": name, "step_ms": statistics.median(times) * 1e3, "peak_allocated": peak,
-             "losses": losses}
+             "peak_reserved": torch.cuda.max_memory_reserved(), "losses": losses,
+             "allocator_per_step": {k: (s1.get(k, 0) - s0.get(k, 0)) / a.steps for k in keys}}
+        if off and getattr(off, "probe", None):
+            r["released_by_kind"] = {k: {"let_go_GB": v[0] / 1e9 / max(len(off.history), 1),
+                                         "freed_GB": v[1] / 1e9 / max(len(off.history), 1)}
+                                     for k, v in off.probe.items()}
         if off:
             hist = off.history[-a.steps:]
             r["plan"] = off.plan_summary
@@ -88,11 +108,36 @@ def main():
         torch.cuda.empty_cache()
         return r
 
-    def offloader(limit, pool=True):
+    param_shapes = {tuple(p.shape) for p in model.parameters()}
+
+    def kind(t):
+        if t.dtype == torch.bfloat16 and tuple(t.shape) in param_shapes:
+            return "param-cast"
+        return "view" if t.untyped_storage().nbytes() > t.numel() * t.element_size() else "own"
+
+    def offloader(limit, pool=True, after_compute=False):
         live = lambda d: torch.cuda.memory_allocated(d)  # noqa: E731
-        return ActivationOffloader(torch, lambda d: CudaTransport(torch, d, pool=pool), live_bytes=live,
-                                   peak_bytes=lambda d: torch.cuda.max_memory_allocated(d),
-                                   limit_bytes=limit, record_iteration=2, log=lambda m: print("  " + m, flush=True))
+        off = ActivationOffloader(torch, lambda d: CudaTransport(torch, d, pool=pool, back_after_compute=after_compute),
+                                  live_bytes=live, peak_bytes=lambda d: torch.cuda.max_memory_allocated(d),
+                                  limit_bytes=limit, record_iteration=2, log=lambda m: print("  " + m, flush=True))
+        if a.probe:
+            kinds, released = {}, {}  # _Saved index -> kind; kind -> [let go, freed] bytes
+            pack = off.pack
+
+            def probing_pack(t):
+                k = kind(t)
+                out = pack(t)
+                if isinstance(out, _Saved):
+                    kinds[out.index] = k
+                return out
+
+            def on_release(h, freed):
+                r = released.setdefault(kinds.get(h.index, "?"), [0, 0])
+                r[0] += h.nbytes
+                r[1] += max(freed, 0)
+
+            off.pack, off.on_release, off.probe = probing_pack, on_release, released
+        return off
 
     results = [run("plain")]
     peak = results[0]["peak_allocated"]
@@ -102,13 +147,16 @@ def main():
     for n in [float(x) for x in a.limits.split(",") if x]:
         configs.append((f"limit -{n:g} GiB", None, (peak - n * GiB, True)))
     configs.append((f"limit -{n:g} GiB, no pool", None, (peak - n * GiB, False)))
+    if a.back_after_compute:
+        for n in [float(x) for x in a.limits.split(",") if x]:
+            configs.append((f"limit -{n:g} GiB, back after compute", None, (peak - n * GiB, True, True)))
     for name, hooks, how in configs:
         off = None
         if how and how[0] == "keep":
             off = offloader(lambda d: 1, pool=how[1])  # everything chosen ...
             off._relieve = lambda i: None  # ... and nothing ever let go
         elif how is not None:
-            off = offloader(lambda d, lim=how[0]: lim, pool=how[1])
+            off = offloader(lambda d, lim=how[0]: lim, pool=how[1], after_compute=len(how) > 2)
         if off:
             off.note_parameters(model.parameters())
             hooks = (off.pack, off.unpack)
@@ -118,15 +166,20 @@ def main():
         results.append(r)
         print(json.dumps({k: v for k, v in r.items() if k != "losses"}), flush=True)
 
-    print("| config | step ms | vs plain | live peak GiB | out GB/step | let go GB/step | back GB/step | late/step | waits/step | loss rel.diff |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| config | step ms | vs plain | live peak GiB | out GB/step | let go GB/step | freed GB/step | back GB/step | late/step | waits/step | loss rel.diff |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     base = results[0]["step_ms"]
     for r in results:
         c = r.get("per_step", {})
         f = lambda k, s=1e9: f"{c[k] / s:.2f}" if k in c else "-"  # noqa: E731
         print(f"| {r['config']} | {r['step_ms']:.0f} | {r['step_ms'] / base:.2f} | {r['peak_allocated'] / GiB:.2f} | "
-              f"{f('to_host_bytes')} | {f('released_bytes')} | {f('to_device_bytes')} | {f('fetched_late', 1)} | "
+              f"{f('to_host_bytes')} | {f('released_bytes')} | {f('freed_bytes')} | {f('to_device_bytes')} | {f('fetched_late', 1)} | "
               f"{f('stalls', 1)} | {r.get('loss_max_rel_diff', 0):.1e} |")
+    for r in results:
+        for k, v in r.get("released_by_kind", {}).items():
+            print(f"  {r['config']}: {k}: let go {v['let_go_GB']:.2f} GB/step, freed {v['freed_GB']:.2f}")
+    for r in results:  # cudaMalloc / cudaFree / synchronizing cache flushes of PyTorch's allocator per step
+        print(f"  {r['config']}: reserved peak {r['peak_reserved'] / GiB:.2f} GiB, allocator per step {r['allocator_per_step']}")
     if a.json:
         with open(a.json, "w") as fh:
             json.dump({"results": results, "argv": sys.argv, "torch": torch.__version__,

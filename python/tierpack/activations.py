@@ -84,7 +84,7 @@ class _Saved:
 
 
 class _Counters:
-    FIELDS = ("saved", "saved_bytes", "offloaded", "to_host_bytes", "released_bytes", "release_wait_ms",
+    FIELDS = ("saved", "saved_bytes", "offloaded", "to_host_bytes", "released_bytes", "freed_bytes", "release_wait_ms",
               "to_device_bytes", "kept_on_device_bytes", "stalls", "fetched_late", "divergences", "failures")
 
     def __init__(self):
@@ -132,6 +132,7 @@ class ActivationOffloader:
         self.plan_summary = None
         self.recorded = None           # the recorded iteration's (nbytes, first) list, kept for inspection
         self.history = []              # per-iteration counters (offloading iterations)
+        self.on_release = None         # on_release(_Saved, bytes freed): a probe (bench/gpu/hooks_bench.py)
         self._begin_iteration()
 
     def live_bytes(self):
@@ -319,10 +320,15 @@ class ActivationOffloader:
                 self.counters.release_wait_ms += (time.perf_counter() - t0) * 1e3
             if self._keys.get(h.key) is h:
                 del self._keys[h.key]
+            before = self.live_bytes()
             h.gpu = None
+            freed = before - self.live_bytes()  # 0 while something else holds the storage
             self._absent += h.nbytes
             live -= h.nbytes
             self.counters.released_bytes += h.nbytes
+            self.counters.freed_bytes += max(freed, 0)
+            if self.on_release is not None:
+                self.on_release(h, freed)
 
     # ------------------------------------------------------------------------------------ unpack
     def unpack(self, x):
@@ -366,7 +372,7 @@ class ActivationOffloader:
             h.gpu = None
 
     def _fetch(self, h):
-        h.fetched, h.h2d = self.transport.to_device(h.host)
+        h.fetched, h.h2d = self.transport.to_device(h.host, h.d2h)
         self._ahead += h.nbytes
         self._absent -= h.nbytes
         self.counters.to_device_bytes += h.nbytes

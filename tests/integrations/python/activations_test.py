@@ -46,7 +46,9 @@ class SlowTransport:
             self.check(t)
         return t.detach().clone(), _Event(self.lag)
 
-    def to_device(self, host):
+    def to_device(self, host, after=None):
+        # A copy back is ordered after its copy out (CudaTransport waits for that event on the GPU).
+        assert isinstance(after, _Event), "to_device needs the copy out's event"
         return host.clone(), _Event(self.lag)
 
     @staticmethod
