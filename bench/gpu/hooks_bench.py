@@ -16,11 +16,10 @@ offloader's bytes out / let go / back per step, late copies, and waits. Losses a
 With --probe, each limit configuration also says, per kind of saved tensor, how many bytes the hooks let
 go and how many of them the allocator got back at that moment (a storage something else still holds frees
 nothing): "param-cast" (bf16 with a parameter's shape: autocast's cached weight casts), "view" (part of a
-larger storage), "own" (the rest). --back-after-compute runs the limit configurations again with session
-17's copies back (allocated on the compute stream, after its queued work) for comparison.
+larger storage), "own" (the rest). Per configuration it also prints PyTorch's reserved peak and the
+allocator's cudaMalloc / cudaFree / cache-flush counts per timed step.
 
-Usage: python3 bench/gpu/hooks_bench.py [--steps 10] [--warmup 3] [--limits 4,8,12] [--probe]
-                                       [--back-after-compute] [--json out.json]
+Usage: python3 bench/gpu/hooks_bench.py [--steps 10] [--warmup 3] [--limits 4,8,12] [--probe] [--json out.json]
 """
 import argparse
 import json
@@ -42,7 +41,6 @@ def main():
     ap.add_argument("--layers", type=int, default=36)
     ap.add_argument("--limits", default="4,8,12")
     ap.add_argument("--probe", action="store_true")
-    ap.add_argument("--back-after-compute", action="store_true")
     ap.add_argument("--json")
     a = ap.parse_args()
 
@@ -115,9 +113,9 @@ def main():
             return "param-cast"
         return "view" if t.untyped_storage().nbytes() > t.numel() * t.element_size() else "own"
 
-    def offloader(limit, pool=True, after_compute=False):
+    def offloader(limit, pool=True):
         live = lambda d: torch.cuda.memory_allocated(d)  # noqa: E731
-        off = ActivationOffloader(torch, lambda d: CudaTransport(torch, d, pool=pool, back_after_compute=after_compute),
+        off = ActivationOffloader(torch, lambda d: CudaTransport(torch, d, pool=pool),
                                   live_bytes=live, peak_bytes=lambda d: torch.cuda.max_memory_allocated(d),
                                   limit_bytes=limit, record_iteration=2, log=lambda m: print("  " + m, flush=True))
         if a.probe:
@@ -147,16 +145,13 @@ def main():
     for n in [float(x) for x in a.limits.split(",") if x]:
         configs.append((f"limit -{n:g} GiB", None, (peak - n * GiB, True)))
     configs.append((f"limit -{n:g} GiB, no pool", None, (peak - n * GiB, False)))
-    if a.back_after_compute:
-        for n in [float(x) for x in a.limits.split(",") if x]:
-            configs.append((f"limit -{n:g} GiB, back after compute", None, (peak - n * GiB, True, True)))
     for name, hooks, how in configs:
         off = None
         if how and how[0] == "keep":
             off = offloader(lambda d: 1, pool=how[1])  # everything chosen ...
             off._relieve = lambda i: None  # ... and nothing ever let go
         elif how is not None:
-            off = offloader(lambda d, lim=how[0]: lim, pool=how[1], after_compute=len(how) > 2)
+            off = offloader(lambda d, lim=how[0]: lim, pool=how[1])
         if off:
             off.note_parameters(model.parameters())
             hooks = (off.pack, off.unpack)

@@ -52,9 +52,17 @@ than the bytes let go (tensors let go while something else still holds their sto
 buffer, casts in autocast's cache while the loss runs inside autocast); copies back wait for the
 compute already queued (the destination block is allocated on the compute stream), so backward waits
 for most of them. Under tierpack's budget the shortfall spills chunks, and 75% / 60% ran at 1019 /
-1306 ms per step against 526 / 740 with page groups. What would change that: allocate the copies back
-on the copy stream and tell the allocator about the compute stream's use (record_stream), account for
-storage rather than tensors, and let the remap gate wait for the hooks' streams so both movers can run.
+1306 ms per step against 526 / 740 with page groups.
+
+Tried since (bench/results/gpu-h200-2026-11-30-4, PyTorch's allocator): copies back allocated on the copy
+stream (Note [Copies back] in copy_streams.py) were no faster and raised the reserved peak by 3-8 GiB. What
+frees nothing when let go (counter ``freed_bytes``; ``hooks_bench.py --probe``): at 12 GiB under the peak,
+1.66 of the 12.06 GB let go per step, 0.80 of it autocast's cached bf16 casts of the parameters (held by
+autocast's cache until it exits after the loss). The bound on this path is the copies out: at that limit
+every saved tensor is chosen (1.25 x the need exceeds the 17.6 GB saved), and copying 17.6 GB out alone
+takes a step from 146 to ~350 ms. Left: choose only what frees memory (skip what freed nothing in the first
+offloading iteration), so fewer bytes go out; let the remap gate wait for the hooks' streams so both movers
+can run.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 The transport of tierpack.activations.ActivationOffloader (Note [Activation offload] there): a copy out
 waits for the compute stream's work queued so far and runs on its own stream; a copy back is allocated on
-a second stream and runs there at once (Note [Copies back]). Pinned buffers are
-kept by size and reused once their last copy is over: asking PyTorch's pinned allocator (which rounds to
-powers of two) for every copy out made copying every activation of GPT-2 large out 2x slower on the H200
-(bench/gpu/hooks_bench.py, bench/results/gpu-h200-2026-11-30-2).
+the compute stream (which frees it), waits for that stream, and runs on a second one (Note [Copies back]).
+Pinned buffers are kept by size and reused once their last copy is over: asking PyTorch's pinned allocator
+(which rounds to powers of two) for every copy out made copying every activation of GPT-2 large out 2x
+slower on the H200 (bench/gpu/hooks_bench.py, bench/results/gpu-h200-2026-11-30-2).
 """
 
 from __future__ import annotations
@@ -24,13 +24,12 @@ class CudaTransport:
     pool: pinned buffers are kept by size and reused once their last copy is over, instead of asking
     PyTorch's pinned allocator (which rounds to powers of two) for every saved tensor."""
 
-    def __init__(self, torch, device, pool=True, back_after_compute=False):
+    def __init__(self, torch, device, pool=True):
         self.torch = torch
         self.device = torch.device(device)
         self.d2h = torch.cuda.Stream(self.device)
         self.h2d = torch.cuda.Stream(self.device)
         self.pool = pool
-        self.back_after_compute = back_after_compute  # session 17's copies back, for bench/gpu/hooks_bench.py
         self._free = {}  # (numel, dtype) -> [(flat pinned buffer, [event of its last copy])]
         self._m = threading.Lock()
 
@@ -72,27 +71,21 @@ class CudaTransport:
         """Copies `host` back; `after`: the event of its copy out (the copy back waits for it on the GPU).
 
         Note [Copies back]
-        The copy's destination is allocated on the copy stream, so the block is one that stream may write
-        at once, and the copy starts when the link is free, not when the compute queued so far is done.
-        The tensor is then recorded as used by the compute stream: its free (on that stream, later) waits
-        for that stream's work before the block serves the copy stream again. Session 17 allocated it on
-        the compute stream, so the copy had to wait for all compute queued before it and backward waited
-        for most copies (bench/results/gpu-h200-2026-11-30-2, section 2)."""
+        The destination is allocated on the compute stream, which frees it later, so the copy first
+        waits for the compute queued so far (the block may have been freed by work still running there).
+        Allocating it on the copy stream instead, with record_stream for the compute stream's use, lets
+        the copy start at once; on GPT-2 large on PyTorch's allocator that was no faster (two runs: within
+        the +-30 ms the runs varied) and raised the reserved peak from 32.2 to 35.4-40.1 GiB (the copy
+        stream's blocks form a second pool; bench/results/gpu-h200-2026-11-30-4)."""
         torch = self.torch
-        compute = torch.cuda.current_stream(self.device)
-        if self.back_after_compute:
-            gpu = torch.empty_strided(host.size(), host.stride(), dtype=host.dtype, device=self.device)
-            self.h2d.wait_stream(compute)
+        gpu = torch.empty_strided(host.size(), host.stride(), dtype=host.dtype, device=self.device)
+        self.h2d.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(self.h2d):
             if after is not None:
                 self.h2d.wait_event(after)
-            if not self.back_after_compute:
-                gpu = torch.empty_strided(host.size(), host.stride(), dtype=host.dtype, device=self.device)
             gpu.copy_(host, non_blocking=True)
             ev = torch.cuda.Event()
             ev.record(self.h2d)
-        if not self.back_after_compute:
-            gpu.record_stream(compute)
         box = getattr(host, "_tierpack_box", None)
         if box is not None:
             box[0] = ev
