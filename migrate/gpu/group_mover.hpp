@@ -69,7 +69,8 @@
 // drain(), or a chunk ready for longer than `remap_max_delay`; those gates are closed at once and
 // counted as busy when copies were in flight (MoverCounters::busy_gates). RemapWhen::eager remaps
 // as soon as any copy is done (the earlier behaviour). Copies can also be issued in pieces of
-// `copy_piece` bytes.
+// `copy_piece` bytes; with eager remaps that changed neither the remap time nor the compute held
+// (GPT-2 large, 4-16 MiB pieces: bench/results/gpu-h200-2026-11-30-4, call 4).
 // What a remap waits for (bench/results/gpu-h200-2026-11-30): the driver's calls finish after the
 // copy running on the copy engines, about one 64 MiB copy per chunk remapped, not the whole queue
 // (BM_RemapBehindCopies: 256 MiB of device chunks 0.19 ms idle, 1.4 ms behind one 64 MiB copy, ~4.2
