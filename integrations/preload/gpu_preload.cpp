@@ -182,6 +182,29 @@ TIERPACK_C_API void tierpack_cuda_record_stream(void* ptr, void* stream) {
   }
 }
 
+/// `stream` may touch device `device`'s tierpack memory without allocating on it (a collective
+/// library's stream, a side stream that only reads): the page-group mover holds it at its remap gates
+/// (Note [Remap gate]). Returns 0, or -1 with tierpack_gpu_last_error() saying why (no runtime for
+/// that device yet: call it after the device's first allocation).
+TIERPACK_C_API int tierpack_cuda_add_stream(int device, void* stream) {
+  try {
+    GpuRuntime* rt =
+        device >= 0 && device < kMaxDevices ? registry().devices[device].load(std::memory_order_acquire) : nullptr;
+    if (!rt) {
+      remember("tierpack: add_stream: no runtime for CUDA device " + std::to_string(device) +
+               " (nothing was allocated there yet)");
+      return -1;
+    }
+    rt->add_stream(reinterpret_cast<StreamHandle>(stream));
+    return 0;
+  } catch (const std::exception& e) {
+    report("add_stream failed", e);
+    return -1;
+  } catch (...) {
+    return -1;
+  }
+}
+
 TIERPACK_C_API void tierpack_cuda_empty_cache(void) {
   try {
     each_runtime([](GpuRuntime& rt) { rt.empty_cache(); });

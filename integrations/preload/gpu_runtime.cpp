@@ -181,6 +181,8 @@ void GpuRuntime::deallocate(void* p) noexcept {
 
 void GpuRuntime::record_stream(void* p, StreamHandle stream) { alloc_->record_stream(p, stream); }
 
+void GpuRuntime::add_stream(StreamHandle stream) { alloc_->add_stream(stream); }
+
 void GpuRuntime::empty_cache() { alloc_->empty_cache(); }
 
 void GpuRuntime::op_begin(const char* name) {

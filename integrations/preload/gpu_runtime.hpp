@@ -64,6 +64,8 @@ class GpuRuntime {
   void* allocate(std::size_t bytes, StreamHandle stream);
   void deallocate(void* p) noexcept;
   void record_stream(void* p, StreamHandle stream);
+  /// A stream that may touch this device's memory without allocating on it: held at remap gates.
+  void add_stream(StreamHandle stream);
   void empty_cache();
 
   // Op observer (only the traced iteration needs it).

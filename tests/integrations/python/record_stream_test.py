@@ -22,6 +22,19 @@ os.environ["TIERPACK_GPU_TEST_BACKEND"] = "twin"
 import tierpack.cuda as tc  # noqa: E402
 
 LIB = os.environ.get("TIERPACK_CUDA_LIB", "")
+_configured = []
+
+
+def _block(lib):
+    """A 1 MiB block of device 0 on the twin (the first call configures the runtime: 64 MiB budget)."""
+    if not _configured:
+        assert lib.tierpack_gpu_configure(b"gpu_budget:64M", None) == 0, lib.tierpack_gpu_last_error()
+        lib.tierpack_cuda_malloc_nothrow.restype = ctypes.c_void_p
+        lib.tierpack_cuda_malloc_nothrow.argtypes = [ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
+        _configured.append(True)
+    p = lib.tierpack_cuda_malloc_nothrow(1 << 20, 0, None)
+    assert p, lib.tierpack_gpu_last_error()
+    return p
 
 
 class _Native:
@@ -48,16 +61,13 @@ class RecordStreamTest(unittest.TestCase):
         self.assertTrue(tc._forward_record_stream(_Pluggable(native), lib))
         self.assertEqual(native.fn, ctypes.cast(lib.tierpack_cuda_record_stream, ctypes.c_void_p).value)
         # Through the pointer, as PyTorch will call it: a block of the twin, a stream it never saw.
-        self.assertEqual(lib.tierpack_gpu_configure(b"gpu_budget:64M", None), 0)
-        lib.tierpack_cuda_malloc_nothrow.restype = ctypes.c_void_p
-        lib.tierpack_cuda_malloc_nothrow.argtypes = [ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
-        p = lib.tierpack_cuda_malloc_nothrow(1 << 20, 0, None)
-        self.assertTrue(p)
+        p = _block(lib)
         streams = lambda: tc.stats(0)["allocator"]["streams"]  # noqa: E731
         before = streams()
         record = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(native.fn)
+        error_before = lib.tierpack_gpu_last_error()  # another test's expected error may be there
         record(p, 0x1234)
-        self.assertEqual(lib.tierpack_gpu_last_error(), b"")
+        self.assertEqual(lib.tierpack_gpu_last_error(), error_before)
         self.assertEqual(streams(), before + 1, "the stream is not among those held at remap gates")
         lib.tierpack_cuda_free.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
         lib.tierpack_cuda_free(p, 1 << 20, 0, None)
@@ -68,6 +78,80 @@ class RecordStreamTest(unittest.TestCase):
         with redirect_stderr(err):
             self.assertFalse(tc._forward_record_stream(_Pluggable(object()), lib))
         self.assertIn("does not pass record_stream", err.getvalue())
+
+
+class _FakePool:
+    """PyTorch's stream pool as _pool_streams sees it: `size` streams per priority, handed out round robin."""
+
+    def __init__(self, size=32):
+        self.size, self.next, self.made = size, {}, 0
+
+    def Stream(self, device=None, priority=0):  # noqa: N802 - torch.cuda.Stream's name
+        i = self.next.get(priority, 0)
+        self.next[priority] = (i + 1) % self.size
+        self.made += 1
+        return type("S", (), {"cuda_stream": 0x10000 * (1 - priority) + 0x100 * (i + 1)})()
+
+    @staticmethod
+    def current_device():
+        return 0
+
+
+class _FakeDist:
+    def __init__(self, backend, initialized=True):
+        self.backend, self.initialized = backend, initialized
+
+    def is_available(self):
+        return True
+
+    def is_initialized(self):
+        return self.initialized
+
+    def get_backend(self):
+        return self.backend
+
+
+class _FakeTorch:
+    def __init__(self, backend, initialized=True):
+        self.cuda = _FakePool()
+        self.distributed = _FakeDist(backend, initialized)
+
+
+@unittest.skipUnless(LIB and os.path.exists(LIB), "libtierpack_cuda.so not built (set TIERPACK_CUDA_LIB)")
+class CollectiveStreamsTest(unittest.TestCase):
+    """Note [Collective streams] in tierpack/cuda.py: NCCL's streams are held at remap gates."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.lib = tc._load(LIB)
+        cls.block = _block(cls.lib)  # device 0's runtime exists from here
+
+    def streams(self):
+        return tc.stats(0)["allocator"]["streams"]
+
+    def test_with_nccl_every_stream_of_the_pool_is_gated_once(self):
+        before = self.streams()
+        fake = _FakeTorch("nccl")
+        logged = []
+        self.assertEqual(tc._gate_collective_streams(fake, logged.append), 32)
+        self.assertEqual(self.streams(), before + 32, "the pool's streams are not all held at remap gates")
+        self.assertIn("32 streams", logged[0])
+        self.assertEqual(tc._gate_collective_streams(fake, logged.append), 32)  # the same streams again
+        self.assertEqual(self.streams(), before + 32)
+
+    def test_without_nccl_nothing_is_gated(self):
+        before = self.streams()
+        for fake in (_FakeTorch("gloo"), _FakeTorch("nccl", initialized=False)):
+            self.assertEqual(tc._gate_collective_streams(fake, self.fail), 0)
+            self.assertEqual(fake.cuda.made, 0)
+        self.assertEqual(self.streams(), before)
+
+    def test_a_stream_can_be_gated_by_hand_and_an_unknown_device_is_an_error(self):
+        before = self.streams()
+        tc.gate_stream(0xABC000, device=0)
+        self.assertEqual(self.streams(), before + 1)
+        with self.assertRaisesRegex(RuntimeError, "no runtime for CUDA device 5"):
+            tc.gate_stream(0xABC000, device=5)
 
 
 if __name__ == "__main__":
