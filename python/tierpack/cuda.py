@@ -36,7 +36,6 @@ _lib = None
 _lib_path = None
 _observer = None
 _offloader = None
-_collectives_gated = False
 _installed = False
 _observe = True
 _lock = threading.Lock()
@@ -247,7 +246,12 @@ def gate_stream(stream, device=None) -> None:
     """Tells tierpack that `stream` (a torch.cuda.Stream or a cudaStream_t as an int) may touch its
     memory on `device` (default: the current one) without allocating on it: the page-group mover then
     holds it at its remap gates (Note [Remap gate]). Call it after the device's first allocation.
-    ``Tensor.record_stream`` does the same for the streams it names."""
+    ``Tensor.record_stream`` does the same for the streams it names.
+
+    Not for a stream whose work waits for another process (NCCL's): gating the 32 priority-0 streams
+    of PyTorch's stream pool, where ProcessGroupNCCL takes its streams, hung DDP on two H200s in the
+    first planned iteration (bench/results/gpu-h200-2026-11-30-4, call 6): a collective kernel queued
+    before one rank's gate waits for its peer, whose matching kernel may sit behind the other rank's."""
     if _lib is None:
         raise RuntimeError("tierpack: gate_stream: the GPU tier is not installed")
     import torch
@@ -261,59 +265,12 @@ def gate_stream(stream, device=None) -> None:
         raise RuntimeError(last_error())
 
 
-def _pool_streams(torch, device, priorities=(0,), per_pool=32):
-    """The streams of PyTorch's CUDA stream pool on `device` for each priority: the pool hands its
-    `per_pool` streams out round robin, so 2 x per_pool requests meet every one of them."""
-    found = {}
-    for priority in priorities:
-        for _ in range(2 * per_pool):
-            st = torch.cuda.Stream(device=device, priority=priority)
-            found.setdefault(st.cuda_stream, st)
-    return list(found)
-
-
-def _gate_collective_streams(torch, log=None) -> int:
-    """Note [Collective streams]
-    ProcessGroupNCCL runs its collectives on streams from PyTorch's CUDA stream pool (priority 0; the
-    highest priority with TORCH_NCCL_HIGH_PRIORITY=1) and DDP in torch 2.11 does not call
-    record_stream for them (bench/results/gpu-h200-2026-11-30-3, calls 5-6), so the allocator never
-    sees those streams and a remap could run under a collective. Once torch.distributed runs with NCCL,
-    every stream of those pools on this process's device is gated: NCCL's are among them, the others
-    idle (an idle stream reaches its gate at once). Returns how many streams were added."""
-    dist = getattr(torch, "distributed", None)
-    if dist is None or not dist.is_available() or not dist.is_initialized():
-        return 0
-    try:
-        backend = str(dist.get_backend())
-    except Exception:  # noqa: BLE001 - no default group: nothing to gate
-        return 0
-    if "nccl" not in backend:
-        return 0
-    device = torch.cuda.current_device()
-    priorities = [0]
-    if os.environ.get("TORCH_NCCL_HIGH_PRIORITY", "0") not in ("", "0"):
-        priorities.append(-(1 << 10))  # PyTorch clamps it to its highest priority
-    added = 0
-    for ptr in _pool_streams(torch, device, priorities):
-        if _lib.tierpack_cuda_add_stream(device, ctypes.c_void_p(ptr)) == 0:
-            added += 1
-    (log or (lambda m: sys.stderr.write("tierpack: " + m + "\n")))(
-        "torch.distributed with NCCL: %d streams of PyTorch's stream pool on cuda:%d are held at remap gates "
-        "(NCCL's collectives run on them)" % (added, device))
-    return added
-
-
 def step(optimizer=None) -> None:
     """An iteration ended (called by the optimizer-step hook; call it yourself without an optimizer).
     activations:offload never copies out the parameters of `optimizer` (the hook passes it)."""
-    global _observer, _collectives_gated
+    global _observer
     if _lib is None:
         return
-    if not _collectives_gated and hasattr(_lib, "tierpack_cuda_add_stream"):
-        import torch
-
-        _collectives_gated = True  # once: the first iteration has run its collectives by now
-        _gate_collective_streams(torch)
     if _offloader is not None:
         _offloader.iteration_end(optimizer)
     traced_next = _lib.tierpack_gpu_iteration()

@@ -5,7 +5,8 @@ function; without it a block used on a second stream could be reused while that 
 and the stream would not be held at the page-group mover's remap gates. Checked with a stand-in for
 PyTorch's allocator object (this machine's torch has no pluggable allocator) and the real library on the
 memfd twin (TIERPACK_GPU_TEST_BACKEND=twin): the pointer handed over is tierpack_cuda_record_stream, and
-calling through it with a tierpack block adds that stream to the ones the remap gates hold.
+calling through it with a tierpack block adds that stream to the ones the remap gates hold; so does
+tierpack.cuda.gate_stream for a stream that allocates nothing.
 
 Run: TIERPACK_CUDA_LIB=build/lib/libtierpack_cuda.so python3 tests/integrations/python/record_stream_test.py
 """
@@ -80,46 +81,9 @@ class RecordStreamTest(unittest.TestCase):
         self.assertIn("does not pass record_stream", err.getvalue())
 
 
-class _FakePool:
-    """PyTorch's stream pool as _pool_streams sees it: `size` streams per priority, handed out round robin."""
-
-    def __init__(self, size=32):
-        self.size, self.next, self.made = size, {}, 0
-
-    def Stream(self, device=None, priority=0):  # noqa: N802 - torch.cuda.Stream's name
-        i = self.next.get(priority, 0)
-        self.next[priority] = (i + 1) % self.size
-        self.made += 1
-        return type("S", (), {"cuda_stream": 0x10000 * (1 - priority) + 0x100 * (i + 1)})()
-
-    @staticmethod
-    def current_device():
-        return 0
-
-
-class _FakeDist:
-    def __init__(self, backend, initialized=True):
-        self.backend, self.initialized = backend, initialized
-
-    def is_available(self):
-        return True
-
-    def is_initialized(self):
-        return self.initialized
-
-    def get_backend(self):
-        return self.backend
-
-
-class _FakeTorch:
-    def __init__(self, backend, initialized=True):
-        self.cuda = _FakePool()
-        self.distributed = _FakeDist(backend, initialized)
-
-
 @unittest.skipUnless(LIB and os.path.exists(LIB), "libtierpack_cuda.so not built (set TIERPACK_CUDA_LIB)")
-class CollectiveStreamsTest(unittest.TestCase):
-    """Note [Collective streams] in tierpack/cuda.py: NCCL's streams are held at remap gates."""
+class GateStreamTest(unittest.TestCase):
+    """tierpack.cuda.gate_stream: a stream that allocates nothing is held at remap gates."""
 
     @classmethod
     def setUpClass(cls):
@@ -128,23 +92,6 @@ class CollectiveStreamsTest(unittest.TestCase):
 
     def streams(self):
         return tc.stats(0)["allocator"]["streams"]
-
-    def test_with_nccl_every_stream_of_the_pool_is_gated_once(self):
-        before = self.streams()
-        fake = _FakeTorch("nccl")
-        logged = []
-        self.assertEqual(tc._gate_collective_streams(fake, logged.append), 32)
-        self.assertEqual(self.streams(), before + 32, "the pool's streams are not all held at remap gates")
-        self.assertIn("32 streams", logged[0])
-        self.assertEqual(tc._gate_collective_streams(fake, logged.append), 32)  # the same streams again
-        self.assertEqual(self.streams(), before + 32)
-
-    def test_without_nccl_nothing_is_gated(self):
-        before = self.streams()
-        for fake in (_FakeTorch("gloo"), _FakeTorch("nccl", initialized=False)):
-            self.assertEqual(tc._gate_collective_streams(fake, self.fail), 0)
-            self.assertEqual(fake.cuda.made, 0)
-        self.assertEqual(self.streams(), before)
 
     def test_a_stream_can_be_gated_by_hand_and_an_unknown_device_is_an_error(self):
         before = self.streams()
