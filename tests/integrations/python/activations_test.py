@@ -246,8 +246,10 @@ class ActivationOffloadTest(unittest.TestCase):
         # A forward whose graph is dropped without a backward (an evaluation under grad mode): with the
         # collector off, every record of a copied-out tensor dies with the graph (no reference cycle).
         off = offloader(live=lambda: 0, record=1)  # nothing let go: records hold the tensors themselves
-        train(1, off)  # records iteration 1
-        model = make_model()
+        # Records iteration 1. The same model, kept alive, runs the forward below: the offloader knows
+        # parameters by their storage address, so a new model's tensors could land on the freed
+        # parameters' addresses and be taken for parameters (CI saw nothing copied out once).
+        _, _, model = train(1, off)
         x, y = batches(1)[0]
         with collector_off():
             with torch.autograd.graph.saved_tensors_hooks(off.pack, off.unpack):
