@@ -89,6 +89,11 @@ void each_runtime(F&& f) {
     if (GpuRuntime* rt = d.load(std::memory_order_acquire)) f(*rt);
 }
 
+/// Device `device`'s runtime if it exists (nothing was allocated there yet, or out of range: null).
+GpuRuntime* existing_runtime(int device) {
+  return device >= 0 && device < kMaxDevices ? registry().devices[device].load(std::memory_order_acquire) : nullptr;
+}
+
 GpuRuntime* runtime_owning(const void* p) {
   for (auto& d : registry().devices)
     if (GpuRuntime* rt = d.load(std::memory_order_acquire); rt && rt->owns(p)) return rt;
@@ -164,7 +169,7 @@ TIERPACK_C_API void* tierpack_cuda_malloc_status(ssize_t size, int device, void*
 TIERPACK_C_API void tierpack_cuda_free(void* ptr, ssize_t /*size*/, int device, void* /*stream*/) {
   try {
     if (!ptr) return;
-    GpuRuntime* rt = device >= 0 && device < 64 ? registry().devices[device].load(std::memory_order_acquire) : nullptr;
+    GpuRuntime* rt = existing_runtime(device);
     if (!rt || !rt->owns(ptr)) rt = runtime_owning(ptr);
     if (rt) rt->deallocate(ptr);
   } catch (const std::exception& e) {
@@ -188,8 +193,7 @@ TIERPACK_C_API void tierpack_cuda_record_stream(void* ptr, void* stream) {
 /// that device yet: call it after the device's first allocation).
 TIERPACK_C_API int tierpack_cuda_add_stream(int device, void* stream) {
   try {
-    GpuRuntime* rt =
-        device >= 0 && device < kMaxDevices ? registry().devices[device].load(std::memory_order_acquire) : nullptr;
+    GpuRuntime* rt = existing_runtime(device);
     if (!rt) {
       remember("tierpack: add_stream: no runtime for CUDA device " + std::to_string(device) +
                " (nothing was allocated there yet)");
@@ -293,7 +297,7 @@ TIERPACK_C_API void tierpack_gpu_op_end(std::int64_t /*op*/) {
 /// JSON statistics of one device ("{}" when it has no runtime). Valid until the next call on this thread.
 TIERPACK_C_API const char* tierpack_gpu_stats_json(int device) {
   try {
-    GpuRuntime* rt = device >= 0 && device < 64 ? registry().devices[device].load() : nullptr;
+    GpuRuntime* rt = existing_runtime(device);
     t_json = rt ? rt->stats_json() : "{}";
   } catch (const std::exception& e) {
     t_json = "{}";
@@ -306,7 +310,7 @@ TIERPACK_C_API const char* tierpack_gpu_stats_json(int device) {
 /// 4 bytes of chunks on the host, 5 budget.
 TIERPACK_C_API std::uint64_t tierpack_gpu_memory_stat(int device, int which) {
   try {
-    GpuRuntime* rt = device >= 0 && device < 64 ? registry().devices[device].load() : nullptr;
+    GpuRuntime* rt = existing_runtime(device);
     if (!rt) return 0;
     const tierpack::gpu::AllocatorStats s = rt->allocator_stats();
     switch (which) {
@@ -343,7 +347,7 @@ TIERPACK_C_API double tierpack_gpu_setting(const char* key) {
 
 TIERPACK_C_API void tierpack_gpu_reset_peak(int device) {
   try {
-    if (GpuRuntime* rt = device >= 0 && device < 64 ? registry().devices[device].load() : nullptr) rt->reset_peaks();
+    if (GpuRuntime* rt = existing_runtime(device)) rt->reset_peaks();
   } catch (...) {
   }
 }

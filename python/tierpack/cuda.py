@@ -257,11 +257,9 @@ def gate_stream(stream, device=None) -> None:
     import torch
 
     ptr = stream.cuda_stream if hasattr(stream, "cuda_stream") else int(stream)
-    if device is None:
-        index = torch.cuda.current_device()
-    else:
-        index = torch.device("cuda", device).index if isinstance(device, int) else torch.device(device).index
-    if _lib.tierpack_cuda_add_stream(int(index), ctypes.c_void_p(ptr)) != 0:
+    dev = torch.device("cuda", device) if isinstance(device, int) else torch.device(device or "cuda")
+    index = dev.index if dev.index is not None else torch.cuda.current_device()
+    if _lib.tierpack_cuda_add_stream(index, ctypes.c_void_p(ptr)) != 0:
         raise RuntimeError(last_error())
 
 
