@@ -15,7 +15,10 @@ same losses). Step time: median over --steps steps after --warmup steps. Peak de
 "used" sampled every millisecond over the timed steps, minus the process's baseline, identically for
 every mode (not the allocator's own counter). Bytes moved per step: tierpack's counters (its modes
 only). Physical floor: max(default step, (default peak - budget) / pinned bandwidth per direction),
-with the pinned bandwidth measured in the default run.
+with the pinned bandwidth measured in the default run. Transfer bound: the least step any runtime that
+moves tensors over the link can take at that budget, from the default run's live bytes and GPU times at
+each block boundary of forward and backward (transfer_bound.py, Note [Transfer bound]); floor/bound is the
+best floor/step such a runtime can reach. Each mode's forward, backward and optimizer GPU times follow the table.
 
 Usage: python3 bench/gpu/gpt2_bench.py [--steps 20] [--warmup 3] [--tierpack-warmup 6]
          [--budgets 100,75,60,45,35] [--modes default,ckpt,save_on_cpu,tierpack] [--layers 36]
@@ -30,6 +33,8 @@ import subprocess
 import sys
 import threading
 import time
+
+from transfer_bound import transfer_bound
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -144,10 +149,41 @@ def run_child(a):
     batches = [torch.randint(0, 50257, (a.batch, a.seq + 1), device=dev, generator=g) for _ in range(4)]
     init_s = time.perf_counter() - t_init
 
-    def step(i):
+    # Marks: a CUDA event at named points of every step (Note [Transfer bound] in transfer_bound.py). In the default
+    # mode also after each block's forward and when its output's gradient is ready; in its probe steps (after the
+    # timed ones) each mark also reads and resets PyTorch's peak of requested bytes since the previous mark.
+    marks, probing = [], [False]
+    step_marks = []  # per step: [(name, event, peak bytes or None)]
+
+    def mark(name):
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        peak = None
+        if probing[0]:
+            peak = torch.cuda.memory_stats()["requested_bytes.all.peak"]
+            torch.cuda.reset_peak_memory_stats()
+        marks.append((name, ev, peak))
+
+    if a.mode == "default":
+        def after(name):
+            def hook(module, inputs, out):
+                mark("forward " + name)
+                if out.requires_grad:
+                    out.register_hook(lambda grad: mark("backward " + name))
+            return hook
+        for k, blk in enumerate(model.blocks):
+            blk.register_forward_hook(after(f"block {k}"))
+        model.head.register_forward_hook(after("head"))
+
+    def step(i, probe=False):
         x = batches[i % len(batches)]
         inp, tgt = x[:, :-1], x[:, 1:]
         opt.zero_grad(set_to_none=True)
+        marks.clear()
+        probing[0] = probe
+        if probe:
+            torch.cuda.reset_peak_memory_stats()
+        mark("start")
         with torch.autocast("cuda", dtype=torch.bfloat16):
             if a.mode == "save_on_cpu":
                 with torch.autograd.graph.save_on_cpu(pin_memory=True):
@@ -157,9 +193,15 @@ def run_child(a):
                 logits = model(inp)
                 loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), tgt.reshape(-1))
         del logits
+        mark("loss")
         loss.backward()
+        mark("backward end")
         opt.step()
-        return loss.item()
+        mark("optimizer end")
+        probing[0] = False
+        value = loss.item()
+        step_marks.append(list(marks))
+        return value
 
     warmup = a.warmup
     losses, warm_times, times = [], [], []
@@ -176,13 +218,26 @@ def run_child(a):
     torch.cuda.synchronize()
     peak = sampler.peak_bytes()
     med = statistics.median(times)
+    timed = [{name: m[0][1].elapsed_time(ev) / 1e3 for name, ev, _ in m} for m in step_marks[warmup:]]
+    at = lambda name: statistics.median(t[name] for t in timed)
     res = {
         "mode": a.mode, "budget": a.budget, "alloc_budget": a.alloc_budget, "layers": a.layers,
         "median_step_s": med, "tokens_per_s": a.batch * a.seq / med, "peak_bytes": peak,
         "losses": losses, "warmup_step_s": warm_times, "step_s": times, "init_s": init_s,
+        "phase_s": {"forward": at("loss"), "backward": at("backward end") - at("loss"),
+                    "optimizer": at("optimizer end") - at("backward end")},
     }
     if tc is None:
         res["torch_max_allocated"] = torch.cuda.max_memory_allocated()
+    if a.mode == "default":
+        # Note [Transfer bound]: the live-bytes curve, probed after the timed steps (memory_stats() costs host time),
+        # against the marks' GPU times in the timed steps.
+        n = len(step_marks)
+        for i in range(3):
+            step(warmup + a.steps + i, probe=True)
+        probes = step_marks[n:]
+        res["marks"] = [{"name": name, "t_s": at(name), "peak_live_bytes": max(p[k][2] for p in probes)}
+                        for k, (name, _, _) in enumerate(probes[0]) if name not in ("start", "optimizer end")]
     if tc is not None:
         st = tc.stats()
         its = [r for r in st.get("iterations", []) if r["iteration"] > warmup]
@@ -386,11 +441,21 @@ def render(results, base, ctx):
     losses0 = base["losses"]
     rows = []
     hdr = ("mode", "budget", "step ms", "tokens/s", "peak GiB", "to host GB/step", "to dev GB/step",
-           "floor ms", "floor/step", "stalls/step", "max loss rel.diff", "note")
+           "floor ms", "floor/step", "bound ms", "floor/bound", "stalls/step", "max loss rel.diff", "note")
+    phases0 = base.get("phase_s")
+    marks0 = base.get("marks")
+
+    def bound(budget):
+        """Note [Transfer bound] (bench/gpu/transfer_bound.py); (None, None) without the default run's marks."""
+        if not phases0 or not marks0:
+            return None, None
+        return transfer_bound(step0, phases0["optimizer"], [(m["t_s"], m["peak_live_bytes"]) for m in marks0],
+                              ctx, budget, bw_d2h)
+
     for r in results:
         if "error" in r:
             rows.append((r["mode"], f"{r.get('pct', '')}%" if r.get("pct") else "", "-", "-", "-", "-", "-", "-", "-", "-", "-",
-                         r["error"]))
+                         "-", "-", r["error"]))
             continue
         step = r["median_step_s"]
         budget = r.get("budget")
@@ -399,6 +464,9 @@ def render(results, base, ctx):
             floor = max(step0, move / bw_h2d, move / bw_d2h)
         else:
             floor = step0
+        # A budgeted row's bound is at its budget; any other row's at the peak it reached (what a moving runtime
+        # holding that peak must take at least).
+        b, _ = bound(budget if budget else r["peak_bytes"])
         tp = r.get("tierpack", {})
         n = min(len(r["losses"]), len(losses0))
         diff = max(abs(r["losses"][i] - losses0[i]) / abs(losses0[i]) for i in range(n)) if n else float("nan")
@@ -434,6 +502,7 @@ def render(results, base, ctx):
                      f"{tp['to_host_bytes_per_step'] / 1e9:.2f}" if tp else "-",
                      f"{tp['to_device_bytes_per_step'] / 1e9:.2f}" if tp else "-",
                      f"{floor * 1e3:.0f}", f"{floor / step:.2f}",
+                     f"{b * 1e3:.0f}" if b is not None else "-", f"{floor / b:.2f}" if b is not None else "-",
                      f"{tp['stalls_per_step']:.1f}" if tp else "-", f"{diff:.1e}", note))
     widths = [max(len(str(x[i])) for x in rows + [hdr]) for i in range(len(hdr))]
     line = lambda row: "| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths)) + " |"
@@ -441,6 +510,24 @@ def render(results, base, ctx):
     out.append(f"default peak {peak / GiB:.2f} GiB (NVML, over the timed steps); CUDA context ~{ctx / GiB:.2f} GiB "
                f"(tierpack's allocator budget = budget - context); pinned bandwidth H2D {bw_h2d / 1e9:.1f} GB/s, "
                f"D2H {bw_d2h / 1e9:.1f} GB/s; floor = max(default step, (default peak - budget) / bandwidth)")
+    if phases0 and marks0:
+        top = max(marks0, key=lambda m: m["peak_live_bytes"])
+        sets = sorted({marks0[i]["name"] for i in (bound(r["budget"])[1] for r in results if r.get("budget")) if i is not None})
+        out.append(f"bound = default step + max over {len(marks0)} marks t of the default run's forward and backward of"
+                   f" ((live bytes before t + context - budget) / D2H bandwidth - (optimizer {phases0['optimizer'] * 1e3:.0f} ms"
+                   f" + GPU time to t)): the least step of any runtime that moves tensors instead of recomputing them"
+                   f" (Note [Transfer bound]); rows without a budget: at the peak they reached. Live peak"
+                   f" {top['peak_live_bytes'] / GiB:.2f} GiB before '{top['name']}' ({top['t_s'] * 1e3:.0f} ms);"
+                   f" the bound was set at: {', '.join(sets) if sets else '-'}")
+    phase_rows = [r for r in results if "phase_s" in r]
+    if phase_rows:
+        out.append("")
+        out.append("| mode | forward ms | backward ms | optimizer ms (GPU, CUDA events; medians of the timed steps) |")
+        out.append("|---|---|---|---|")
+        for r in phase_rows:
+            p = r["phase_s"]
+            label = r["mode"] + (f" {r['pct']:.0f}%" if r.get("pct") else "")
+            out.append(f"| {label} | {p['forward'] * 1e3:.0f} | {p['backward'] * 1e3:.0f} | {p['optimizer'] * 1e3:.0f} |")
     return "\n".join(out)
 
 

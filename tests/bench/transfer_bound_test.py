@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""bench/gpu/transfer_bound.py (Note [Transfer bound]) and the columns it adds to gpt2_bench.py's table."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "gpu"))
+import gpt2_bench  # noqa: E402  (imports torch only in its child processes)
+from transfer_bound import transfer_bound  # noqa: E402
+
+GB = 1e9
+GiB = float(1 << 30)
+
+
+def bound(step, opt, points, ctx, budget, bw=55 * GB):
+    return transfer_bound(step, opt, points, ctx, budget, bw)
+
+
+class TransferBoundTest(unittest.TestCase):
+    def test_a_budget_that_holds_the_live_bytes_costs_nothing(self):
+        self.assertEqual(bound(0.146, 0.017, [(0.045, 20 * GB)], 0.7 * GB, 20.7 * GB), (0.146, None))
+
+    def test_bytes_that_fit_in_the_window_before_their_moment_cost_nothing(self):
+        # 2.75 GB over the budget cross in 50 ms at 55 GB/s: exactly the optimizer's 5 ms and the 45 ms before t.
+        b, _ = bound(0.146, 0.005, [(0.045, 20 * GB)], 0, 17.25 * GB)
+        self.assertAlmostEqual(b, 0.146, places=9)
+
+    def test_every_byte_beyond_the_window_adds_its_link_time(self):
+        b1, at = bound(0.146, 0.010, [(0.045, 20 * GB)], 0.5 * GB, 10 * GB)
+        b2, _ = bound(0.146, 0.010, [(0.045, 20 * GB)], 0.5 * GB, 9 * GB)
+        self.assertEqual(at, 0)
+        self.assertAlmostEqual(b1, 0.146 + 10.5 / 55 - 0.055, places=9)
+        self.assertAlmostEqual(b2 - b1, 1 / 55, places=9)
+
+    def test_the_point_that_leaves_the_least_time_sets_the_bound(self):
+        # A lower live count early can bind harder than the peak later: 5 GB over at 20 ms (81 ms needed, 30 ms
+        # of window) against 7 GB over at 100 ms (127 ms needed, 110 ms of window).
+        pts = [(0.020, 15 * GB), (0.100, 17 * GB), (0.130, 12 * GB)]
+        b, at = bound(0.146, 0.010, pts, 0, 10 * GB)
+        self.assertEqual(at, 0)
+        self.assertAlmostEqual(b, 0.146 + 5 / 55 - 0.030, places=9)
+
+    def test_bad_inputs_are_errors(self):
+        with self.assertRaisesRegex(ValueError, "d2h_Bps"):
+            bound(0.1, 0.01, [(0.01, GB)], 0, GB, bw=0)
+        with self.assertRaisesRegex(ValueError, "point 1"):
+            bound(0.1, 0.01, [(0.01, GB), (0.02, -1)], 0, GB)
+        with self.assertRaisesRegex(ValueError, "exceed the step"):
+            bound(0.1, 0.03, [(0.08, GB)], 0, GB)
+        with self.assertRaisesRegex(ValueError, "no points"):
+            bound(0.1, 0.03, [], 0, GB)
+
+
+def result(mode, step, peak, budget=None, pct=None, phases=(0.045, 0.090, 0.010)):
+    r = {"mode": mode, "median_step_s": step, "tokens_per_s": 8192 / step, "peak_bytes": peak,
+         "losses": [10.0, 9.0], "phase_s": dict(zip(("forward", "backward", "optimizer"), phases))}
+    if budget is not None:
+        r.update(budget=budget, pct=pct, tierpack={"to_host_bytes_per_step": 5 * GB, "to_device_bytes_per_step": 5 * GB,
+                                                   "stalls_per_step": 0.0})
+    return r
+
+
+class TableTest(unittest.TestCase):
+    def rows(self, table):
+        main = table.split("\n\n")[0]  # the phase table follows a blank line
+        return {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
+                for line in main.splitlines() if line.startswith("| ") and "|---" not in line}
+
+    def test_the_table_shows_the_bound_at_each_budget_and_at_each_other_modes_peak(self):
+        base = result("default", 0.146, 29.9 * GiB)
+        marks = [{"name": "forward block 0", "t_s": 0.002, "peak_live_bytes": 19 * GiB},
+                 {"name": "loss", "t_s": 0.045, "peak_live_bytes": 24.4 * GiB},
+                 {"name": "backward head", "t_s": 0.050, "peak_live_bytes": 27.6 * GiB},
+                 {"name": "backward end", "t_s": 0.127, "peak_live_bytes": 21 * GiB}]
+        base.update(pinned_h2d_Bps=55 * GB, pinned_d2h_Bps=55 * GB, marks=marks)
+        pts = [(m["t_s"], m["peak_live_bytes"]) for m in marks]
+        ctx = 0.67 * GiB
+        results = [base, result("save_on_cpu", 0.913, 21.1 * GiB),
+                   result("tierpack", 0.580, 22.5 * GiB, budget=22.4 * GiB, pct=75.0)]
+        table = gpt2_bench.render(results, base, ctx)
+        hdr = [c.strip() for c in table.splitlines()[0].split("|")[1:-1]]
+        rows = self.rows(table)
+        at = lambda label, col: rows[label][hdr.index(col)]
+        expect75, at75 = transfer_bound(0.146, 0.010, pts, ctx, 22.4 * GiB, 55 * GB)
+        self.assertEqual(marks[at75]["name"], "backward head")
+        self.assertEqual(at("tierpack 75%", "bound ms"), f"{expect75 * 1e3:.0f}")
+        floor75 = max(0.146, (29.9 - 22.4) * GiB / (55 * GB))
+        self.assertEqual(at("tierpack 75%", "floor/bound"), f"{floor75 / expect75:.2f}")
+        soc, _ = transfer_bound(0.146, 0.010, pts, ctx, 21.1 * GiB, 55 * GB)
+        self.assertEqual(at("save_on_cpu", "bound ms"), f"{soc * 1e3:.0f}")
+        self.assertEqual(at("default", "bound ms"), "146")
+        self.assertIn("| tierpack 75% | 45 | 90 | 10 |", table)
+        self.assertIn("Live peak 27.60 GiB before 'backward head' (50 ms); the bound was set at: backward head", table)
+
+    def test_a_baseline_without_the_probes_leaves_the_bound_out(self):
+        base = result("default", 0.146, 29.9 * GiB)
+        base.update(pinned_h2d_Bps=55 * GB, pinned_d2h_Bps=55 * GB)  # no marks: a baseline from before them
+        table = gpt2_bench.render([base, result("tierpack", 0.58, 22.5 * GiB, budget=22.4 * GiB, pct=75.0)], base, 0.67 * GiB)
+        hdr = [c.strip() for c in table.splitlines()[0].split("|")[1:-1]]
+        self.assertEqual(self.rows(table)["tierpack 75%"][hdr.index("bound ms")], "-")
+        self.assertNotIn("bound = default step", table)
+
+
+if __name__ == "__main__":
+    unittest.main()
