@@ -53,7 +53,7 @@ struct Segment {
   std::size_t allocated = 0;  // bytes of allocated (or pending) blocks
   Block* head = nullptr;
   EventHandle empty_event = 0;  // recorded on `stream` when the segment last became empty
-  bool spill = false;           // made over budget with host chunks: single use, released when empty
+  bool spill = false;           // made over budget with host chunks: Note [Spill segments]
   bool empty_known = false;     // empty_event was recorded (else wait for the whole stream)
   bool in_empty = false;
   bool in_release = false;      // queued in Impl::host_release
@@ -73,6 +73,7 @@ struct Arena {
   bool paged = false;
   std::size_t segment_hint = 0;
   std::set<Block*, FreeOrder> free;
+  std::set<Block*, FreeOrder> spill_free;  // free blocks of spill segments (Note [Spill segments])
   std::unordered_set<Segment*> segments;
   std::uint64_t live = 0;
   bool closed = false;  // set by close_arena (an eviction was scheduled): no new blocks
@@ -204,6 +205,15 @@ struct GpuAllocator::Impl {
   }
 
   // ---- blocks
+  // Note [Spill segments]: a segment made with host chunks because the budget was full keeps its free
+  // blocks apart, for requests that would otherwise spill a chunk of their own: a request that can get
+  // device memory never lands in one, and once empty the segment is released, so later tensors get
+  // device memory again instead of settling in host memory for good. Without the sharing every spilled
+  // request took whole chunks for itself: with 256 MiB chunks, GPT-2 large at 45% of its peak filled the
+  // 64 GiB host limit (256 handles) with 21 GiB of tensors in its first iteration and ran out of memory
+  // (bench/results/gpu-h200-2026-11-30-5, section 3; bench/gpu/gpu_trace_twin reproduces it).
+  static std::set<Block*, FreeOrder>& free_set(const Segment* s) { return s->spill ? s->arena->spill_free : s->arena->free; }
+
   void build_blocks(Segment* s) {
     const std::size_t piece = s->paged ? self.options_.page_bytes : s->bytes;
     Block* prev = nullptr;
@@ -217,13 +227,13 @@ struct GpuAllocator::Impl {
       if (prev) prev->next = b;
       else s->head = b;
       prev = b;
-      if (!s->spill) s->arena->free.insert(b);
+      free_set(s).insert(b);
     }
   }
   void drop_blocks(Segment* s) {  // all blocks are free
     for (Block* b = s->head; b;) {
       Block* n = b->next;
-      s->arena->free.erase(b);
+      free_set(s).erase(b);
       delete b;
       b = n;
     }
@@ -236,13 +246,13 @@ struct GpuAllocator::Impl {
 
   void free_block(Block* b) {
     Segment* s = b->seg;
-    Arena* a = s->arena;
+    auto& free = free_set(s);
     b->allocated = false;
     b->uses.clear();
     s->allocated -= b->size;
     if (b->prev && !b->prev->allocated && can_merge(b->prev, b)) {
       Block* p = b->prev;
-      a->free.erase(p);
+      free.erase(p);
       p->size += b->size;
       p->next = b->next;
       if (b->next) b->next->prev = p;
@@ -251,22 +261,20 @@ struct GpuAllocator::Impl {
     }
     if (b->next && !b->next->allocated && can_merge(b, b->next)) {
       Block* n = b->next;
-      a->free.erase(n);
+      free.erase(n);
       b->size += n->size;
       b->next = n->next;
       if (n->next) n->next->prev = b;
       delete n;
     }
+    free.insert(b);
     if (s->spill) {
-      // Note [Spill segments]: a chunk made on the host because the budget was full serves the one
-      // request that made it; once free it is released, so later tensors get device memory again
-      // instead of settling in host memory for good. The same holds for any other segment found
-      // empty with all its chunks on the host (a spilled page of small blocks, a group's segment
-      // emptied while evicted): cached, it would put the next tensors in host memory.
+      // Note [Spill segments]. The same release holds for any other segment found empty with all its
+      // chunks on the host (a spilled page of small blocks, a group's segment emptied while evicted):
+      // cached, it would put the next tensors in host memory.
       if (s->allocated == 0) queue_host_release(s);
       return;
     }
-    a->free.insert(b);
     if (s->allocated == 0) {
       if (segment_holds_host_idle(s)) queue_host_release(s);
       else mark_empty(s);
@@ -315,8 +323,8 @@ struct GpuAllocator::Impl {
         ++i;
         continue;
       }
-      // A cached segment may have been reused, or brought to the device, since it was queued.
-      const bool keep = !s->spill && (s->allocated != 0 || !segment_holds_host_idle(s));
+      // A segment may have been reused, or brought to the device, since it was queued.
+      const bool keep = s->allocated != 0 || (!s->spill && !segment_holds_host_idle(s));
       if (!keep && !empty_passed(s)) {
         ++i;
         continue;
@@ -345,12 +353,13 @@ struct GpuAllocator::Impl {
     }
   }
 
-  Block* find_free(Arena* a, StreamHandle stream, std::size_t size) {
+  // The smallest free block of `set` on `stream` that holds `size`.
+  static Block* find_in(const std::set<Block*, FreeOrder>& set, StreamHandle stream, std::size_t size) {
     Block probe;
     probe.stream = stream;
     probe.size = size;
-    auto it = a->free.lower_bound(&probe);
-    if (it == a->free.end() || (*it)->stream != stream) return nullptr;
+    auto it = set.lower_bound(&probe);
+    if (it == set.end() || (*it)->stream != stream) return nullptr;
     return *it;
   }
 
@@ -397,7 +406,7 @@ struct GpuAllocator::Impl {
     Segment* pick = nullptr;
     for (Segment* s : empty) {
       if (s->count != 1 || !segment_on_device_idle(s)) continue;
-      if (s->arena == a && s->stream == stream) continue;  // find_free would have used it
+      if (s->arena == a && s->stream == stream) continue;  // find_in(a->free) would have used it
       pick = s;
       if (s->stream == stream || empty_passed(s)) break;
     }
@@ -488,6 +497,15 @@ struct GpuAllocator::Impl {
       }
       got.push_back(h);
     }
+    // Note [Spill segments]: the request would spill; room left in a spill segment serves it first.
+    const auto spilled = static_cast<std::size_t>(
+        std::count_if(got.begin(), got.end(), [](const Acquired& g) { return g.where == Residence::host; }));
+    if (spilled > 0 && !a->paged)
+      if (Block* room = find_in(a->spill_free, stream, size)) {
+        for (Acquired& g : got) pool(g.where).put(g.h);
+        st.spilled_chunks -= spilled;
+        return room->seg;
+      }
     auto first = alloc_run(n);
     if (!first) {
       for (Acquired& g : got) pool(g.where).put(g.h);
@@ -630,14 +648,14 @@ void* GpuAllocator::allocate(std::size_t bytes, StreamHandle stream, ArenaId are
   }
   if (!a) a = I.arenas[small ? kSmallArena : kDefaultArena].get();
   if (a->paged && size > options_.page_bytes) a = I.arenas[kDefaultArena].get();
-  Block* b = I.find_free(a, stream, size);
+  Block* b = I.find_in(a->free, stream, size);
   if (!b) {
     Segment* seg = I.new_segment(lk, a, stream, size);
-    b = seg->spill ? seg->head : I.find_free(a, stream, size);
+    b = I.find_in(I.free_set(seg), stream, size);
     TIERPACK_EXPECTS(b != nullptr, "a new segment must hold the request");
   }
-  a->free.erase(b);
   Segment* s = b->seg;
+  I.free_set(s).erase(b);
   const std::size_t rest = b->size - size;
   const std::size_t min_split = s->paged ? kMinBlock : options_.small_threshold;
   if (rest >= min_split) {
@@ -651,7 +669,7 @@ void* GpuAllocator::allocate(std::size_t bytes, StreamHandle stream, ArenaId are
     if (b->next) b->next->prev = r;
     b->next = r;
     b->size = size;
-    if (!s->spill) a->free.insert(r);
+    I.free_set(s).insert(r);
   }
   if (s->allocated == 0) I.unmark_empty(s);
   b->allocated = true;
@@ -783,8 +801,8 @@ std::uint64_t GpuAllocator::adopt(ArenaId arena, const void* p) {
     if (b->allocated) {
       live += b->size;
     } else {
-      from->free.erase(b);
-      to->free.insert(b);
+      (s->spill ? from->spill_free : from->free).erase(b);
+      (s->spill ? to->spill_free : to->free).insert(b);
     }
   }
   from->live -= live;

@@ -205,26 +205,71 @@ TYPED_TEST(GpuAllocatorTest, OverBudgetChunksSpillToHostAndStayCorrect) {
   for (void* q : held) a.deallocate(q);
 }
 
+// Note [Spill segments]: room in a spilled chunk serves only requests that would spill anyway.
 TYPED_TEST(GpuAllocatorTest, SpilledChunksAreReleasedOnceFreeSoLaterTensorsGetDeviceMemory) {
   auto& a = this->make(2, true);
   const StreamHandle s = this->streams_[0];
+  const std::size_t q = this->chunk() / 4 + 4096;  // above the small-block threshold (on CUDA a chunk is a page)
   void* d0 = a.allocate(this->chunk(), s);
   void* d1 = a.allocate(this->chunk(), s);
   void* spilled = a.allocate(this->chunk() / 2, s);  // over budget: host memory
   EXPECT_EQ(a.stats().segment_bytes[static_cast<int>(Residence::host)], this->chunk());
-  void* small = a.allocate(this->chunk() / 4, s);  // must not settle in the spilled chunk's free half
-  EXPECT_FALSE(this->u(small) >= this->u(spilled) && this->u(small) < this->u(spilled) + this->chunk());
+  void* shared = a.allocate(q, s);  // would spill too: takes the spilled chunk's free half
+  EXPECT_TRUE(this->u(shared) >= this->u(spilled) && this->u(shared) < this->u(spilled) + this->chunk());
+  EXPECT_EQ(a.stats().segment_bytes[static_cast<int>(Residence::host)], this->chunk());
+  EXPECT_EQ(a.stats().spilled_chunks, 1u);
   void* tiny = a.allocate(4096, s);  // a page of small blocks, spilled to the host as well
   EXPECT_EQ(a.residence_of(tiny), Residence::host);
-  a.deallocate(spilled);
-  a.deallocate(small);
-  a.deallocate(tiny);
   a.deallocate(d1);
+  this->sync_all();
+  void* small = a.allocate(q, s);  // device memory is free again: not the spilled chunk's room
+  EXPECT_EQ(a.residence_of(small), Residence::device);
+  EXPECT_FALSE(this->u(small) >= this->u(spilled) && this->u(small) < this->u(spilled) + this->chunk());
+  a.deallocate(spilled);
+  a.deallocate(shared);
+  a.deallocate(tiny);
+  a.deallocate(small);
   this->sync_all();
   void* again = a.allocate(this->chunk() / 2, s);  // the spilled chunk is gone; device memory is free
   EXPECT_EQ(a.stats().segment_bytes[static_cast<int>(Residence::host)], 0u);
+  EXPECT_EQ(a.residence_of(again), Residence::device);
   a.deallocate(again);
   a.deallocate(d0);
+}
+
+// Note [Spill segments]: over the budget, requests share spilled chunks instead of taking one each (with
+// 256 MiB chunks GPT-2 large filled its 64 GiB host limit with 21 GiB of tensors that way). The shared
+// chunk stays until its last block is freed, and another stream never gets its room without an event.
+TYPED_TEST(GpuAllocatorTest, SpilledRequestsShareHostChunksAndStayCorrect) {
+  auto& a = this->make(1, true);
+  const StreamHandle s = this->streams_[0], t = this->streams_[1];
+  const std::size_t q = this->chunk() / 4 + 4096;  // three to a chunk, above the small-block threshold
+  void* d = a.allocate(this->chunk(), s);  // the whole budget
+  std::vector<void*> held;
+  for (int i = 0; i < 8; ++i) {
+    held.push_back(a.allocate(q, s));
+    this->dev_->fill(this->u(held.back()), q, 40 + i, s);
+  }
+  EXPECT_EQ(a.stats().segment_bytes[static_cast<int>(Residence::host)], 3 * this->chunk());
+  EXPECT_EQ(a.stats().spilled_chunks, 3u);
+  void* other = a.allocate(q, t);  // another stream: a chunk of its own
+  EXPECT_EQ(a.stats().segment_bytes[static_cast<int>(Residence::host)], 4 * this->chunk());
+  for (int i = 0; i < 8; i += 2) a.deallocate(held[i]);  // every chunk keeps live blocks
+  void* refill = a.allocate(q, s);                          // into a freed block
+  this->dev_->fill(this->u(refill), q, 99, s);
+  EXPECT_EQ(a.stats().segment_bytes[static_cast<int>(Residence::host)], 4 * this->chunk());
+  for (int i = 1; i < 8; i += 2) this->dev_->check(this->u(held[i]), q, 40 + i, s);
+  this->dev_->check(this->u(refill), q, 99, s);
+  this->sync_all();
+  EXPECT_EQ(this->dev_->take_mismatches(), 0u);
+  for (int i = 1; i < 8; i += 2) a.deallocate(held[i]);
+  a.deallocate(refill);
+  a.deallocate(other);
+  a.deallocate(d);
+  this->sync_all();
+  void* next = a.allocate(q, s);  // releases run on the next call: the host chunks are gone
+  EXPECT_EQ(a.stats().segment_bytes[static_cast<int>(Residence::host)], 0u);
+  a.deallocate(next);
 }
 
 // Note [Split segments]: a group's segment left partly on the host (its eviction found a host handle
