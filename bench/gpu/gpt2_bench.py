@@ -16,7 +16,7 @@ same losses). Step time: median over --steps steps after --warmup steps. Peak de
 every mode (not the allocator's own counter). Bytes moved per step: tierpack's counters (its modes
 only). Physical floor: max(default step, (default peak - budget) / pinned bandwidth per direction),
 with the pinned bandwidth measured in the default run. Transfer bound: the least step any runtime that
-moves tensors over the link can take at that budget, from the default run's live bytes and GPU times at
+only places tensors (GPU or host memory) can take at that budget, from the default run's live bytes and GPU times at
 each block boundary of forward and backward (transfer_bound.py, Note [Transfer bound]); floor/bound is the
 best floor/step such a runtime can reach. Each mode's forward, backward and optimizer GPU times follow the table.
 
@@ -464,7 +464,7 @@ def render(results, base, ctx):
             floor = max(step0, move / bw_h2d, move / bw_d2h)
         else:
             floor = step0
-        # A budgeted row's bound is at its budget; any other row's at the peak it reached (what a moving runtime
+        # A budgeted row's bound is at its budget; any other row's at the peak it reached (what a runtime placing tensors
         # holding that peak must take at least).
         b, _ = bound(budget if budget else r["peak_bytes"])
         tp = r.get("tierpack", {})
@@ -515,7 +515,7 @@ def render(results, base, ctx):
         sets = sorted({marks0[i]["name"] for i in (bound(r["budget"])[1] for r in results if r.get("budget")) if i is not None})
         out.append(f"bound = default step + max over {len(marks0)} marks t of the default run's forward and backward of"
                    f" ((live bytes before t + context - budget) / D2H bandwidth - (optimizer {phases0['optimizer'] * 1e3:.0f} ms"
-                   f" + GPU time to t)): the least step of any runtime that moves tensors instead of recomputing them"
+                   f" + GPU time to t)): the least step of any runtime that only places tensors (no recomputation, no CPU optimizer)"
                    f" (Note [Transfer bound]); rows without a budget: at the peak they reached. Live peak"
                    f" {top['peak_live_bytes'] / GiB:.2f} GiB before '{top['name']}' ({top['t_s'] * 1e3:.0f} ms);"
                    f" the bound was set at: {', '.join(sets) if sets else '-'}")

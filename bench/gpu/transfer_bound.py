@@ -1,4 +1,4 @@
-"""The least step time any runtime that moves tensors over the host link can reach at a GPU budget.
+"""The least step time a runtime that only places tensors (GPU or host memory) can reach at a GPU budget.
 
 Note [Transfer bound]
 ~~~~~~~~~~~~~~~~~~~~~
@@ -32,18 +32,21 @@ is the least that can be live: tensors PyTorch frees as soon as they are dead.
 
 This is a bound, not an estimate. It leaves out the host-to-device direction (the same bytes must be
 back before backward or the optimizer reads them, which only adds), every driver cost, and the
-granularity of real pages and copies. It holds for runtimes that keep every tensor PyTorch keeps and
-compute what it computes: tierpack's page groups, ``save_on_cpu``, DeepSpeed-style offload; not for
-recomputation (gradient checkpointing) or compression.
+granularity of real pages and copies. It holds for runtimes that only choose where tensors live: every
+tensor PyTorch keeps is kept, every kernel runs on the GPU in the script's order (tierpack's page groups,
+``save_on_cpu``, parameter and optimizer-state offload that leaves the optimizer on the GPU). It does not
+hold for recomputation (gradient checkpointing), compression, an optimizer run on the CPU (ZeRO-Offload's
+CPU Adam writes the optimizer state on the host, so it never crosses the link) or an optimizer step moved
+into backward (the state's last write moves earlier): those change what runs where or when.
 
 Its use is to tell a runtime's shortfall from the workload's: ``floor / bound`` is the best fraction of
 the floor's throughput any such runtime can reach at that budget, and for a mode measured at some peak
-memory, ``step / bound(that peak)`` the most a moving runtime at the same peak can beat it by.
+memory, ``step / bound(that peak)`` the most such a runtime at the same peak can beat it by.
 """
 
 
 def transfer_bound(step_s, optimizer_s, points, context_bytes, budget_bytes, d2h_Bps):
-    """(seconds, index): the least step time at `budget_bytes` for a runtime that moves tensors, and the point of
+    """(seconds, index): the least step time at `budget_bytes` for a runtime that only places tensors, and the point of
     `points` that sets it (None when no point is over the budget's window). `points`: (seconds since the forward pass
     began, bytes live at or before that moment) along forward and backward. Note [Transfer bound]."""
     for name, v in (("step_s", step_s), ("optimizer_s", optimizer_s), ("context_bytes", context_bytes),
