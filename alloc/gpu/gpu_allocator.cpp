@@ -212,7 +212,9 @@ struct GpuAllocator::Impl {
   // request took whole chunks for itself: with 256 MiB chunks, GPT-2 large at 45% of its peak filled the
   // 64 GiB host limit (256 handles) with 21 GiB of tensors in its first iteration and ran out of memory
   // (bench/results/gpu-h200-2026-11-30-5, section 3; bench/gpu/gpu_trace_twin reproduces it).
-  static std::set<Block*, FreeOrder>& free_set(const Segment* s) { return s->spill ? s->arena->spill_free : s->arena->free; }
+  static std::set<Block*, FreeOrder>& free_set(const Segment* s) {
+    return s->spill ? s->arena->spill_free : s->arena->free;
+  }
 
   void build_blocks(Segment* s) {
     const std::size_t piece = s->paged ? self.options_.page_bytes : s->bytes;

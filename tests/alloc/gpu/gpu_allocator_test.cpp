@@ -244,7 +244,7 @@ TYPED_TEST(GpuAllocatorTest, SpilledRequestsShareHostChunksAndStayCorrect) {
   auto& a = this->make(1, true);
   const StreamHandle s = this->streams_[0], t = this->streams_[1];
   const std::size_t q = this->chunk() / 4 + 4096;  // three to a chunk, above the small-block threshold
-  void* d = a.allocate(this->chunk(), s);  // the whole budget
+  void* d = a.allocate(this->chunk(), s);          // the whole budget
   std::vector<void*> held;
   for (int i = 0; i < 8; ++i) {
     held.push_back(a.allocate(q, s));
@@ -255,7 +255,7 @@ TYPED_TEST(GpuAllocatorTest, SpilledRequestsShareHostChunksAndStayCorrect) {
   void* other = a.allocate(q, t);  // another stream: a chunk of its own
   EXPECT_EQ(a.stats().segment_bytes[static_cast<int>(Residence::host)], 4 * this->chunk());
   for (int i = 0; i < 8; i += 2) a.deallocate(held[i]);  // every chunk keeps live blocks
-  void* refill = a.allocate(q, s);                          // into a freed block
+  void* refill = a.allocate(q, s);                       // into a freed block
   this->dev_->fill(this->u(refill), q, 99, s);
   EXPECT_EQ(a.stats().segment_bytes[static_cast<int>(Residence::host)], 4 * this->chunk());
   for (int i = 1; i < 8; i += 2) this->dev_->check(this->u(held[i]), q, 40 + i, s);
