@@ -435,11 +435,11 @@ struct GpuAllocator::Impl {
     Residence where = Residence::device;
   };
 
-  // A handle for a new chunk: device first (reclaiming, then waiting for evictions), then host
-  // when spilling is allowed. Empty result: out of memory.
-  Acquired acquire_for_new_chunk(std::unique_lock<std::mutex>& lk) {
+  // A device handle for a new chunk: from the pool, else by reclaiming empty segments, else by
+  // waiting for evictions. Empty result: the chunk would have to spill.
+  PooledHandle acquire_device(std::unique_lock<std::mutex>& lk) {
     for (int attempt = 0; attempt < 1000; ++attempt) {
-      if (PooledHandle h = pool(Residence::device).try_acquire()) return {h, Residence::device};
+      if (PooledHandle h = pool(Residence::device).try_acquire()) return h;
       if (reclaim_one(false) || reclaim_one(true)) continue;
       if (!pressure) break;
       ++st.pressure_waits;
@@ -454,16 +454,7 @@ struct GpuAllocator::Impl {
       const double waited = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
       lk.lock();
       st.pressure_wait_ns += waited;
-      if (!more) {
-        if (PooledHandle h = pool(Residence::device).try_acquire()) return {h, Residence::device};
-        break;
-      }
-    }
-    if (self.options_.spill_to_host) {
-      if (PooledHandle h = pool(Residence::host).try_acquire()) {
-        ++st.spilled_chunks;
-        return {h, Residence::host};
-      }
+      if (!more) return pool(Residence::device).try_acquire();
     }
     return {};
   }
@@ -489,7 +480,17 @@ struct GpuAllocator::Impl {
     std::vector<Acquired> got;
     got.reserve(n);
     for (std::uint32_t i = 0; i < n; ++i) {
-      Acquired h = acquire_for_new_chunk(lk);
+      Acquired h{acquire_device(lk), Residence::device};
+      if (!h.h && !a->paged)
+        // Note [Spill segments]: the request would spill; room left in a spill segment serves it first.
+        if (Block* room = find_in(a->spill_free, stream, size)) {
+          for (Acquired& g : got) pool(g.where).put(g.h);
+          return room->seg;
+        }
+      if (!h.h && self.options_.spill_to_host && (h.h = pool(Residence::host).try_acquire())) {
+        h.where = Residence::host;
+        ++st.spilled_chunks;
+      }
       if (!h.h) {
         for (Acquired& g : got) pool(g.where).put(g.h);
         std::string why = "device pool: " + pool(Residence::device).last_failure();
@@ -499,15 +500,6 @@ struct GpuAllocator::Impl {
       }
       got.push_back(h);
     }
-    // Note [Spill segments]: the request would spill; room left in a spill segment serves it first.
-    const auto spilled = static_cast<std::size_t>(
-        std::count_if(got.begin(), got.end(), [](const Acquired& g) { return g.where == Residence::host; }));
-    if (spilled > 0 && !a->paged)
-      if (Block* room = find_in(a->spill_free, stream, size)) {
-        for (Acquired& g : got) pool(g.where).put(g.h);
-        st.spilled_chunks -= spilled;
-        return room->seg;
-      }
     auto first = alloc_run(n);
     if (!first) {
       for (Acquired& g : got) pool(g.where).put(g.h);
