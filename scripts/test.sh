@@ -30,6 +30,26 @@ if [ "$sanitize" = 1 ]; then
   # Sanitizer stages (issue 9; docs/reliability.md). Each builds only the suites it runs, without
   # CUDA (no GPU in CI: the GPU tier runs on its memfd twin) and without torch (libtorch is not
   # instrumented; the torch tests run in the normal build).
+  # run_suite BIN ENV LOG : runs one suite binary with ENV, output in LOG. A suite still running after
+  # TIERPACK_SUITE_TIMEOUT seconds (default 600; each takes well under a minute) is a hang: every
+  # thread's stack (gdb) goes into LOG, the suite is killed and fails.
+  run_suite() {
+    local bin=$1 env=$2 log=$3 limit=${TIERPACK_SUITE_TIMEOUT:-600} waited=0 pid
+    env $env "$bin" --gtest_brief=1 >"$log" 2>&1 &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+      if [ "$waited" -ge "$limit" ]; then
+        echo "== still running after $limit s: every thread's stack, then killed" >>"$log"
+        gdb -p "$pid" -batch -ex "thread apply all bt" >>"$log" 2>&1 || true
+        kill -9 "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        return 1
+      fi
+      sleep 1
+      waited=$((waited + 1))
+    done
+    wait "$pid"
+  }
   # run_suites DIR STAGE ENV SUITE... : runs each suite binary of DIR with ENV, log in DIR/SUITE.log.
   run_suites() {
     local dir=$1 stage=$2 env=$3 failed=0 suite bin
@@ -37,10 +57,10 @@ if [ "$sanitize" = 1 ]; then
     for suite in "$@"; do
       bin=$(find "$dir/tests" -name "$suite" -type f -executable | head -n 1)
       [ -n "$bin" ] || { echo "missing $stage suite $suite" >&2; return 1; }
-      if env $env "$bin" --gtest_brief=1 >"$dir/$suite.log" 2>&1; then
+      if run_suite "$bin" "$env" "$dir/$suite.log"; then
         echo "$stage: $suite passed"
       else
-        echo "$stage: $suite FAILED ($dir/$suite.log):"; tail -40 "$dir/$suite.log"; failed=1
+        echo "$stage: $suite FAILED ($dir/$suite.log):"; tail -150 "$dir/$suite.log"; failed=1
       fi
     done
     return $failed

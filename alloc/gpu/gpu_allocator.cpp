@@ -3,6 +3,7 @@
 #include "alloc/gpu/gpu_allocator.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <list>
 #include <map>
@@ -76,7 +77,6 @@ struct Arena {
   std::set<Block*, FreeOrder> spill_free;  // free blocks of spill segments (Note [Spill segments])
   std::unordered_set<Segment*> segments;
   std::uint64_t live = 0;
-  bool closed = false;  // set by close_arena (an eviction was scheduled): no new blocks
 };
 
 struct Pending {
@@ -110,6 +110,13 @@ struct GpuAllocator::Impl {
   std::vector<EventHandle> events;  // idle events
   std::unique_ptr<HandlePool> pools[kResidenceCount];
   std::function<bool()> pressure;
+  // Note [Closed arenas]: arenas closed by set_arena_closed (an eviction was scheduled: no new
+  // blocks), under their own lock, never held while waiting. The mover sets them with its own lock
+  // held, while the training thread may hold `m` and wait for a stream the mover has gated: with
+  // `m`, the two would wait for each other.
+  std::mutex closed_m;
+  std::unordered_set<ArenaId> closed;
+  std::atomic<std::size_t> arena_count{0};
   std::vector<StreamHandle> seen_streams;  // every stream work was allocated for or recorded on
   void saw_stream(StreamHandle s) {
     if (std::find(seen_streams.begin(), seen_streams.end(), s) == seen_streams.end()) seen_streams.push_back(s);
@@ -542,8 +549,11 @@ struct GpuAllocator::Impl {
     return s;
   }
 
-  bool arena_open(const Arena* a) const {
-    if (a->closed) return false;
+  bool arena_open(const Arena* a) {
+    {
+      std::lock_guard lk(closed_m);
+      if (closed.count(a->id)) return false;
+    }
     for (const Segment* s : a->segments)
       for (std::uint32_t i = 0; i < s->count; ++i) {
         const Chunk& c = chunks[s->first + i];
@@ -602,6 +612,7 @@ GpuAllocator::GpuAllocator(VmmBackend& backend, GpuAllocatorOptions options)
     a->paged = id == kSmallArena;
     impl_->arenas.push_back(std::move(a));
   }
+  impl_->arena_count = impl_->arenas.size();
   impl_->st.device_budget = options_.device_budget;
 }
 
@@ -777,6 +788,7 @@ ArenaId GpuAllocator::create_arena(std::string name, std::size_t segment_hint) {
   a->name = std::move(name);
   a->segment_hint = segment_hint;
   I.arenas.push_back(std::move(a));
+  I.arena_count = I.arenas.size();
   return I.arenas.back()->id;
 }
 
@@ -905,9 +917,12 @@ void GpuAllocator::abort_migration(const MigrationTicket& t) noexcept {
 }
 
 void GpuAllocator::set_arena_closed(ArenaId arena, bool closed) {
-  std::lock_guard lk(impl_->m);
-  TIERPACK_EXPECTS(arena < impl_->arenas.size(), "unknown arena");
-  if (arena != kDefaultArena && arena != kSmallArena) impl_->arenas[arena]->closed = closed;
+  auto& I = *impl_;
+  TIERPACK_EXPECTS(arena < I.arena_count.load(), "unknown arena");
+  if (arena == kDefaultArena || arena == kSmallArena) return;
+  std::lock_guard lk(I.closed_m);  // Note [Closed arenas]: not `m`
+  if (closed) I.closed.insert(arena);
+  else I.closed.erase(arena);
 }
 
 std::uint64_t GpuAllocator::reclaim_device(std::uint64_t bytes, bool wait) {

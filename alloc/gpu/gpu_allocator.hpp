@@ -160,6 +160,7 @@ class GpuAllocator {
   void abort_migration(const MigrationTicket& t) noexcept;
   /// Closes an arena to new blocks (allocations meant for it go to the default arenas) from the
   /// moment an eviction is scheduled until a prefetch reopens it; the default arenas never close.
+  /// Never waits for the allocator's lock (safe to call with a lock the training thread may need).
   void set_arena_closed(ArenaId arena, bool closed);
   /// Unmaps empty device segments until about `bytes` of device handles are idle in the pool
   /// (`wait`: also segments whose stream has not yet passed their last use, waiting for it).

@@ -121,7 +121,6 @@ void GroupMover::give_event(EventHandle e) {
 }
 
 std::uint64_t GroupMover::evict(ArenaId arena, StreamHandle after) {
-  alloc_.set_arena_closed(arena, true);  // from now on no new tensor lands in it
   Job job;
   job.arena = arena;
   job.to = Residence::host;
@@ -130,6 +129,9 @@ std::uint64_t GroupMover::evict(ArenaId arena, StreamHandle after) {
   std::uint64_t n = 0;
   {
     std::lock_guard lk(mutex_);
+    // From now on no new tensor lands in it; set with the count, so that a job of the arena finishing
+    // now cannot reopen it (finish() reopens it once nothing is outstanding).
+    alloc_.set_arena_closed(arena, true);
     ++outstanding_[arena];
     ++eviction_jobs_;
     n = ++requests_made_[arena];
@@ -524,6 +526,8 @@ void GroupMover::finish(Job& job) {
   give_event(job.after);
   job.after = 0;
   if (!job.continued) ++requests_done_[job.arena];
+  // The one allocator call made with mutex_ held: it takes no lock a waiting thread holds (Note
+  // [Closed arenas] in gpu_allocator.cpp; Note [No allocator calls behind closed gates]).
   if (--outstanding_[job.arena] == 0 && job.to == Residence::device) alloc_.set_arena_closed(job.arena, false);
   cv_.notify_all();
 }
@@ -592,15 +596,19 @@ void GroupMover::run(Residence dir) {
         ++counters_.gate_timeouts;
       }
     }
-    // Note [No allocator calls behind closed gates]: finishing and issuing jobs take the allocator's
-    // lock; the training thread may hold that lock while it waits for a stream this thread has gated
-    // (GpuAllocator::reclaim_device with wait, from ensure_resident), which would never return. So
-    // they wait until every worker's gates are open again (remap_ready opens them before it calls
-    // the allocator).
+    // Note [No allocator calls behind closed gates]: the training thread may hold the allocator's lock
+    // while it waits for a stream a worker has gated (reclaiming with wait, in allocate or from
+    // ensure_resident). So (1) a worker never calls the allocator while its own gates are closed
+    // (remap_ready opens them first), and (2) no thread waits for the allocator's lock while holding
+    // mutex_, which the gate holder needs before it can open its gates: try_issue and remap_ready
+    // unlock around their allocator calls, and the one call made with mutex_ held, set_arena_closed in
+    // finish(), never waits for the allocator's lock. The other worker's gates cannot be ruled out
+    // by the check below: they close without mutex_, possibly right after it (a deadlock seen in CI:
+    // the training thread reclaiming, waiting for a gated stream; the device worker in finish()
+    // waiting for the allocator's lock; the gate holder waiting for mutex_).
     bool have_queued = false;
-    // Any worker's gates count, not only this direction's: finish() calls the allocator with mutex_
-    // held, and the gate holder needs mutex_ to open its gates. While a gate is closed no copy is
-    // issued either, so remaps run with the copy engines quieter (Note [When to remap]).
+    // Jobs are issued and finished only while no worker's gates are closed: remaps run with the copy
+    // engines quieter (Note [When to remap]).
     if (!gate.closed && gates_closed_.load() == 0) {
       for (std::size_t i = 0; i < running.size();) {
         if (running[i].remapped == running[i].ticket.moves.size()) {

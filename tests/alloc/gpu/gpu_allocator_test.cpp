@@ -308,6 +308,32 @@ TYPED_TEST(GpuAllocatorTest, AnEmptiedSegmentLeftPartlyOnTheHostIsReleasedAndIts
   a.deallocate(q);
 }
 
+// Note [Closed arenas]: the mover closes and reopens arenas with its own lock held, while the training
+// thread may hold the allocator's lock waiting for a stream the mover has gated; here it waits in
+// `allocate` for a busy stream to pass a segment it reclaims. Closing an arena must not wait for it.
+TYPED_TEST(GpuAllocatorTest, ClosingAnArenaNeverWaitsForAnAllocationWaitingForAStream) {
+  auto& a = this->make(3, false);
+  const StreamHandle s0 = this->streams_[0], s1 = this->streams_[1];
+  const ArenaId g = a.create_arena("group", 0);
+  void* p = a.allocate(this->chunk(), s1);
+  void* q = a.allocate(this->chunk(), s0);
+  this->dev_->busy(s1, 3s);
+  a.deallocate(p);  // empty, but s1 passes its last use only after the busy work
+  std::atomic<bool> allocated{false};
+  std::thread waiter([&] {
+    void* r = a.allocate(2 * this->chunk(), s0);  // one idle handle, then reclaims p's segment, waiting
+    allocated = true;
+    a.deallocate(r);
+  });
+  std::this_thread::sleep_for(300ms);  // the waiter is inside allocate, holding the lock, by now
+  a.set_arena_closed(g, true);
+  a.set_arena_closed(g, false);
+  EXPECT_FALSE(allocated.load()) << "closing an arena waited for the allocation waiting for stream s1";
+  waiter.join();
+  EXPECT_EQ(a.stats().segments_reclaimed, 1u) << "the allocation did not reclaim the busy stream's segment";
+  a.deallocate(q);
+}
+
 TYPED_TEST(GpuAllocatorTest, EmptyCacheGivesDeviceMemoryBack) {
   auto& a = this->make(8, false);
   const StreamHandle s = this->streams_[0];
