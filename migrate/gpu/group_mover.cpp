@@ -151,6 +151,7 @@ std::uint64_t GroupMover::prefetch(ArenaId arena, StreamHandle after) {
   {
     std::lock_guard lk(mutex_);
     ++outstanding_[arena];
+    ++prefetch_jobs_;
     n = ++requests_made_[arena];
     queue_.push_back(std::move(job));
   }
@@ -174,12 +175,31 @@ bool GroupMover::idle(ArenaId arena) const {
   return !busy_locked(arena);
 }
 
+// Note [Parked evictions]: an eviction that finds no host memory (the host limit is reached, or a
+// handle cannot be created) is parked and retried when an eviction finishes or a prefetch gives host
+// memory back. Threads that wait for evictions to free device memory (wait_for_eviction, the
+// allocator's pressure handler; ensure_resident; drain) count only evictions that can make progress,
+// so they never wait for a parked one, nor for one queued behind a parked eviction of its arena (jobs
+// of one arena run in order): with nothing else moving, neither would ever finish, and the training
+// thread would hang in an allocation instead of spilling or raising out_of_memory. Parking notifies
+// the waiters, and wait_for_eviction also rechecks now and then.
 std::uint64_t GroupMover::evictions_pending_locked() const {
-  // Every eviction job not parked for host memory: queued, being issued, running or completing.
-  std::uint64_t parked = 0;
-  for (const Job& j : queue_)
-    if (j.to == Residence::host && (j.parked || j.cancelled)) ++parked;
-  return eviction_jobs_ - parked;
+  // Queued, being issued, running or completing; not parked or queued behind a parked one.
+  std::uint64_t stuck = 0;
+  std::unordered_set<ArenaId> behind;
+  for (const Job& j : queue_) {
+    if (j.to != Residence::host) continue;
+    if (j.parked || j.cancelled || behind.count(j.arena)) ++stuck;
+    if (j.parked && !j.cancelled) behind.insert(j.arena);
+  }
+  return eviction_jobs_ - stuck;
+}
+
+// Prefetch jobs that can make progress (and give host memory back): not parked or given up.
+std::uint64_t GroupMover::prefetches_pending_locked() const {
+  std::uint64_t stuck = 0;
+  for (const Job& j : queue_) stuck += j.to == Residence::device && (j.parked || j.cancelled);
+  return prefetch_jobs_ - stuck;
 }
 
 bool GroupMover::any_outstanding_locked() const {
@@ -252,6 +272,7 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
       job.parked = true;
       job.evictions_seen = evictions_done_;
       queue_.push_front(std::move(job));
+      cv_.notify_all();  // Note [Parked evictions]: the evictions a pressure waiter counts changed
       return false;
     }
     finish(job);  // nothing (more) to move
@@ -265,9 +286,10 @@ bool GroupMover::try_issue(std::unique_lock<std::mutex>& lk, Job& job) {
     rest.parked = true;
     rest.evictions_seen = evictions_done_;
     ++outstanding_[job.arena];
-    if (rest.to == Residence::host) ++eviction_jobs_;
+    ++(rest.to == Residence::host ? eviction_jobs_ : prefetch_jobs_);
     queue_.push_front(std::move(rest));
     job.continued = true;
+    cv_.notify_all();  // Note [Parked evictions]
   }
   running_[static_cast<int>(job.to)].push_back(std::move(job));
   return true;
@@ -499,6 +521,13 @@ void GroupMover::remap_ready(std::unique_lock<std::mutex>& lk, Residence dir) {
     job.failed |= !failed[j].moves.empty();
     if (job.to == Residence::host && !done[j].moves.empty()) ++eviction_progress_;
   }
+  // Note [Parked evictions]: an eviction parked for host memory is retried when an eviction finishes
+  // (evictions_seen); host memory comes back with prefetches, so it is retried after these too.
+  bool host_returned = false;
+  for (const MigrationTicket& t : done) host_returned |= t.to == Residence::device && !t.moves.empty();
+  if (host_returned)
+    for (Job& j : queue_)
+      if (j.to == Residence::host && j.parked) j.evictions_seen = ~std::uint64_t{0};
   cv_.notify_all();  // a pressure waiter may use the returned handles
 }
 
@@ -521,6 +550,7 @@ void GroupMover::finish(Job& job) {
     --eviction_jobs_;
   } else {
     counters_.prefetches += job.moved ? 1 : 0;
+    --prefetch_jobs_;
   }
   counters_.failures += job.failed ? 1 : 0;
   give_event(job.after);
@@ -723,9 +753,14 @@ void GroupMover::drain() {
   std::unique_lock lk(mutex_);
   ++drain_waiters_;  // Note [When to remap]: every remap is due now
   while (any_outstanding_locked()) {
-    if (evictions_pending_locked() == 0)
+    // A parked job nothing in flight can unpark is given up: a prefetch once no eviction can free
+    // device memory, an eviction once no prefetch can give host memory back either.
+    if (evictions_pending_locked() == 0) {
+      const bool host_may_return = prefetches_pending_locked() > 0;
       for (Job& j : queue_)
-        if (j.parked && j.evictions_seen == evictions_done_) j.cancelled = true;
+        if (j.parked && j.evictions_seen == evictions_done_ && !(j.to == Residence::host && host_may_return))
+          j.cancelled = true;
+    }
     cv_.notify_all();
     cv_.wait_for(lk, options_.poll * 10);
   }
@@ -737,9 +772,9 @@ bool GroupMover::wait_for_eviction() {
   if (evictions_pending_locked() == 0) return false;
   const std::uint64_t seen = eviction_progress_, seen_done = evictions_done_;
   ++pressure_waiters_;  // Note [When to remap]: eviction remaps are due now
-  cv_.wait(lk, [&] {
-    return eviction_progress_ != seen || evictions_done_ != seen_done || stop_ || evictions_pending_locked() == 0;
-  });
+  // Rechecked now and then too, not only when notified (Note [Parked evictions]).
+  while (!(eviction_progress_ != seen || evictions_done_ != seen_done || stop_ || evictions_pending_locked() == 0))
+    cv_.wait_for(lk, options_.poll * 10);
   --pressure_waiters_;
   return eviction_progress_ != seen || evictions_done_ != seen_done;
 }

@@ -241,6 +241,7 @@ class GroupMover {
   bool remap_due_locked(Residence dir, const std::vector<Job>& running);
   void copy_chunk(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, StreamHandle s);
   std::uint64_t evictions_pending_locked() const;
+  std::uint64_t prefetches_pending_locked() const;
   bool any_outstanding_locked() const;
 
   GpuAllocator& alloc_;
@@ -277,6 +278,7 @@ class GroupMover {
   std::uint64_t evictions_done_ = 0;
   std::uint64_t eviction_progress_ = 0;  // chunks batches evicted (device handles given back)
   std::uint64_t eviction_jobs_ = 0;  // eviction jobs not yet completed (parked ones included)
+  std::uint64_t prefetch_jobs_ = 0;  // prefetch jobs not yet completed (parked ones included)
   MoverCounters counters_;
   bool stop_ = false;
   std::thread workers_[kResidenceCount];

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "alloc/gpu/memfd_backend.hpp"
+#include "core/error.hpp"
 #include "tests/migrate/gpu/mover_fixture.hpp"
 
 namespace tierpack::gpu::testing {
@@ -169,6 +170,39 @@ TYPED_TEST(GroupMoverTest, AParkedPrefetchDoesNotBlockAnEvictionOfItsGroup) {
   waiter.get();
   this->mover_->drain();
   EXPECT_EQ(this->alloc_->residency(a.arena).host_bytes, 2 * this->chunk());
+  this->check(a, s);
+  this->check(b, s);
+  this->sync_all();
+  EXPECT_EQ(this->dev_->take_mismatches(), 0u);
+}
+
+// Note [Parked evictions]: with host memory full an eviction parks, and a second eviction of its
+// group queues behind it. Neither can free device memory, so a thread that needs some does not wait
+// for them (an allocation fails with out_of_memory); once a prefetch gives host memory back, the
+// parked eviction goes ahead.
+TYPED_TEST(GroupMoverTest, NothingWaitsForEvictionsParkedForHostMemory) {
+  this->make(4, false, {}, 2);  // 4 chunks of device memory, 2 of host memory
+  const StreamHandle s = this->streams_[0];
+  auto a = this->make_group(2, 10, s);
+  this->mover_->evict(a.arena, s);
+  this->mover_->drain();  // host memory full
+  auto b = this->make_group(2, 20, s);
+  auto c = this->make_group(2, 30, s);  // device memory full
+  this->mover_->evict(b.arena, s);  // parks
+  this->mover_->evict(b.arena, s);  // queued behind it
+  auto waiter = std::async(std::launch::async, [&] { return this->mover_->wait_for_eviction(); });
+  const bool returned = waiter.wait_for(10s) == std::future_status::ready;
+  EXPECT_TRUE(returned) << "a thread waited for evictions parked for host memory";
+  if (!returned) this->mover_->evict(this->alloc_->create_arena("empty"), s);  // finishes at once: wakes it
+  EXPECT_FALSE(waiter.get()) << "nothing that could free device memory was moving";
+  EXPECT_THROW(this->alloc_->allocate(this->chunk(), s), out_of_memory);
+  for (void* p : c.blocks) this->alloc_->deallocate(p);
+  this->sync_all();
+  this->alloc_->empty_cache();
+  this->mover_->prefetch(a.arena, s);  // gives host memory back
+  this->mover_->drain();
+  EXPECT_EQ(this->alloc_->residency(a.arena).device_bytes, 2 * this->chunk());
+  EXPECT_EQ(this->alloc_->residency(b.arena).host_bytes, 2 * this->chunk()) << "the parked eviction never went ahead";
   this->check(a, s);
   this->check(b, s);
   this->sync_all();

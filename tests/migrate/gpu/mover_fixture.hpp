@@ -33,13 +33,14 @@ class MoverTest : public ::testing::Test {
   VmmBackend& backend() { return dev_->backend(); }
   std::size_t chunk() const { return dev_->chunk_bytes(); }
 
-  void make(std::size_t budget_chunks, bool spill = false, MoverOptions mover_options = {}) {
+  void make(std::size_t budget_chunks, bool spill = false, MoverOptions mover_options = {},
+            std::size_t host_chunks = 256) {
     GpuAllocatorOptions o;
     o.chunk_bytes = chunk();
     o.page_bytes = dev_->backend().info().granularity;
     o.small_threshold = o.page_bytes / 4;
     o.device_budget = budget_chunks * chunk();
-    o.host_limit = 256 * chunk();
+    o.host_limit = host_chunks * chunk();
     o.spill_to_host = spill;
     alloc_ = std::make_unique<GpuAllocator>(backend(), o);
     mover_ = std::make_unique<GroupMover>(*alloc_, mover_options);
