@@ -665,11 +665,12 @@ void GroupMover::run(Residence dir) {
         // A prefetch parked for device memory with an eviction of its group queued behind it blocks
         // that eviction (jobs of one arena run in order) while the memory it waits for may have to
         // come from that very eviction: with a thread waiting for evictions (the allocator's
-        // pressure handler), for this group or for everything, nothing would ever move again. Then
-        // the prefetch is given up (it would only bring back what the eviction takes away): whatever
-        // part of the group already arrived, the eviction moves back.
+        // pressure handler, drain, or ensure_resident for any group, whose own prefetch may be
+        // parked for that memory: the waiter counts the blocked eviction as pending), nothing would
+        // ever move again. Then the prefetch is given up (it would only bring back what the eviction
+        // takes away): whatever part of the group already arrived, the eviction moves back.
         if (j.parked && j.to == Residence::device &&
-            (pressure_waiters_ > 0 || drain_waiters_ > 0 || ensure_waiting_.count(j.arena) > 0) &&
+            (pressure_waiters_ > 0 || drain_waiters_ > 0 || !ensure_waiting_.empty()) &&
             std::any_of(queue_.begin() + static_cast<std::ptrdiff_t>(i) + 1, queue_.end(),
                         [&](const Job& k) { return k.arena == j.arena && k.to == Residence::host; }))
           j.cancelled = true;

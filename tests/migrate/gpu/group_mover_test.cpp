@@ -209,6 +209,35 @@ TYPED_TEST(GroupMoverTest, NothingWaitsForEvictionsParkedForHostMemory) {
   EXPECT_EQ(this->dev_->take_mismatches(), 0u);
 }
 
+// The same for a thread waiting in ensure_resident for another group: its prefetch is parked for
+// device memory, and the only eviction pending waits behind the parked prefetch of its own group
+// (a resumed plan after a diverged iteration, seen hanging GpuRuntime.ResumesThePlanAfterOne-
+// DivergedIteration about once in 280 runs). The blocking prefetch is given up; the wait ends.
+TYPED_TEST(GroupMoverTest, AParkedPrefetchDoesNotBlockAnEvictionAnotherGroupWaitsFor) {
+  this->make(4);
+  const StreamHandle s = this->streams_[0];
+  auto a = this->make_group(2, 10, s);
+  auto b = this->make_group(2, 20, s);
+  this->mover_->evict(a.arena, s);
+  this->mover_->evict(b.arena, s);
+  this->mover_->drain();
+  auto c = this->make_group(4, 30, s);  // the budget is full
+  this->mover_->prefetch(b.arena, s);   // parks
+  this->mover_->evict(b.arena, s);      // queued behind it
+  this->mover_->prefetch(a.arena, s);   // parks
+  auto waiter = std::async(std::launch::async, [&] { return this->mover_->ensure_resident(a.arena); });
+  const bool returned = waiter.wait_for(10s) == std::future_status::ready;
+  EXPECT_TRUE(returned) << "ensure_resident waited for an eviction blocked by a parked prefetch";
+  if (!returned) this->mover_->evict(c.arena, s);  // frees device memory: unblocks the waiter
+  waiter.get();
+  this->mover_->drain();
+  this->check(a, s);
+  this->check(b, s);
+  this->check(c, s);
+  this->sync_all();
+  EXPECT_EQ(this->dev_->take_mismatches(), 0u);
+}
+
 TYPED_TEST(GroupMoverTest, AllocationsMeantForAnEvictedGroupLandElsewhere) {
   this->make(16);
   const StreamHandle s = this->streams_[0];
