@@ -5,9 +5,9 @@ Modes, each in a fresh process (the CUDA allocator is chosen before the first CU
   default       plain PyTorch
   ckpt          gradient checkpointing of every transformer block (torch.utils.checkpoint)
   save_on_cpu   torch.autograd.graph.save_on_cpu(pin_memory=True)
-  tierpack      tierpack's GPU tier (python/tierpack/cuda.py) at budgets of the default run's peak
-  tierpack-act  the same with activations:offload (experimental: saved activations leave through
-                autograd's hooks as plain copies, python/tierpack/activations.py; page groups do not move)
+  tierpack      tierpack's GPU tier with the vmm mechanism (page groups remapped behind gates; python/tierpack/
+                cuda.py) at budgets of the default run's peak. The storage mechanism (the default since GPU
+                tier v2) has its own bench over four models: bench/gpu/models_bench.py
 
 Model: GPT-2 large written in plain torch (36 layers, d=1280, 20 heads, vocab 50257, T=1024), batch 8,
 bf16 autocast, AdamW, random init and random tokens (fixed seeds, no dropout: every mode computes the
@@ -120,12 +120,10 @@ class NvmlSampler:
 def run_child(a):
     sampler = NvmlSampler()  # before CUDA exists in this process: its baseline excludes us
     tc = None
-    if a.mode in ("tierpack", "tierpack-act"):
+    if a.mode == "tierpack":
         sys.path.insert(0, os.path.join(ROOT, "python"))
         import tierpack.cuda as tc
-        opts = a.gpu_opts
-        if a.mode == "tierpack-act":
-            opts = (opts + "," if opts else "") + "activations:offload"
+        opts = "mechanism:vmm" + ("," + a.gpu_opts if a.gpu_opts else "")
         tc.install(budget=int(a.alloc_budget), gpu=opts or None, path=a.lib)
     if a.deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -266,14 +264,6 @@ def run_child(a):
             "iterations": [{k: v for k, v in r.items() if k != "timeline"} for r in st.get("iterations", [])],
             "timeline_last": (its[-1]["timeline"] if its else []),
         }
-        act = tc.activation_stats()
-        if act:
-            timed = act["iterations"][-a.steps:]
-            m = max(len(timed), 1)
-            per = {k: sum(c[k] for c in timed) / m for k in timed[0]} if timed else {}
-            res["tierpack"]["activations"] = {"plan": act["plan"], "per_step": per, "iterations": act["iterations"]}
-            res["tierpack"]["to_host_bytes_per_step"] += per.get("to_host_bytes", 0)
-            res["tierpack"]["to_device_bytes_per_step"] += per.get("to_device_bytes", 0)
     if a.mode == "default":
         # CUDA context and library overhead seen by NVML before any tensor exists in a process,
         # and pinned copy bandwidth per direction (the link the floor is computed with).
@@ -379,7 +369,7 @@ def main():
     for m in modes:
         if m in ("default",):
             continue
-        if m in ("tierpack", "tierpack-act"):
+        if m == "tierpack":
             for pct in [float(x) for x in a.budgets.split(",")]:
                 target = peak * pct / 100.0
                 r = child(a, m, budget=target, alloc_budget=max(target - ctx, 1 << 30), warmup=a.tierpack_warmup)

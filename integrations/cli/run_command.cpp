@@ -81,7 +81,10 @@ int report_gpu_outcome(const std::string& stats_path, const std::string& who, bo
     ++found;
     std::string line = "tierpack run: " + who + "GPU tier gpu" + std::to_string(st.value("device", 0)) + ": phase " +
                        st.value("phase", std::string("?")) + ", budget " + format_bytes(st.value("budget", std::uint64_t{0}));
-    if (st.contains("plan"))
+    if (st.value("mechanism", std::string()) == "storage" && st.contains("plan") && st["plan"].is_object())
+      line += ", " + std::to_string(st["plan"].value("moves", 0)) + " saved storage(s) move in the plan" +
+              (st["plan"].value("fits", true) ? "" : " (the plan does not fit the budget)");
+    else if (st.contains("plan") && st["plan"].is_object())
       line += ", " + std::to_string(st["plan"].value("groups", 0)) + " page group(s) in the plan";
     const auto& its = st.value("iterations", nlohmann::json::array());
     if (!its.empty()) {

@@ -31,10 +31,14 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "alloc/gpu/cuda_backend.hpp"
 #include "alloc/gpu/memfd_backend.hpp"
 #include "core/error.hpp"
+#include "core/saved_trace.hpp"
 #include "integrations/preload/gpu_runtime.hpp"
+#include "placer/saved_plan.hpp"
 
 #define TIERPACK_C_API extern "C" __attribute__((visibility("default")))
 
@@ -327,21 +331,31 @@ TIERPACK_C_API std::uint64_t tierpack_gpu_memory_stat(int device, int which) {
   }
 }
 
-/// An option the Python side acts on: "activations" (1 offload, 0 keep), "activation_fill",
-/// "warmup_iterations". -1 for an unknown key or when the options cannot be read.
-TIERPACK_C_API double tierpack_gpu_setting(const char* key) {
+/// The options the Python side acts on, parsed once here from TIERPACK_CONF and TIERPACK_GPU (or
+/// tierpack_gpu_configure), as JSON read by name: mechanism ("storage" or "vmm"), budget_bytes and
+/// budget_fraction (one of them, or both null: no budget), fill, warmup_iterations, divergences,
+/// stats_out. nullptr with tierpack_gpu_last_error() naming the bad key when the options cannot be read.
+TIERPACK_C_API const char* tierpack_gpu_options_json(void) {
+  thread_local std::string out;
   try {
     Registry& r = registry();
     std::lock_guard lk(r.m);
     if (!r.options) r.options = gpu_options_from_env();
-    const std::string_view k = key ? key : "";
-    if (k == "activations") return r.options->offload_activations ? 1 : 0;
-    if (k == "activation_fill") return r.options->activation_fill;
-    if (k == "warmup_iterations") return r.options->warmup_iterations;
-    return -1;
+    const tierpack::gpu::GpuRuntimeOptions& o = *r.options;
+    nlohmann::json j{{"mechanism", o.mechanism == tierpack::gpu::Mechanism::storage ? "storage" : "vmm"},
+                     {"budget_bytes", nullptr},
+                     {"budget_fraction", nullptr},
+                     {"fill", o.fill},
+                     {"warmup_iterations", o.warmup_iterations},
+                     {"divergences", o.max_divergences},
+                     {"stats_out", o.stats_out}};
+    if (o.budget.bytes) j["budget_bytes"] = *o.budget.bytes;
+    if (o.budget.fraction) j["budget_fraction"] = *o.budget.fraction;
+    out = j.dump();
+    return out.c_str();
   } catch (const std::exception& e) {
     remember(e.what());
-    return -1;
+    return nullptr;
   }
 }
 
@@ -358,4 +372,22 @@ TIERPACK_C_API const char* tierpack_gpu_last_error(void) {
   std::lock_guard lk(r.m);
   copy = r.last_error;
   return copy.c_str();
+}
+
+/// The placer's plan for the storage mover (python/tierpack/activations.py): `trace_json` a SavedTrace,
+/// `options_json` {"limit_bytes", "d2h_bytes_per_s", "h2d_bytes_per_s", "min_bytes"} (core/saved_trace.hpp,
+/// placer/saved_plan.hpp). Returns the SavedPlan as JSON (valid until this thread's next call), or nullptr
+/// with tierpack_gpu_last_error() naming the field that is wrong. Needs no GPU and no runtime.
+TIERPACK_C_API const char* tierpack_plan_saved(const char* trace_json, const char* options_json) {
+  thread_local std::string out;
+  try {
+    if (!trace_json || !options_json) throw tierpack::logic_error("tierpack_plan_saved: trace and options are required");
+    const tierpack::SavedTrace trace = tierpack::saved_trace_from_json(trace_json);
+    const tierpack::SavedPlanOptions options = tierpack::saved_plan_options_from_json(options_json);
+    out = tierpack::saved_plan_to_json(tierpack::placer::plan_saved_tensors(trace, options));
+    return out.c_str();
+  } catch (const std::exception& e) {
+    remember(e.what());
+    return nullptr;
+  }
 }

@@ -24,13 +24,12 @@
 //   remap_delay:20      idle: the longest a ready chunk waits for its remap, in milliseconds
 //   copy_piece:0        issue each chunk's copy in pieces of this size (0: one copy per chunk)
 //   divergences:3       diverged iterations in a row before the plan is given up (1: at the first)
-//   activations:keep    offload: autograd's saved activations leave the GPU through saved-tensor
-//                       hooks as plain copies and come back ahead of backward, no remaps (Python side,
-//                       python/tierpack/activations.py, Note [Activation offload]); page groups
-//                       do not move (implies migrate:off: remaps do not wait for the hooks' copy
-//                       streams; over the budget, chunks spill). Implies at least 2 warm-up iterations
-//                       (the optimizer's state exists from the first step on: the second is recorded)
-//   activation_fill:0.9 offload: live tensor bytes the hooks keep under, as a fraction of the budget
+//   mechanism:storage   how tensors leave the device: storage (default: PyTorch's caching allocator stays,
+//                       saved activations move as whole storages through autograd's saved-tensor hooks,
+//                       in stream order, at the points the placer's plan names: python/tierpack/
+//                       activations.py, Note [Storage moves]) or vmm (tierpack is PyTorch's allocator and
+//                       moves page groups by remapping them behind gates: the keys below, chunk to gate)
+//   fill:0.95           storage: live bytes the plan keeps under, as a fraction of the budget
 //   verify:sampled      check moved chunks behind the gate and copy again what was written after the
 //                       copy: sampled (evictions in full, prefetches on 1/16 samples), all (in full:
 //                       prefetch checks read host memory, ~as slow as the copy), evictions, off
@@ -154,13 +153,12 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       else bad(key, value, "sampled, all, evictions, off");
     } else if (key == "gate") {
       o.gate = parse_switch(key, value);
-    } else if (key == "activations") {
-      if (value == "offload") o.offload_activations = true;
-      else if (value == "keep") o.offload_activations = false;
-      else bad(key, value, "offload, keep");
-      if (o.offload_activations) o.warmup_iterations = std::max(o.warmup_iterations, 2);
-    } else if (key == "activation_fill") {
-      o.activation_fill = parse_fraction(key, value);
+    } else if (key == "mechanism") {
+      if (value == "storage") o.mechanism = Mechanism::storage;
+      else if (value == "vmm") o.mechanism = Mechanism::vmm;
+      else bad(key, value, "storage, vmm");
+    } else if (key == "fill") {
+      o.fill = parse_fraction(key, value);
     } else if (key == "budget") {  // convenience: same as TIERPACK_CONF's gpu_budget
       try {
         o.budget = parse_budget(value);
@@ -171,13 +169,9 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
                         "' (accepted keys: chunk, host_limit, spill, migrate, persistent, resident, group, headroom, "
                         "min_move, evict_lag, prewarm_threads, plan_out, profile_out, remap_threads, remap, remap_delay, "
-                        "copy_piece, divergences, verify, gate, activations, activation_fill, budget)");
+                        "copy_piece, divergences, verify, gate, mechanism, fill, budget)");
     }
   }
-  // The remap gate waits for the streams the allocator serves, not for the hooks' copy streams; with
-  // page groups moving, a GPT-2 run on the H200 died of an unspecified launch failure in a copy back
-  // (stop 17). Until the gate covers them, the two do not run together.
-  if (o.offload_activations) o.migrate = false;
   return o;
 }
 

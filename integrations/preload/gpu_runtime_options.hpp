@@ -13,6 +13,11 @@
 
 namespace tierpack::gpu {
 
+/// How the GPU tier moves tensors: storages through autograd's hooks under PyTorch's own allocator
+/// (python/tierpack/activations.py, Note [Storage moves]), or VMM page groups remapped behind gates with
+/// tierpack as PyTorch's allocator (this runtime).
+enum class Mechanism { storage, vmm };
+
 struct GpuRuntimeOptions {
   Budget budget;                                    ///< unset: the device's memory
   std::uint64_t chunk_bytes = std::uint64_t{32} << 20;
@@ -37,8 +42,8 @@ struct GpuRuntimeOptions {
   RemapWhen remap_when = RemapWhen::eager;  ///< Note [When to remap]
   std::chrono::milliseconds remap_max_delay{20};
   std::size_t copy_piece = 0;  ///< chunk copies issued in pieces of this size (0: whole chunks)
-  bool offload_activations = false;  ///< python/tierpack/activations.py moves saved activations (Note [Activation offload])
-  double activation_fill = 0.9;      ///< fraction of the budget live tensors may fill before activations leave
+  Mechanism mechanism = Mechanism::storage;  ///< how tensors leave the device (docs/config.md)
+  double fill = 0.95;  ///< storage: fraction of the budget the plan fills with live bytes (Note [Budget])
   LogLevel log = LogLevel::info;
 };
 

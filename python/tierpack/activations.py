@@ -1,99 +1,121 @@
-"""Saved activations leave the GPU through autograd's saved-tensor hooks and come back ahead of use.
+"""The GPU tier's storage mover: saved activations leave the device and come back through autograd's
+saved-tensor hooks, as whole storages, in stream order, at the points the placer's plan names.
 
-Installed by ``tierpack.cuda.install()`` when TIERPACK_GPU has ``activations:offload`` (experimental:
-on GPT-2 large it is slower than the page groups; see "Measured" below). Page groups do not move then
-(``activations:offload`` implies ``migrate:off``): what the hooks leave over the budget spills.
+Installed by ``tierpack.cuda.install()`` (the default GPU mechanism, ``TIERPACK_GPU=mechanism:storage``).
+PyTorch's own caching allocator stays the CUDA allocator: its statistics, ``torch.OutOfMemoryError`` and
+CUDA graphs work as without tierpack; the budget is its memory limit (Note [Budget]).
 
-Note [Activation offload]
-~~~~~~~~~~~~~~~~~~~~~~~~~
-Moving page groups costs driver remaps on top of the copies: on the H200 a remap waits for the copy
-running on the copy engines and costs ~12.7 ms per GiB even idle, and compute waits behind every remap
-gate (bench/results/gpu-h200-2026-11-30, sections 1-3). Most bytes a budget forces off the GPU are
-activations saved for backward, and autograd hands every one of them to a pack hook and asks for it
-back through an unpack hook: the tensor may come back at another address. So they need no remap:
+Note [Storage moves]
+~~~~~~~~~~~~~~~~~~~~
+Remapping VMM page groups costs the driver ~12.7-27 ms per GiB and holds compute while it happens;
+a pinned copy costs ~19.5 ms per GiB and overlaps compute (docs/architecture.md). Most bytes a budget
+forces off the device are activations saved for backward, and autograd hands each of them to a pack hook
+and asks for it back through an unpack hook, which may return it at another address. So they move as
+storages, with no remap and no gate:
 
-* record: in the last warm-up iteration (the optimizer's state exists by then) the hooks only note
-  each saved tensor's size in pack order, and live bytes along the way (the runtime's counters);
-* plan: the bytes over ``fill * budget`` at that iteration's live peak must be off the GPU then. The
-  earliest saved tensors are used last in backward, so they are chosen first, until 1.25x those bytes
-  (a chosen tensor is let go only when needed: extra ones cost only forward link time);
-* forward: a chosen tensor is copied to pinned host memory on a copy stream ordered after the compute
-  stream (the copies queue up, compute does not wait). The hook keeps the GPU tensor alive until it
-  must let go: whenever live bytes would exceed the limit, the oldest copy is waited for and its GPU
-  tensor dropped (PyTorch frees it on the compute stream once nothing else holds it);
-* backward: a tensor never dropped is handed back as it is; a dropped one is copied back on a second
-  stream, newest first, as soon as live bytes leave room for it; the compute stream waits for its
-  copy's event only when it needs it. A tensor asked for before its copy began is fetched at once
-  (counted as late, never wrong data);
-* "live bytes" in both rules are the recorded iteration's at the same saved tensor (forward: the most
-  until the next saved tensor, or until backward starts after the last one, from the iteration's peak
-  counter: a language model's peak comes after the last saved tensor, in the loss) or unpack call
-  (backward), less the bytes away at that moment. Not the allocator's counter now: it counts rounded
-  blocks whose sizes depend on timing (a block freed on another stream is reused only once its event
-  passed), and with it the runtime's trace diverged three iterations in a row on the H200. So releases
-  and copies back happen at the same points of every iteration, which allocates in the same order.
+* pack: the saved tensor's storage (views share it: one copy per storage, counted once) gets a record;
+  the hook returns a handle (record, dtype, size, stride, offset) and keeps the tensor until the storage
+  is let go. A storage the plan moves is copied out at its first pack on the device-to-host stream,
+  after the compute queued so far, into a pooled pinned buffer;
+* release (a later pack or unpack, as planned): the compute stream waits for the copy out's event (on
+  the GPU: the CPU never waits) and the hook drops its references, so PyTorch's allocator reuses the
+  block in stream order on the compute stream, after the copy;
+* fetch (a call of backward, as planned): a new storage is allocated on the compute stream and filled on
+  the host-to-device stream; at its use (the unpack) the compute stream waits for that copy's event and
+  the handle is rebuilt on the new storage. A storage asked for before its fetch is fetched then (late);
+* the plan (placer/saved_plan.cpp, Note [Storage move plan], through the C ABI ``tierpack_plan_saved``)
+  comes from one recorded iteration: at every pack and unpack, the GPU time (a timing event on the
+  compute stream) and the allocator's live bytes, and the most live bytes until the next call;
+* a later iteration whose calls stop matching the recorded ones (another storage, another size) moves
+  nothing more in that iteration (what is away comes back at its use); after ``divergences`` such
+  iterations in a row the next one is recorded again and a new plan is made.
 
-What is never moved: tensors under ``min_bytes`` (1 MiB) and the optimizer's parameters (known by their
-storage from the optimizer-step hook: they outlive the iteration, so copying them out frees nothing).
-Autocast's casts of parameters are moved (only the saved copies hold them once autocast exits). The
-hooks keep detached aliases only: an op's saved output holding its own graph would be a reference cycle,
-freed only by Python's collector when a graph is dropped without a backward. A saved tensor the hooks
-cannot match to the recorded order (another size at that position) ends offloading for the rest of that
-iteration (counted as a divergence); one that cannot be copied out (no pinned memory left) stays on the
-GPU (counted as a failure, said once). Only tensors saved on the thread that installed the hooks are seen
-(autograd's default hooks are per thread).
+Before the plan (warm-up and the recorded iteration) the mover reacts instead (Note [Reactive moves]).
 
-Pinned buffers come from a pool kept by size (CudaTransport, tierpack/copy_streams.py): asking PyTorch's pinned allocator for
-each copy out made copying every activation of GPT-2 large out 2x slower (bench/gpu/hooks_bench.py).
-The transport is a parameter, so the same bookkeeping runs on CPU tensors in tests.
+Note [Reactive moves]
+~~~~~~~~~~~~~~~~~~~~~
+Until a plan exists, a budget still holds: when the previous iteration's live peak was over the limit (or
+in the first iteration when the budget is a hard limit), every eligible storage is copied out at its first
+pack, and at every call the oldest copied storages are let go while live bytes exceed the limit. A storage
+let go comes back at its use (late). The recorded iteration counts what is away: its live bytes are the
+allocator's plus the bytes away, its GPU times less the time compute waited for copies (timing events
+around each wait), so the trace is the iteration without moves.
 
-Measured (H200, GPT-2 large, bench/results/gpu-h200-2026-11-30-2): the live peak falls ~3.4 GiB less
-than the bytes let go (tensors let go while something else still holds their storage: views of one
-buffer, casts in autocast's cache while the loss runs inside autocast); copies back wait for the
-compute already queued (the destination block is allocated on the compute stream), so backward waits
-for most of them. Under tierpack's budget the shortfall spills chunks, and 75% / 60% ran at 1019 /
-1306 ms per step against 526 / 740 with page groups.
+Note [Budget]
+~~~~~~~~~~~~~
+The budget is the device memory PyTorch's allocator may hold (reserved bytes); the CUDA context is outside
+it. ``expandable_segments`` keeps reserved close to live bytes. The plan keeps live bytes under ``fill``
+(0.95) of the budget. When the plan fits, ``torch.cuda.set_per_process_memory_fraction`` makes the budget
+a hard limit: an allocation past it raises ``torch.OutOfMemoryError``, as PyTorch does at the device's
+size. When it cannot fit (not enough movable saved bytes), the run goes on over the budget and the summary
+says so. A first planned iteration whose live peak passes the planned one (a storage that another tensor
+still holds frees nothing when let go) lowers the limit by the difference and plans again (at most
+``replans`` times).
 
-Tried since (bench/results/gpu-h200-2026-11-30-4, PyTorch's allocator): copies back allocated on the copy
-stream (Note [Copies back] in copy_streams.py) were no faster and raised the reserved peak by 3-8 GiB. What
-frees nothing when let go (counter ``freed_bytes``; ``hooks_bench.py --probe``): at 12 GiB under the peak,
-1.66 of the 12.06 GB let go per step, 0.80 of it autocast's cached bf16 casts of the parameters (held by
-autocast's cache until it exits after the loss). The bound on this path is the copies out: at that limit
-every saved tensor is chosen (1.25 x the need exceeds the 17.6 GB saved), and copying 17.6 GB out alone
-takes a step from 146 to ~350 ms. Left: choose only what frees memory (skip what freed nothing in the first
-offloading iteration), so fewer bytes go out; let the remap gate wait for the hooks' streams so both movers
-can run.
+What never moves: storages under ``min_bytes`` (1 MiB), the optimizer's parameters (known by their
+storage from the optimizer-step hook: letting go of them frees nothing), tensors that are not plain
+strided tensors of the device (subclasses, conjugate or negative views, sparse), and storages first saved
+during backward (a reentrant checkpoint's recomputation). Only tensors saved on the thread that installed
+the hooks are seen (autograd's default hooks are per thread); under ``torch.utils.checkpoint`` the
+checkpoint's own hooks hold what is saved inside a checkpointed region.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
-import time
 
 MiB = 1 << 20
 
 
-def _storage_ptr(t):
-    """Where a tensor's storage starts (its views and aliases share it)."""
-    return t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else t.storage().data_ptr()
+# --------------------------------------------------------------------------------- storage helpers
+def _untyped(t):
+    return t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage().untyped()
 
 
-class _Saved:
-    """What the pack hook returns for a tensor it copies out."""
+def _on_storage(torch, storage, dtype, device, offset, size, stride):
+    """A tensor of `dtype` over `storage` (an UntypedStorage) at (offset, size, stride)."""
+    base = torch.empty(0, dtype=dtype, device=device)
+    if hasattr(base, "untyped_storage"):
+        return base.set_(storage, offset, size, stride)
+    return base.set_(torch.storage.TypedStorage(wrap_storage=storage, dtype=dtype), offset, size, stride)
 
-    __slots__ = ("index", "nbytes", "key", "gpu", "host", "d2h", "fetched", "h2d", "refs", "__weakref__")
 
-    def __init__(self, index, nbytes, key, gpu, host, d2h):
-        self.index, self.nbytes, self.key = index, nbytes, key
-        self.gpu, self.host, self.d2h = gpu, host, d2h  # gpu: None once dropped
-        self.fetched = self.h2d = None                   # the copy back and its event
-        self.refs = 1                                    # packs handed this object, not yet unpacked
+def _flat_bytes(torch, storage, device):
+    """The whole storage as a flat uint8 tensor (what one copy moves)."""
+    n = storage.nbytes()
+    return _on_storage(torch, storage, torch.uint8, device, 0, (n,), (1,))
+
+
+class _Record:
+    """One storage saved in this iteration (views share it)."""
+
+    __slots__ = ("index", "nbytes", "key", "flat", "host", "d2h", "fetched", "h2d", "handles", "released",
+                 "moving", "uses")
+
+    def __init__(self, index, nbytes, key, flat):
+        self.index, self.nbytes, self.key, self.flat = index, nbytes, key, flat
+        self.host = self.d2h = self.fetched = self.h2d = None
+        self.handles = []       # _Handle objects autograd holds, not yet unpacked
+        self.released = False   # the device storage was let go
+        self.moving = False     # copied out (a plan's move, or reactive)
+        self.uses = 0
+
+
+class _Handle:
+    """What the pack hook hands autograd for a tensor whose storage has a record."""
+
+    __slots__ = ("rec", "t", "dtype", "size", "stride", "offset")
+
+    def __init__(self, rec, t):
+        self.rec, self.t = rec, t
+        self.dtype, self.size, self.stride, self.offset = t.dtype, tuple(t.shape), tuple(t.stride()), t.storage_offset()
 
 
 class _Counters:
-    FIELDS = ("saved", "saved_bytes", "offloaded", "to_host_bytes", "released_bytes", "freed_bytes", "release_wait_ms",
-              "to_device_bytes", "kept_on_device_bytes", "stalls", "fetched_late", "divergences", "failures")
+    FIELDS = ("saved_storages", "saved_bytes", "bytes_out", "bytes_in", "released", "freed_bytes", "fetched_late",
+              "divergences", "peak_live")
 
     def __init__(self):
         for f in self.FIELDS:
@@ -103,307 +125,411 @@ class _Counters:
         return {f: getattr(self, f) for f in self.FIELDS}
 
 
-class ActivationOffloader:
-    """The pack/unpack hooks and their plan (Note [Activation offload]).
+class StorageMover:
+    """The pack/unpack hooks, their recorded iteration and the plan they follow (Note [Storage moves]).
 
-    The offloader serves the device of the first saved tensor of type `device_type` it sees (one device
-    per process, as with one GPU per rank); tensors on other devices stay put. For that device:
-    transport(device) makes the copier (CudaTransport, or a test double with its methods);
-    live_bytes(device) / peak_bytes(device): the allocator's live bytes now / its live peak this
-    iteration; limit_bytes(device): live bytes to stay under (read when the plan is made);
-    record_iteration: the iteration (1-based) that is recorded; offloading starts after it.
+    torch: the torch module; transport(device): the copier (copy_streams.CudaTransport, or a test double
+    with its methods); planner(trace_dict, options_dict) -> plan dict (the placer through the C ABI);
+    budget_bytes: the allocator's budget, or budget_fraction: of the recorded iteration's live peak (None
+    for both: nothing moves); allocated(),
+    max_allocated(), reset_peak(): the allocator's live bytes, its peak since the last reset, reset;
+    set_limit(bytes or None): make the budget a hard limit (or lift it); record_iteration: the iteration
+    (1-based) that is recorded (>= 2: the optimizer's state exists after the first step).
     """
 
-    def __init__(self, torch, transport, live_bytes, peak_bytes, limit_bytes, record_iteration, device_type="cuda",
-                 min_bytes=MiB, select_factor=1.25, max_ahead=8 << 30, fits=None, log=None):
+    def __init__(self, torch, transport, planner, budget_bytes, allocated, max_allocated, reset_peak,
+                 set_limit=None, record_iteration=2, device_type="cuda", min_bytes=MiB, fill=0.95,
+                 divergences=2, replans=2, hard_limit=True, budget_fraction=None, stats_out="", log=None):
         self.torch = torch
         self._make_transport = transport
-        self._live_bytes = live_bytes
-        self._peak_bytes = peak_bytes
-        self._limit_bytes = limit_bytes
-        self.transport = None
-        self.device = None
-        self.limit = 0
-        self._fits = fits              # fits(device): live peak under which nothing leaves (default: limit)
+        self._planner = planner
+        self.budget = int(budget_bytes) if budget_bytes else None
+        self.fraction = float(budget_fraction) if budget_fraction and not self.budget else None
+        self.fill = fill
+        self.limit = int(self.budget * fill) if self.budget else None
+        self.stats_out = stats_out or ""
+        self._allocated, self._max_allocated, self._reset_peak = allocated, max_allocated, reset_peak
+        self._set_limit = set_limit
         self.record_iteration = max(1, int(record_iteration))
         self.device_type = device_type
         self.min_bytes = min_bytes
-        self.select_factor = select_factor
-        self.max_ahead = max_ahead
+        self.max_divergences = max(1, int(divergences))
+        self.replans_left = int(replans)
+        self.hard_limit = hard_limit
         self.log = log or (lambda msg: sys.stderr.write("tierpack: " + msg + "\n"))
+        self.transport = None
+        self.device = None
         self._lock = threading.RLock()
         self._parameters = set()
-        self._failure_logged = False
         self.iteration = 1
-        self._record = None            # [(nbytes, first index of the same tensor or -1)]
-        self._plan = None              # per pack index: nbytes if chosen, 0 if kept, -(j+1) if same as j
+        self.plan = None              # the placer's plan (dict) in force
         self.plan_summary = None
-        self.recorded = None           # the recorded iteration's (nbytes, first) list, kept for inspection
-        self.history = []              # per-iteration counters (offloading iterations)
-        self.on_release = None         # on_release(_Saved, bytes freed): a probe (bench/gpu/hooks_bench.py)
+        self._trace = None            # the recorded iteration (dict), kept for inspection and replans
+        self._bandwidth = None
+        self._pressure = False        # reactive moves in this iteration (Note [Reactive moves])
+        self._diverged_in_a_row = 0
+        self._check_plan = False      # the first planned iteration: compare its peak with the plan's
+        self.history = []             # per-iteration {"iteration", "mode", counters...}
+        self.phase = "warm-up"
+        self._iteration_start = None
+        self._optimizer_start = None
         self._begin_iteration()
-
-    def live_bytes(self):
-        return self._live_bytes(self.device)
 
     # -------------------------------------------------------------------------------- iterations
     def _begin_iteration(self):
-        self._index = 0
-        self._keys = {}                # key -> index of a pack seen (recording) or a pending _Saved
-        self._offloaded = []           # _Saved in pack order
-        self._pending = []             # _Saved whose GPU tensor is still held, oldest first
-        self._cursor = None            # backward: next _Saved (from the end) to copy back
-        self._ahead = 0                # bytes copied back and not yet handed out
-        self._absent = 0               # bytes let go and not copied back yet
-        self._unpacks = 0              # unpack calls so far
+        self._records = {}        # storage key -> _Record (alive on the device or away)
+        self._by_index = []       # _Record by storage index
+        self._fifo = []           # reactive: records copied out, not yet let go, oldest first
+        self._call = 0            # pack/unpack calls so far
+        self._absent = 0          # bytes let go and not back
         self._diverged = False
+        self._backward = False
         self.counters = _Counters()
-        if self.iteration == self.record_iteration:
-            self._record = []
-            self._samples = []         # (live bytes, peak so far) at each saved tensor of the recorded iteration
-            self._live_bwd = []        # live bytes at each unpack call
-            self._peak_at_backward = None
+        self._recording = self.plan is None and self.iteration >= self.record_iteration and self.device is not None
+        self._events = [] if self._recording else None
+        self._stalls = []         # (call index, start event, end event) of compute waits, recorded iteration
+        self._seen = []           # recorded iteration: {"bytes", "movable"} per storage index
+        self._max_absent = 0
+        if self.plan is not None:
+            self._actions = self._plan_actions(self.plan)
+            self.phase = "planned"
+        if self._reset_peak is not None and self.device is not None:
+            self._reset_peak(self.device)
+
+    def optimizer_begins(self):
+        """Called by the optimizer's pre-step hook: the optimizer's GPU time starts here."""
+        if self._recording and self.transport is not None:
+            self._optimizer_start = self.transport.mark()
 
     def iteration_end(self, optimizer=None):
-        """Called at the end of every iteration (optimizer step), before the runtime resets its peak."""
+        """Called at the end of every iteration (the optimizer's post-step hook)."""
         with self._lock:
             if optimizer is not None:
                 self.note_parameters(p for g in optimizer.param_groups for p in g["params"])
-            if self._record is not None and self.iteration == self.record_iteration and self.device is not None:
-                self.limit = int(self._limit_bytes(self.device))
-                self._make_plan(self._peak_bytes(self.device))
-            elif self._plan is not None:
-                for h in self._pending:
-                    h.gpu = None
-                self.history.append(self.counters.as_dict())
-            self._record = None
+            end = self.transport.mark() if self.transport is not None else None
+            mode = self.phase
+            if self.device is not None:
+                self.counters.peak_live = int(self._max_allocated(self.device))
+            if self._recording and self._events:
+                self._finish_trace(end)
+                self._make_plan()
+            elif self.plan is not None and not self._diverged and self._check_plan:
+                self._check_plan = False
+                self._check_planned_peak()
+            if self.plan is not None and self._diverged:
+                self._diverged_in_a_row += 1
+                if self._diverged_in_a_row >= self.max_divergences:
+                    self.log("storage mover: %d iterations in a row did not match the recorded one: recording "
+                             "iteration %d again" % (self._diverged_in_a_row, self.iteration + 1))
+                    self._drop_plan()
+                    self.record_iteration = self.iteration + 1
+            elif self.plan is not None:
+                self._diverged_in_a_row = 0
+            # Note [Reactive moves]: the natural peak is at most the allocator's plus what was away at most.
+            self._pressure = bool(self.limit) and self.counters.peak_live + self._max_absent > self.limit
+            d = self.counters.as_dict()
+            d.update(iteration=self.iteration, mode=mode, diverged=self._diverged)
+            self.history.append(d)
+            del self.history[:-200]
+            self._release_all()
+            if self.stats_out and self.device is not None:
+                self._write_stats()
             self.iteration += 1
+            self._iteration_start = end
             self._begin_iteration()
 
-    def _windows(self):
-        """Per saved tensor of the recorded iteration: the most live bytes until the next one (the last:
-        until backward starts), the bytes a release at that tensor must cover. Between two samples the
-        most is exact when the iteration's peak rose there (the new peak), else the larger sample."""
-        smp = self._samples
-        out = []
-        for i, (live, peak) in enumerate(smp):
-            if i + 1 < len(smp):
-                nlive, npeak = smp[i + 1]
-            else:
-                nlive = self._live_bwd[0] if self._live_bwd else live
-                npeak = self._peak_at_backward if self._peak_at_backward is not None else peak
-            out.append(max(live, nlive, npeak if npeak > peak else 0))
-        return out
+    def _release_all(self):
+        for rec in self._by_index:
+            self._retire(rec)
+        self._records.clear()
 
-    def _make_plan(self, peak):
-        self._live_fwd = self._windows()
-        rec = self.recorded = self._record
-        if self.limit <= 0:
-            self.log("activations: no budget for this device: none leave the GPU")
-            return
-        need = peak - self.limit
-        if self._fits is not None and peak <= self._fits(self.device):
-            need = 0  # the page groups' allocator holds this peak under the budget by itself
-        chosen, total = 0, sum(n for n, first in rec if first < 0)
-        plan = [0] * len(rec)
-        if need > 0:
-            goal = need * self.select_factor
-            for i, (n, first) in enumerate(rec):
-                if first >= 0:
-                    plan[i] = -(first + 1) if plan[first] > 0 else 0
-                elif chosen < goal:
-                    plan[i] = n
-                    chosen += n
-        self._plan = plan if chosen > 0 else None  # nothing chosen: the hooks step aside
-        self.plan_summary = {"iteration": self.iteration, "saved": len(rec), "saved_bytes": total, "peak": peak,
-                             "limit": self.limit, "need": max(need, 0), "chosen_bytes": chosen,
-                             "chosen": sum(1 for p in plan if p > 0)}
-        gib = float(1 << 30)
-        if need <= 0:
-            self.log("activations: the live peak %.2f GiB fits the limit %.2f GiB: none leave the GPU" % (peak / gib, self.limit / gib))
-        else:
-            self.log("activations: %d of %d saved tensors (%.2f of %.2f GiB) may leave the GPU to bring the live peak "
-                     "%.2f GiB under %.2f GiB%s" % (self.plan_summary["chosen"], len(rec), chosen / gib, total / gib,
-                                                    peak / gib, self.limit / gib,
-                                                    "" if chosen >= need else " (not enough: the rest stays over the limit)"))
+    def _retire(self, rec):
+        if rec.host is not None:
+            self.transport.give_back(rec.host, rec.h2d if rec.h2d is not None else rec.d2h)
+            rec.host = None
+        rec.flat = rec.fetched = None
+        for h in rec.handles:
+            h.t = None
+        rec.handles = []
 
-    # -------------------------------------------------------------------------------------- pack
+    def _drop_plan(self):
+        self.plan = None
+        self.phase = "reactive"
+        if self._set_limit is not None and self.hard_limit:
+            self._set_limit(self.device, self.budget)
+
+    # --------------------------------------------------------------------------------------- pack
+    def note_parameters(self, params):
+        """Tensors that outlive every iteration (an optimizer's parameters): never moved, since letting go
+        of them frees nothing. Autograd hands the hooks detached aliases, so they are known by storage."""
+        self._parameters = {_untyped(p).data_ptr() for p in params if p.device.type == self.device_type}
+
     def _eligible(self, t):
+        torch = self.torch
         if t.device.type != self.device_type or (self.device is not None and t.device != self.device):
             return False
-        if t.numel() * t.element_size() < self.min_bytes or (t.is_leaf and t.requires_grad):
+        if type(t) is not torch.Tensor or t.layout != torch.strided or (t.is_leaf and t.requires_grad):
             return False
-        return _storage_ptr(t) not in self._parameters
-
-    def note_parameters(self, params):
-        """The tensors that outlive every iteration (an optimizer's parameters): never copied out, since
-        letting go of them frees nothing. Autograd hands the hooks detached aliases (PyTorch 2), so a
-        parameter is known by its storage."""
-        self._parameters = {_storage_ptr(p) for p in params if p.device.type == self.device_type}
+        if getattr(t, "is_conj", lambda: False)() or getattr(t, "is_neg", lambda: False)():
+            return False
+        return True
 
     def pack(self, t):
         if t.grad_fn is not None:
-            # An op's own output (PyTorch 2 detaches the others): what the hooks keep must not lead back
-            # to the graph that keeps it (a reference cycle only Python's collector would free), also
-            # while they are idle (before the recorded iteration, or when nothing was chosen).
+            # An op's own output (PyTorch 2 detaches the others): what the hooks keep must not lead back to
+            # the graph that keeps it (a reference cycle only Python's collector would free).
             t = t.detach()
-        if self._plan is None and self._record is None:
-            return t
-        if not self._eligible(t):
+        if (self.budget is None and self.fraction is None) or not self._eligible(t):
             return t
         with self._lock:
-            i = self._index
-            self._index += 1
-            n = t.numel() * t.element_size()
-            key = (t.data_ptr(), t.dtype, tuple(t.shape), tuple(t.stride()))
-            c = self.counters
-            c.saved += 1
-            c.saved_bytes += n
-            if self._record is not None:
-                if self.device is None:
-                    self.device = t.device
-                    self.transport = self._make_transport(t.device)
-                first = self._keys.get(key)
-                if first is None:
-                    self._keys[key] = i
-                self._record.append((n, -1 if first is None else first))
-                self._samples.append((self.live_bytes(), self._peak_bytes(self.device)))
-                return t
-            if self._diverged:
-                return t
-            plan = self._plan
-            if i >= len(plan) or (plan[i] > 0 and plan[i] != n):
-                self._diverge(i, n)
-                return t
-            p = plan[i]
-            if p < 0:
-                h = self._keys.get(key)
-                if h is not None and h.index == -p - 1 and h.gpu is not None:
-                    h.refs += 1
-                    return h
-                return t
-            if p == 0:
-                self._relieve(i)
-                return t
-            try:
-                host, ev = self.transport.to_host(t)
-            except Exception as e:  # noqa: BLE001 - e.g. no pinned memory left: keep it, keep training
-                c.failures += 1
-                if not self._failure_logged:
-                    self._failure_logged = True
-                    self.log("activations: could not copy a saved tensor out (%s): it stays on the GPU" % e)
-                return t
-            h = _Saved(i, n, key, t, host, ev)
-            self._keys[key] = h
-            self._offloaded.append(h)
-            self._cursor = None  # a forward after a backward (gradient accumulation): scan again
-            self._pending.append(h)
-            c.offloaded += 1
-            c.to_host_bytes += n
-            self._relieve(i)
+            if self.device is None:
+                self.device = t.device
+                self.transport = self._make_transport(t.device)
+                self._iteration_start = self.transport.mark()
+                if self.hard_limit and self._set_limit is not None and self.budget:
+                    self._set_limit(self.device, self.budget)  # warm-up too stays under the budget
+                self._pressure = self.hard_limit and bool(self.budget)
+            storage = _untyped(t)
+            key = storage.data_ptr()
+            rec = self._records.get(key)
+            if rec is None:
+                nbytes = storage.nbytes()
+                rec = _Record(len(self._by_index), nbytes, key, _flat_bytes(self.torch, storage, t.device))
+                self._records[key] = rec
+                self._by_index.append(rec)
+                self.counters.saved_storages += 1
+                self.counters.saved_bytes += nbytes
+                first = True
+            else:
+                first = False
+            h = _Handle(rec, t)
+            rec.handles.append(h)
+            movable = (first and not self._in_backward() and rec.nbytes >= self.min_bytes and key not in self._parameters)
+            self._on_call("pack", rec, first and movable)
             return h
 
-    def _diverge(self, i, n):
+    def _in_backward(self):
+        """Whether autograd is running a backward pass now (a reentrant checkpoint's recomputation saves
+        tensors there); a forward after a backward (gradient accumulation) is not."""
+        task = getattr(self.torch._C, "_current_graph_task_id", None)
+        return task() != -1 if task is not None else self._backward
+
+    def _on_call(self, kind, rec, movable_first_pack):
+        """Everything that happens at one pack or unpack call: the plan's (or the reactive) moves, and the
+        recorded iteration's sample."""
+        i = self._call
+        self._call += 1
+        if self._events is not None:
+            self._sample(kind, rec, movable_first_pack)
+        if self.plan is not None and not self._diverged:
+            ev = self._plan_events
+            if i >= len(ev) or ev[i][0] != kind or ev[i][1] != rec.index or ev[i][2] != rec.nbytes:
+                self._diverge(i, kind, rec)
+            else:
+                copy, release, fetch = self._actions.get(i, ((), (), ()))
+                for s in fetch:
+                    self._fetch(self._by_index[s])
+                for s in release:
+                    self._release(self._by_index[s])
+                for s in copy:
+                    self._copy_out(self._by_index[s])
+                return
+        if self._pressure and movable_first_pack:
+            self._copy_out(rec)
+            self._fifo.append(rec)
+        if self._pressure and self._fifo:
+            live = self._allocated(self.device)
+            while self._fifo and live > self.limit:
+                old = self._fifo.pop(0)
+                if old.released or old is rec or not old.handles:
+                    continue
+                live -= self._release(old, timed=self._events is not None)
+
+    def _diverge(self, i, kind, rec):
         self._diverged = True
         self.counters.divergences += 1
-        if len(self.history) < 3 or self.counters.divergences == 1 and len(self.history) % 100 == 0:
-            self.log("activations: saved tensor %d (%d bytes) does not match the recorded iteration: "
-                     "nothing more leaves the GPU in iteration %d" % (i, n, self.iteration))
+        if len(self.history) < 5 or self.iteration % 100 == 0:
+            self.log("storage mover: call %d (%s of a %d-byte storage) does not match the recorded iteration: "
+                     "nothing more moves in iteration %d" % (i, kind, rec.nbytes, self.iteration))
 
-    def _relieve(self, i):
-        """While live bytes would exceed the limit, let go of the oldest GPU tensors copied out.
+    # ------------------------------------------------------------------------------------- moves
+    def _copy_out(self, rec):
+        if rec.moving or rec.flat is None:
+            return
+        rec.host, rec.d2h = self.transport.to_host(rec.flat)
+        rec.moving = True
+        self.counters.bytes_out += rec.nbytes
 
-        Live bytes are the recorded iteration's at this saved tensor less what was let go since: the
-        allocator's own counter counts rounded blocks, which depend on timing (a block freed on another
-        stream is reused only once its event passed), and releases must not."""
-        rec = self._live_fwd
-        live = rec[min(i, len(rec) - 1)] - self._absent if rec else 0
-        while self._pending and live > self.limit:
-            h = self._pending.pop(0)
-            if h.gpu is None:
-                continue  # already handed back by an earlier backward (gradient accumulation)
-            if not self.transport.done(h.d2h):
-                t0 = time.perf_counter()
-                self.transport.wait(h.d2h)
-                self.counters.release_wait_ms += (time.perf_counter() - t0) * 1e3
-            if self._keys.get(h.key) is h:
-                del self._keys[h.key]
-            before = self.live_bytes()
-            h.gpu = None
-            freed = before - self.live_bytes()  # 0 while something else holds the storage
-            self._absent += h.nbytes
-            live -= h.nbytes
-            self.counters.released_bytes += h.nbytes
-            self.counters.freed_bytes += max(freed, 0)
-            if self.on_release is not None:
-                self.on_release(h, freed)
+    def _release(self, rec, timed=False):
+        """Let go of the device storage once its copy out is done (the compute stream waits for it).
 
-    # ------------------------------------------------------------------------------------ unpack
+        Returns the bytes this freed: 0 while something else still holds the storage (a view the forward
+        keeps, autocast's cache); its key then stays, so a later pack of the same storage finds this record
+        (and keeps that tensor: its storage is still on the device)."""
+        if rec.released or not rec.moving or rec.flat is None:
+            return 0
+        self._wait(rec.d2h, timed)
+        before = self._allocated(self.device)
+        rec.flat = None
+        for h in rec.handles:
+            h.t = None
+        rec.released = True
+        freed = max(before - self._allocated(self.device), 0)
+        if freed * 2 >= rec.nbytes:
+            self._records.pop(rec.key, None)  # gone: the address may come back as another storage
+        self._absent += rec.nbytes
+        self._max_absent = max(self._max_absent, self._absent)
+        self.counters.released += 1
+        self.counters.freed_bytes += freed
+        return freed
+
+    def _fetch(self, rec):
+        if not rec.released or rec.fetched is not None or rec.host is None:
+            return
+        rec.fetched, rec.h2d = self.transport.to_device(rec.host, rec.nbytes, rec.d2h)
+        self._absent -= rec.nbytes
+        self.counters.bytes_in += rec.nbytes
+
+    def _wait(self, ev, timed):
+        if timed and not self.transport.done(ev):
+            a = self.transport.mark()
+            self.transport.compute_wait(ev)
+            self._stalls.append((self._call - 1, a, self.transport.mark()))
+        else:
+            self.transport.compute_wait(ev)
+
+    # ------------------------------------------------------------------------------------- unpack
     def unpack(self, x):
-        if not isinstance(x, _Saved):
-            if self._record is not None:
-                with self._lock:
-                    if self._peak_at_backward is None and self.device is not None:
-                        self._peak_at_backward = self._peak_bytes(self.device)
-                    self._live_bwd.append(self.live_bytes())
-            elif self._offloaded:
-                with self._lock:
-                    self._unpacks += 1
-                    self._copy_back_ahead()
+        if not isinstance(x, _Handle):
             return x
         with self._lock:
-            self._unpacks += 1
-            h = x
-            if h.gpu is not None:
-                self.counters.kept_on_device_bytes += h.nbytes if h.refs == 1 else 0
-                out = h.gpu
-                self._hand_out(h)
-                self._copy_back_ahead()
-                return out
-            if h.fetched is None:
-                self.counters.fetched_late += 1
-                self._fetch(h)
-            elif not self.transport.done(h.h2d):
-                self.counters.stalls += 1
-            self.transport.use(h.h2d)
-            out = h.fetched
-            self._hand_out(h)
-            self._copy_back_ahead()
+            rec = x.rec
+            self._backward = True
+            self._on_call("unpack", rec, False)
+            rec.uses += 1
+            if x.t is not None:
+                out = x.t
+            else:
+                if rec.fetched is None:
+                    self.counters.fetched_late += 1
+                    self._fetch(rec)
+                self._wait(rec.h2d, self._events is not None)
+                out = _on_storage(self.torch, _untyped(rec.fetched), x.dtype, self.device, x.offset, x.size, x.stride)
+            x.t = None
+            try:
+                rec.handles.remove(x)
+            except ValueError:
+                pass
+            if not rec.handles and rec.released:
+                self._retire(rec)  # autograd holds what it got; the pinned buffer goes back to the pool
             return out
 
-    def _hand_out(self, h):
-        h.refs -= 1
-        if h.refs <= 0:
-            if h.fetched is not None:
-                self._ahead -= h.nbytes
-            h.fetched = None  # the caller holds it now; a later unpack (retain_graph) copies again
-            h.gpu = None
+    # ------------------------------------------------------------------------------ recording
+    def _sample(self, kind, rec, movable):
+        dev = self.device
+        peak = self._max_allocated(dev)
+        self._reset_peak(dev)
+        live = self._allocated(dev)
+        if self._events:
+            last = self._events[-1]
+            last["window_peak"] = max(last["window_peak"], peak + last["absent"])
+        seen = self._seen
+        while len(seen) <= rec.index:
+            seen.append({"bytes": self._by_index[len(seen)].nbytes, "movable": False})
+        if movable:
+            seen[rec.index]["movable"] = True
+        self._events.append({"kind": kind, "storage": rec.index, "mark": self.transport.mark(), "live": live + self._absent,
+                             "window_peak": live + self._absent, "absent": self._absent, "call": self._call - 1})
 
-    def _fetch(self, h):
-        h.fetched, h.h2d = self.transport.to_device(h.host, h.d2h)
-        self._ahead += h.nbytes
-        self._absent -= h.nbytes
-        self.counters.to_device_bytes += h.nbytes
+    def _finish_trace(self, end):
+        """The recorded iteration as a SavedTrace (core/saved_trace.hpp): GPU times less the compute waits."""
+        ev = self._events
+        last = ev[-1]
+        last["window_peak"] = max(last["window_peak"], self._max_allocated(self.device) + last["absent"])
+        start = self._iteration_start
+        el = self.transport.elapsed_ms
+        stall_at = {}
+        for call, a, b in self._stalls:
+            stall_at[call] = stall_at.get(call, 0.0) + el(a, b)
+        waited, t_prev, events = 0.0, 0.0, []
+        for e in ev:
+            waited += stall_at.get(e["call"], 0.0)
+            t = max(el(start, e["mark"]) - waited, t_prev)  # a wait at this call ends before its mark
+            t_prev = t
+            events.append({"kind": e["kind"], "storage": e["storage"], "t_ms": t, "live": int(e["live"]),
+                           "window_peak": int(max(e["window_peak"], e["live"]))})
+        total_wait = sum(stall_at.values())
+        step = max(el(start, end) - total_wait, t_prev)
+        opt = el(self._optimizer_start, end) if self._optimizer_start is not None else 0.0
+        opt = min(max(opt, 0.0), step - t_prev) if step > t_prev else 0.0
+        free, total = self.torch.cuda.mem_get_info(self.device) if self.device_type == "cuda" else (0, 0)
+        reserved = self.torch.cuda.memory_reserved(self.device) if self.device_type == "cuda" else 0
+        self._trace = {"storages": list(self._seen), "events": events, "step_ms": step, "optimizer_ms": opt,
+                       "context_bytes": int(max(total - free - reserved, 0))}
+        self._events = None
+        self._optimizer_start = None
 
-    def _copy_back_ahead(self):
-        """Copies back, newest first, what fits under the limit: live bytes are the recorded
-        iteration's at this unpack call less what is still away (see _relieve)."""
-        if self._cursor is None:
-            self._cursor = len(self._offloaded) - 1
-        rec = self._live_bwd
-        if not rec:
+    # ----------------------------------------------------------------------------------- planning
+    def _make_plan(self, limit=None):
+        if self._bandwidth is None:
+            self._bandwidth = self.transport.bandwidth()
+        if self.budget is None and self.fraction is not None:  # "60%": of the recorded live peak
+            peak = max(e["window_peak"] for e in self._trace["events"])
+            self.budget = int(self.fraction * peak)
+            self.limit = int(self.budget * self.fill)
+        limit = int(limit if limit is not None else self.limit)
+        options = {"limit_bytes": limit, "d2h_bytes_per_s": self._bandwidth[0], "h2d_bytes_per_s": self._bandwidth[1],
+                   "min_bytes": self.min_bytes}
+        try:
+            plan = self._planner(self._trace, options)
+        except Exception as e:  # noqa: BLE001 - training goes on, reactive
+            self.log("storage mover: no plan (%s): moves stay reactive" % e)
+            self.phase = "reactive"
             return
-        live = rec[min(self._unpacks - 1, len(rec) - 1)] - self._absent
-        while self._cursor >= 0:
-            h = self._offloaded[self._cursor]
-            if h.gpu is not None or h.fetched is not None or h.refs <= 0:
-                self._cursor -= 1
-                continue
-            if self._ahead + h.nbytes > self.max_ahead or live + h.nbytes > self.limit:
-                return
-            self._fetch(h)
-            live += h.nbytes
-            self._cursor -= 1
+        self.plan = plan
+        self._check_plan = self.replans_left > 0
+        self._plan_events = [(e["kind"], e["storage"], self._trace["storages"][e["storage"]]["bytes"])
+                             for e in self._trace["events"]]
+        gib = float(1 << 30)
+        self.plan_summary = {"iteration": self.iteration, "limit": limit, "budget": self.budget,
+                             "moves": len(plan["moves"]), "bytes_out": plan["bytes_out"], "bytes_in": plan["bytes_in"],
+                             "bytes_needed": plan["bytes_needed"], "planned_peak": plan["planned_peak"],
+                             "fits": plan["fits"], "predicted_ms": plan["predicted_ms"], "bound_ms": plan["bound_ms"],
+                             "step_ms": self._trace["step_ms"], "bandwidth": list(self._bandwidth),
+                             "saved_storages": len(self._trace["storages"]),
+                             "context_bytes": self._trace["context_bytes"]}
+        if self._set_limit is not None and self.hard_limit:
+            self._set_limit(self.device, self.budget if plan["fits"] else None)
+        self.log("storage mover: plan from iteration %d: %d of %d saved storages leave the device (%.2f GiB each way; "
+                 "the limit needs %.2f GiB), live peak %.2f GiB under %.2f GiB%s; predicted step %.1f ms "
+                 "(recorded %.1f ms, transfer bound %.1f ms)"
+                 % (self.iteration, len(plan["moves"]), len(self._trace["storages"]), plan["bytes_out"] / gib,
+                    plan["bytes_needed"] / gib, plan["planned_peak"] / gib, limit / gib,
+                    "" if plan["fits"] else " (DOES NOT FIT: not enough saved bytes can move; the run goes over the budget)",
+                    plan["predicted_ms"], self._trace["step_ms"], plan["bound_ms"]))
+
+    def _check_planned_peak(self):
+        """Note [Budget]: a live peak over the planned one lowers the limit by the difference and plans again."""
+        measured = self.counters.peak_live
+        over = measured - self.plan["planned_peak"]
+        if over <= 0 or not self.plan["fits"] or measured <= self.plan["limit_bytes"]:
+            return
+        self.replans_left -= 1
+        limit = self.plan["limit_bytes"] - over
+        self.log("storage mover: the live peak %.2f GiB passed the planned %.2f GiB: planning again under %.2f GiB"
+                 % (measured / float(1 << 30), self.plan["planned_peak"] / float(1 << 30), limit / float(1 << 30)))
+        if limit > 0:
+            self._make_plan(limit)
+
+    def _plan_actions(self, plan):
+        """Per call: (storages copied out, let go, fetched) there."""
+        acts = {}
+        for m in plan["moves"]:
+            for slot, at in ((0, m["copy_at"]), (1, m["release_at"]), (2, m["fetch_at"])):
+                if at >= 0:
+                    a = acts.setdefault(at, ([], [], []))
+                    a[slot].append(m["storage"])
+        return acts
 
     # ------------------------------------------------------------------------------------- install
     def install(self):
@@ -412,4 +538,54 @@ class ActivationOffloader:
 
     def stats(self):
         with self._lock:
-            return {"plan": self.plan_summary, "iterations": list(self.history), "current": self.counters.as_dict()}
+            return {"mechanism": "storage", "phase": self.phase, "budget": self.budget, "limit": self.limit,
+                    "plan": self.plan_summary, "iterations": list(self.history), "current": self.counters.as_dict()}
+
+    def _write_stats(self):
+        """The GPU statistics file `tierpack run` reads (<stats>.gpu<N>.json, as the vmm runtime writes it)."""
+        import os
+
+        base = self.stats_out
+        slash, dot = base.rfind("/"), base.rfind(".")
+        if dot > slash:
+            base = base[:dot]
+        index = self.device.index if self.device.index is not None else 0
+        path = "%s.gpu%d.json" % (base, index)
+        last = self.history[-1] if self.history else {}
+        doc = {"device": index, "mechanism": "storage", "phase": self.phase, "budget": self.budget or 0,
+               "plan": self.plan_summary,
+               "iterations": [{"iteration": h["iteration"], "mode": h["mode"], "bytes_to_host": h["bytes_out"],
+                               "bytes_to_device": h["bytes_in"], "stalls": h["fetched_late"],
+                               "divergences": h["divergences"], "peak_live": h["peak_live"]} for h in self.history]}
+        if last.get("diverged") and self.plan is None:
+            doc["divergence"] = "iterations stopped matching the recorded one"
+        try:
+            with open(path + ".tmp", "w") as f:
+                json.dump(doc, f)
+            os.replace(path + ".tmp", path)
+        except OSError as e:
+            if not getattr(self, "_stats_failed", False):
+                self._stats_failed = True
+                self.log("storage mover: cannot write %s: %s" % (path, e))
+
+    def trace(self):
+        """The recorded iteration (a SavedTrace as a dict), or None."""
+        return self._trace
+
+
+def plan_with_library(lib):
+    """planner(trace, options) for StorageMover: the placer through libtierpack_cuda.so's C ABI."""
+    import ctypes
+
+    fn = lib.tierpack_plan_saved
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    fn.restype = ctypes.c_char_p
+    lib.tierpack_gpu_last_error.restype = ctypes.c_char_p
+
+    def planner(trace, options):
+        out = fn(json.dumps(trace).encode(), json.dumps(options).encode())
+        if out is None:
+            raise ValueError(lib.tierpack_gpu_last_error().decode())
+        return json.loads(out.decode())
+
+    return planner

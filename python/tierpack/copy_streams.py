@@ -1,103 +1,123 @@
-"""Copies between a CUDA device and pinned host memory on two side streams (activations:offload).
+"""Copies of whole storages between a CUDA device and pooled pinned host memory, on two side streams.
 
-The transport of tierpack.activations.ActivationOffloader (Note [Activation offload] there): a copy out
-waits for the compute stream's work queued so far and runs on its own stream; a copy back is allocated on
-the compute stream (which frees it), waits for that stream, and runs on a second one (Note [Copies back]).
-Pinned buffers are kept by size and reused once their last copy is over: asking PyTorch's pinned allocator
-(which rounds to powers of two) for every copy out made copying every activation of GPT-2 large out 2x
-slower on the H200 (bench/gpu/hooks_bench.py, bench/results/gpu-h200-2026-11-30-2).
+The transport of the storage mover (tierpack/activations.py, Note [Storage moves]). Everything here is
+stream-ordered; nothing waits on the host:
+
+* ``to_host(flat)``: the copy out waits (on the GPU) for the compute queued so far, runs on the
+  device-to-host stream into a pinned buffer, and records an event;
+* ``to_device(host, nbytes, after)``: the destination is allocated on the compute stream (which frees it
+  later), the host-to-device stream waits for the compute queued so far (that block may have been freed
+  by work still running there: Note [Copies back]) and for the copy out `after`, copies, records an event;
+* ``compute_wait(event)``: the compute stream waits for a copy on the GPU (a release, a use);
+* pinned buffers are kept by size and reused once their last copy is over (asking PyTorch's pinned
+  allocator, which rounds to powers of two, for every copy out made copying every activation of GPT-2
+  large out 2x slower on the H200: bench/results/gpu-h200-2026-11-30-2).
+
+Note [Copies back]
+The copy back's destination is allocated on the compute stream, so the copy first waits for the compute
+queued at its fetch; the plan fetches early enough for that (Note [Storage move plan] in placer/). Allocating
+it on the copy stream instead, with record_stream for the compute stream, was no faster on GPT-2 large and
+raised PyTorch's reserved peak by 3-8 GiB: the copy stream's blocks form a second pool
+(bench/results/gpu-h200-2026-11-30-4).
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
-
-
-def _empty_pinned(torch, t):
-    return torch.empty_like(t, device="cpu", pin_memory=True)
 
 
 class CudaTransport:
-    """Copies between a CUDA device and pinned host memory on two side streams.
+    """Copies of flat uint8 storages between one CUDA device and pinned host memory."""
 
-    pool: pinned buffers are kept by size and reused once their last copy is over, instead of asking
-    PyTorch's pinned allocator (which rounds to powers of two) for every saved tensor."""
-
-    def __init__(self, torch, device, pool=True):
+    def __init__(self, torch, device):
         self.torch = torch
         self.device = torch.device(device)
         self.d2h = torch.cuda.Stream(self.device)
         self.h2d = torch.cuda.Stream(self.device)
-        self.pool = pool
-        self._free = {}  # (numel, dtype) -> [(flat pinned buffer, [event of its last copy])]
+        self._free = {}  # nbytes -> [(pinned uint8 buffer, event of its last copy or None)]
         self._m = threading.Lock()
+        self.pinned_bytes = 0
 
-    def _buffer(self, t):
-        if not self.pool:
-            return _empty_pinned(self.torch, t), None
-        key = (t.numel(), t.dtype)
+    # ----------------------------------------------------------------------------- pinned buffers
+    def host_buffer(self, nbytes):
         with self._m:
-            free = self._free.get(key)
-            while free:
-                flat, box = free[-1]
-                if box[0] is not None and not box[0].query():
-                    break  # the newest is still being read: the older ones are too, mostly
-                free.pop()
-                return flat, box
-        flat = self.torch.empty(t.numel(), dtype=t.dtype, pin_memory=True)
-        return flat, [None]
+            free = self._free.get(nbytes)
+            if free:
+                for i in range(len(free) - 1, -1, -1):
+                    buf, ev = free[i]
+                    if ev is None or ev.query():
+                        free.pop(i)
+                        return buf
+        self.pinned_bytes += nbytes
+        return self.torch.empty(nbytes, dtype=self.torch.uint8, pin_memory=True)
 
-    def _recycle(self, key, flat, box):
+    def give_back(self, buf, last_event):
+        """`buf` is free once `last_event` (its last copy; None: none in flight) has passed."""
         with self._m:
-            self._free.setdefault(key, []).insert(0, (flat, box))
+            self._free.setdefault(buf.numel(), []).insert(0, (buf, last_event))
 
-    def to_host(self, t):
-        torch = self.torch
-        flat, box = self._buffer(t)
-        host = flat.view(t.shape) if box is not None else flat
-        self.d2h.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(self.d2h):
-            host.copy_(t, non_blocking=True)
-            ev = torch.cuda.Event()
+    # ------------------------------------------------------------------------------------ copies
+    def compute(self):
+        return self.torch.cuda.current_stream(self.device)
+
+    def to_host(self, flat):
+        host = self.host_buffer(flat.numel())
+        self.d2h.wait_stream(self.compute())
+        with self.torch.cuda.stream(self.d2h):
+            host.copy_(flat, non_blocking=True)
+            ev = self.torch.cuda.Event()
             ev.record(self.d2h)
-        if box is not None:
-            box[0] = ev
-            host._tierpack_box = box  # the H2D copy updates it; _Saved's death returns the buffer
-            weakref.finalize(host, self._recycle, (t.numel(), t.dtype), flat, box)
         return host, ev
 
-    def to_device(self, host, after=None):
-        """Copies `host` back; `after`: the event of its copy out (the copy back waits for it on the GPU).
-
-        Note [Copies back]
-        The destination is allocated on the compute stream, which frees it later, so the copy first
-        waits for the compute queued so far (the block may have been freed by work still running there).
-        Allocating it on the copy stream instead, with record_stream for the compute stream's use, lets
-        the copy start at once; on GPT-2 large on PyTorch's allocator that was no faster (two runs: within
-        the +-30 ms the runs varied) and raised the reserved peak from 32.2 to 35.4-40.1 GiB (the copy
-        stream's blocks form a second pool; bench/results/gpu-h200-2026-11-30-4)."""
+    def to_device(self, host, nbytes, after=None):
         torch = self.torch
-        gpu = torch.empty_strided(host.size(), host.stride(), dtype=host.dtype, device=self.device)
-        self.h2d.wait_stream(torch.cuda.current_stream(self.device))
+        flat = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
+        self.h2d.wait_stream(self.compute())
         with torch.cuda.stream(self.h2d):
             if after is not None:
                 self.h2d.wait_event(after)
-            gpu.copy_(host, non_blocking=True)
+            flat.copy_(host, non_blocking=True)
             ev = torch.cuda.Event()
             ev.record(self.h2d)
-        box = getattr(host, "_tierpack_box", None)
-        if box is not None:
-            box[0] = ev
-        return gpu, ev
+        return flat, ev
+
+    def compute_wait(self, ev):
+        self.compute().wait_event(ev)
 
     @staticmethod
     def done(ev):
-        return ev.query()
+        return ev is None or ev.query()
+
+    # ------------------------------------------------------------------------------------ timing
+    def mark(self):
+        """A timing event on the compute stream, here."""
+        ev = self.torch.cuda.Event(enable_timing=True)
+        ev.record(self.compute())
+        return ev
 
     @staticmethod
-    def wait(ev):
-        ev.synchronize()
+    def elapsed_ms(a, b):
+        b.synchronize()
+        return a.elapsed_time(b)
 
-    def use(self, ev):
-        self.torch.cuda.current_stream(self.device).wait_event(ev)
+    def bandwidth(self, nbytes=256 << 20, repeats=3):
+        """Pinned copy bandwidth each way (bytes/s), measured now on the copy streams."""
+        torch = self.torch
+        host = self.host_buffer(nbytes)
+        dev = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
+        out = []
+        for stream, dst, src in ((self.d2h, host, dev), (self.h2d, dev, host)):
+            stream.wait_stream(self.compute())
+            best = None
+            for _ in range(repeats):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record(stream)
+                with torch.cuda.stream(stream):
+                    dst.copy_(src, non_blocking=True)
+                b.record(stream)
+                b.synchronize()
+                ms = a.elapsed_time(b)
+                best = ms if best is None else min(best, ms)
+            out.append(nbytes / (best / 1e3))
+        self.give_back(host, None)
+        return out[0], out[1]

@@ -1,26 +1,25 @@
-"""tierpack's GPU tier as PyTorch's CUDA allocator.
+"""tierpack's GPU tier: installs the storage mover (default) or makes tierpack PyTorch's CUDA allocator.
 
-``install()`` makes ``libtierpack_cuda.so`` PyTorch's CUDA allocator through
-``torch.cuda.memory.CUDAPluggableAllocator``; it must run before the first CUDA allocation of the
-process (the sitecustomize bootstrap of ``tierpack run`` calls ``install_from_env()``). From then on:
+``install()`` must run before the first CUDA allocation of the process (the sitecustomize bootstrap of
+``tierpack run`` calls ``install_from_env()``). TIERPACK_GPU's ``mechanism`` chooses how tensors leave the
+device (docs/config.md, docs/architecture.md):
 
-* every CUDA tensor lives in always-mapped page groups under the GPU budget; chunks over the budget
-  spill to host memory (still mapped, so still correct);
-* iteration boundaries come from a global optimizer-step hook (or ``tierpack.cuda.step()``);
-* the iteration after the warm-up is traced: a TorchDispatchMode reports every op's CUDA tensors to
-  the runtime (only during that iteration), the runtime plans page groups and moves them ahead of
-  use from the next iteration on;
-* ``torch.cuda.memory_allocated()`` and friends report tierpack's numbers (PyTorch's pluggable
-  allocator has no statistics of its own): allocated = live tensor bytes, reserved = device memory
-  tierpack holds (what the budget limits).
+* ``storage`` (default): PyTorch's caching allocator stays, with ``expandable_segments``; saved activations
+  move as whole storages through autograd's saved-tensor hooks, in stream order, at the points the
+  placer's plan names (tierpack/activations.py, Note [Storage moves]); the budget is the allocator's
+  memory limit, so out of memory is PyTorch's own ``torch.OutOfMemoryError`` and its statistics are
+  PyTorch's;
+* ``vmm``: ``libtierpack_cuda.so`` becomes PyTorch's CUDA allocator through
+  ``torch.cuda.memory.CUDAPluggableAllocator``: every CUDA tensor lives in always-mapped page groups under
+  the budget, chunks over it spill to host memory, an iteration is traced through a TorchDispatchMode and
+  page groups are remapped between device and host behind gates from the next one on;
+  ``torch.cuda.memory_allocated()`` and friends report tierpack's numbers. Out of memory raises
+  ``torch.OutOfMemoryError`` when ``libtierpack_cuda_torch.so`` built against this torch sits next to
+  ``libtierpack_cuda.so`` (or is named by $TIERPACK_CUDA_TORCH_LIB); without it a RuntimeError with the
+  same message (``oom_error_class()`` tells which). Returning NULL instead, as pluggable allocators may,
+  makes PyTorch 2.11 fault with an illegal address.
 
-Out of memory: PyTorch raises ``torch.OutOfMemoryError`` whose message says what was requested, the
-tier, the budget and what is resident where (also printed to stderr; see ``last_error()``), when
-``libtierpack_cuda_torch.so`` built against this torch sits next to ``libtierpack_cuda.so`` (or is
-named by $TIERPACK_CUDA_TORCH_LIB): that class needs c10::OutOfMemoryError, i.e. torch's C++ headers.
-Without it (or built against another torch) the error is a RuntimeError with the same message, and
-``install()`` says so once on stderr. ``oom_error_class()`` tells which one this process raises.
-Returning NULL instead, as pluggable allocators may, makes PyTorch 2.11 fault with an illegal address.
+Iteration boundaries come from the optimizer-step hooks (or ``tierpack.cuda.step()``).
 """
 
 from __future__ import annotations
@@ -84,12 +83,10 @@ def _load(path: str):
     lib.tierpack_gpu_reset_peak.argtypes = [ctypes.c_int]
     lib.tierpack_cuda_empty_cache.argtypes = []
     lib.tierpack_cuda_record_stream.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    lib.tierpack_gpu_options_json.restype = ctypes.c_char_p
     if hasattr(lib, "tierpack_cuda_add_stream"):
         lib.tierpack_cuda_add_stream.argtypes = [ctypes.c_int, ctypes.c_void_p]
         lib.tierpack_cuda_add_stream.restype = ctypes.c_int
-    if hasattr(lib, "tierpack_gpu_setting"):
-        lib.tierpack_gpu_setting.argtypes = [ctypes.c_char_p]
-        lib.tierpack_gpu_setting.restype = ctypes.c_double
     _lib, _lib_path = lib, path
     return lib
 
@@ -155,6 +152,13 @@ def install(budget=None, gpu: str | None = None, conf: str | None = None, path: 
                                         gpu_text.encode() if gpu_text else None)
         if rc != 0:
             raise ValueError(last_error())
+        options = gpu_options()
+        if options["mechanism"] == "storage":
+            _install_storage_mover(torch, lib, options)
+            _installed = True
+            _observe = False
+            _oom_class = "torch.OutOfMemoryError"
+            return
         shim, why = _oom_shim(path)
         if shim:
             alloc = torch.cuda.memory.CUDAPluggableAllocator(shim, "tierpack_cuda_torch_malloc", "tierpack_cuda_torch_free")
@@ -173,8 +177,6 @@ def install(budget=None, gpu: str | None = None, conf: str | None = None, path: 
         register_optimizer_step_post_hook(lambda opt, *a, **k: step(opt))
         if patch_stats:
             _patch_stats(torch, lib)
-        if hasattr(lib, "tierpack_gpu_setting") and lib.tierpack_gpu_setting(b"activations") == 1:
-            _install_offloader(torch, lib)
         _installed = True
         _observe = observe_ops
         _oom_class = "torch.OutOfMemoryError" if shim else "RuntimeError"
@@ -215,31 +217,52 @@ def install_from_env() -> bool:
         return False
 
 
-def _install_offloader(torch, lib):
-    """activations:offload (Note [Activation offload] in tierpack/activations.py)."""
+def gpu_options() -> dict:
+    """The GPU tier's options as the library parsed them (TIERPACK_CONF + TIERPACK_GPU), read by name."""
+    out = _lib.tierpack_gpu_options_json()
+    if out is None:
+        raise ValueError(last_error())
+    return json.loads(out.decode())
+
+
+def _install_storage_mover(torch, lib, options):
+    """mechanism:storage (Note [Storage moves] in tierpack/activations.py)."""
     global _offloader
-    from tierpack.activations import ActivationOffloader
+    from tierpack.activations import StorageMover, plan_with_library
     from tierpack.copy_streams import CudaTransport
 
-    fill = lib.tierpack_gpu_setting(b"activation_fill")
-    warmup = int(lib.tierpack_gpu_setting(b"warmup_iterations"))
+    # Note [Budget]: reserved bytes stay close to live bytes. Read when the allocator first runs, so it
+    # applies when install() comes before the first CUDA allocation, as it must; a user's setting stays.
+    if "expandable_segments" not in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""):
+        conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+        os.environ["PYTORCH_CUDA_ALLOC_CONF"] = (conf + "," if conf else "") + "expandable_segments:True"
 
-    def index(device):
-        return device.index if device.index is not None else torch.cuda.current_device()
+    def set_limit(device, budget):
+        total = torch.cuda.get_device_properties(device).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, budget / total) if budget else 1.0, device)
 
-    _offloader = ActivationOffloader(
-        torch, lambda device: CudaTransport(torch, device),
-        live_bytes=lambda device: lib.tierpack_gpu_memory_stat(index(device), 0),
-        peak_bytes=lambda device: lib.tierpack_gpu_memory_stat(index(device), 1),
-        limit_bytes=lambda device: fill * lib.tierpack_gpu_memory_stat(index(device), 5),
-        fits=lambda device: 0.97 * lib.tierpack_gpu_memory_stat(index(device), 5),  # as the runtime's planner
-        record_iteration=warmup)  # the last warm-up iteration (>= 2: it has the optimizer's state)
+    _offloader = StorageMover(
+        torch, lambda device: CudaTransport(torch, device), plan_with_library(lib),
+        budget_bytes=options["budget_bytes"], budget_fraction=options["budget_fraction"],
+        allocated=torch.cuda.memory_allocated, max_allocated=torch.cuda.max_memory_allocated,
+        reset_peak=torch.cuda.reset_peak_memory_stats, set_limit=set_limit, fill=options["fill"],
+        record_iteration=max(2, int(options["warmup_iterations"]) + 1), divergences=options["divergences"],
+        stats_out=options["stats_out"])
     _offloader.install()
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    register_optimizer_step_pre_hook(lambda opt, *a, **k: _offloader.optimizer_begins())
+    register_optimizer_step_post_hook(lambda opt, *a, **k: step(opt))
 
 
 def activation_stats() -> dict:
-    """activations:offload: the plan (chosen saved tensors, bytes) and per-iteration counters; {} otherwise."""
+    """mechanism:storage: the plan (storages that move, bytes, predicted step) and per-iteration counters."""
     return _offloader.stats() if _offloader is not None else {}
+
+
+def storage_mover():
+    """The StorageMover of this process (mechanism:storage), or None."""
+    return _offloader
 
 
 def gate_stream(stream, device=None) -> None:
@@ -265,12 +288,13 @@ def gate_stream(stream, device=None) -> None:
 
 def step(optimizer=None) -> None:
     """An iteration ended (called by the optimizer-step hook; call it yourself without an optimizer).
-    activations:offload never copies out the parameters of `optimizer` (the hook passes it)."""
+    The storage mover never moves the parameters of `optimizer` (the hook passes it)."""
     global _observer
     if _lib is None:
         return
     if _offloader is not None:
         _offloader.iteration_end(optimizer)
+        return
     traced_next = _lib.tierpack_gpu_iteration()
     if _observer is not None and not traced_next:
         _observer.__exit__(None, None, None)
@@ -281,7 +305,9 @@ def step(optimizer=None) -> None:
 
 
 def stats(device: int = 0) -> dict:
-    """The runtime's statistics: budget, plan, per-iteration moves, stalls, residency timeline."""
+    """The GPU tier's statistics: budget, plan, per-iteration moves and stalls."""
+    if _offloader is not None:
+        return _offloader.stats()
     if _lib is None:
         return {}
     return json.loads(_lib.tierpack_gpu_stats_json(device).decode())

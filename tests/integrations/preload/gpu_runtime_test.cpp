@@ -493,19 +493,18 @@ TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
   EXPECT_NE(message("remap:lazy").find("accepted: eager, idle"), std::string::npos) << message("remap:lazy");
   EXPECT_NE(message("copy_piece:3K").find("a multiple of 1M"), std::string::npos) << message("copy_piece:3K");
   EXPECT_NE(message("divergences:0").find("1..1000000"), std::string::npos) << message("divergences:0");
-  // activations:offload: the Python hooks record the last warm-up iteration, which must have optimizer state.
-  const GpuRuntimeOptions a = parse_gpu_options("activations:offload,activation_fill:0.8", {});
-  EXPECT_TRUE(a.offload_activations);
-  EXPECT_DOUBLE_EQ(a.activation_fill, 0.8);
-  EXPECT_EQ(a.warmup_iterations, 2);
-  EXPECT_FALSE(a.migrate) << "page groups do not move under the hooks' copies";
-  EXPECT_FALSE(parse_gpu_options("activations:offload,migrate:on", {}).migrate);
-  GpuRuntimeOptions five;
-  five.warmup_iterations = 5;
-  EXPECT_EQ(parse_gpu_options("activations:offload", five).warmup_iterations, 5);
-  EXPECT_FALSE(GpuRuntimeOptions{}.offload_activations) << "the default";
-  EXPECT_NE(message("activations:all").find("accepted: offload, keep"), std::string::npos) << message("activations:all");
-  EXPECT_NE(message("activation_fill:1.5").find("(0, 1]"), std::string::npos) << message("activation_fill:1.5");
+  // mechanism: storage moves by default (python/tierpack/activations.py), vmm page groups on request.
+  EXPECT_EQ(GpuRuntimeOptions{}.mechanism, Mechanism::storage) << "the default";
+  EXPECT_EQ(parse_gpu_options("mechanism:vmm", {}).mechanism, Mechanism::vmm);
+  EXPECT_DOUBLE_EQ(parse_gpu_options("fill:0.8", {}).fill, 0.8);
+  EXPECT_DOUBLE_EQ(GpuRuntimeOptions{}.fill, 0.95) << "the default";
+  EXPECT_NE(message("mechanism:remap").find("accepted: storage, vmm"), std::string::npos) << message("mechanism:remap");
+  EXPECT_NE(message("fill:1.5").find("(0, 1]"), std::string::npos) << message("fill:1.5");
+  EXPECT_FALSE(GpuRuntimeOptions{}.hard_limit) << "the default";
+  EXPECT_TRUE(parse_gpu_options("limit:hard", {}).hard_limit);
+  EXPECT_NE(message("limit:strict").find("accepted: soft, hard"), std::string::npos) << message("limit:strict");
+  EXPECT_NE(message("activations:offload").find("unknown key 'activations'"), std::string::npos)
+      << message("activations:offload");
 }
 
 }  // namespace

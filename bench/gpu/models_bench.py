@@ -1,0 +1,374 @@
+#!/usr/bin/env python3
+"""The GPU tier v2 table: four models under memory budgets, one table per model from one run.
+
+Models (random init, bf16 autocast, AdamW, fixed seeds, no dropout; built on the GPU machine):
+  gpt2      GPT-2 large written in plain torch (36 x 1280, 774M), batch 8, seq 1024 (bench/gpu/gpt2_bench.py)
+  llama     a Llama-style decoder (transformers LlamaForCausalLM: RMSNorm, SwiGLU, rotary), 24 x 1536,
+            FFN 4096, 16 heads, vocab 32000 (~0.78B), batch 8, seq 1024
+  t5        an encoder-decoder (transformers T5ForConditionalGeneration, gated-GELU, T5 v1.1 large shape:
+            24 + 24 x 1024, FFN 2816, 16 heads, vocab 32128 (~0.78B)), batch 16, 512 tokens in and out
+  resnet50  torchvision ResNet-50, batch 256, 224 x 224, channels-last
+
+Modes, each in a fresh process:
+  default             plain PyTorch
+  ckpt                full activation checkpointing (gpt2: every block through torch.utils.checkpoint;
+                      llama / t5: Hugging Face gradient_checkpointing_enable(); resnet50: checkpoint_sequential)
+  compile-0.5/-0.1    torch.compile with torch._functorch.config.activation_memory_budget 0.5 / 0.1
+  compile             torch.compile with no memory budget (the base of tierpack+compile)
+  tierpack            tierpack's GPU tier (mechanism:storage) at --budgets % of default's NVML peak
+  tierpack+ckpt       the same under ckpt, at --ckpt-budgets % of ckpt's peak
+  tierpack+compile    the same under torch.compile, at --compile-budgets % of compile's peak
+
+Per cell: median step (CUDA-synchronised wall time per step over --steps after the warm-up), NVML peak (device
+memory in use, sampled every millisecond over the timed steps, less the process's baseline), bytes each way per
+step (tierpack's counters), the transfer bound at that budget and the predicted step (the placer's cost model,
+from tierpack's recorded iteration: placer/saved_plan.cpp), and the largest relative difference of the losses
+from the default run's. tierpack's budget is the NVML budget less the CUDA context (measured in the default run):
+the memory PyTorch's allocator may hold. tierpack runs --tierpack-warmup warm-up steps (one reactive, one
+recorded, one checking the plan), the others --warmup: said in the table.
+
+Usage: python3 bench/gpu/models_bench.py [--models gpt2,llama,t5,resnet50] [--modes default,ckpt,tierpack,...]
+         [--budgets 100,75,60,45,35] [--ckpt-budgets 75,60,45] [--compile-budgets 60] [--steps 10] [--warmup 3]
+         [--tierpack-warmup 5] [--lib build/lib/libtierpack_cuda.so] [--json out.json] [--deterministic]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+GiB = float(1 << 30)
+
+
+# ---------------------------------------------------------------------------------------------- models
+def build(torch, name, ckpt):
+    """(model, make_batch(i) -> inputs, loss_fn(model, inputs) -> loss, units per step, unit name)."""
+    import torch.nn.functional as F
+    from torch.utils.checkpoint import checkpoint_sequential
+
+    g = torch.Generator(device="cuda").manual_seed(1234)
+    if name == "gpt2":
+        sys.path.insert(0, HERE)
+        from gpt2_bench import build_model
+
+        model = build_model(torch, 36, 1280, 20, 50257, 1024, ckpt=ckpt)
+        data = [torch.randint(0, 50257, (8, 1025), device="cuda", generator=g) for _ in range(4)]
+
+        def loss_fn(m, x):
+            logits = m(x[:, :-1])
+            return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
+        return model, lambda i: data[i % 4], loss_fn, 8 * 1024, "tokens"
+    if name == "llama":
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        cfg = LlamaConfig(vocab_size=32000, hidden_size=1536, intermediate_size=4096, num_hidden_layers=24,
+                          num_attention_heads=16, num_key_value_heads=16, max_position_embeddings=1024,
+                          attention_dropout=0.0, tie_word_embeddings=False)
+        cfg._attn_implementation = "sdpa"
+        model = LlamaForCausalLM(cfg)
+        if ckpt:
+            model.gradient_checkpointing_enable()
+        model.config.use_cache = False
+        data = [torch.randint(0, 32000, (8, 1024), device="cuda", generator=g) for _ in range(4)]
+        return model, lambda i: data[i % 4], lambda m, x: m(input_ids=x, labels=x).loss, 8 * 1024, "tokens"
+    if name == "t5":
+        from transformers import T5Config, T5ForConditionalGeneration
+
+        cfg = T5Config(vocab_size=32128, d_model=1024, d_kv=64, d_ff=2816, num_layers=24, num_decoder_layers=24,
+                       num_heads=16, feed_forward_proj="gated-gelu", dropout_rate=0.0, tie_word_embeddings=False)
+        model = T5ForConditionalGeneration(cfg)
+        if ckpt:
+            model.gradient_checkpointing_enable()
+        model.config.use_cache = False
+        src = [torch.randint(0, 32128, (16, 512), device="cuda", generator=g) for _ in range(4)]
+        tgt = [torch.randint(0, 32128, (16, 512), device="cuda", generator=g) for _ in range(4)]
+        return (model, lambda i: (src[i % 4], tgt[i % 4]),
+                lambda m, x: m(input_ids=x[0], labels=x[1]).loss, 16 * 1024, "tokens")
+    if name == "resnet50":
+        import torch.nn as nn
+        import torchvision
+
+        net = torchvision.models.resnet50()
+        seq = nn.Sequential(net.conv1, net.bn1, net.relu, net.maxpool, net.layer1, net.layer2, net.layer3, net.layer4,
+                            net.avgpool, nn.Flatten(1), net.fc)
+        seq = seq.to(memory_format=torch.channels_last)
+        imgs = [torch.randn(256, 3, 224, 224, device="cuda", generator=g).to(memory_format=torch.channels_last)
+                for _ in range(2)]
+        labels = [torch.randint(0, 1000, (256,), device="cuda", generator=g) for _ in range(2)]
+
+        def loss_fn(m, x):
+            out = checkpoint_sequential(m, 8, x[0], use_reentrant=False) if ckpt else m(x[0])
+            return F.cross_entropy(out.float(), x[1])
+        return seq, lambda i: (imgs[i % 2], labels[i % 2]), loss_fn, 256, "images"
+    raise SystemExit("models_bench: unknown model '%s' (gpt2, llama, t5, resnet50)" % name)
+
+
+# ----------------------------------------------------------------------------------------- one cell
+def run_child(a):
+    sys.path.insert(0, HERE)
+    from gpt2_bench import NvmlSampler
+
+    sampler = NvmlSampler()  # before CUDA exists in this process: its baseline excludes us
+    tc = None
+    if a.mode.startswith("tierpack"):
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        import tierpack.cuda as tc
+        tc.install(budget=int(a.alloc_budget), gpu="mechanism:storage", path=a.lib)
+    if a.deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    import torch
+
+    if a.deterministic:
+        torch.use_deterministic_algorithms(True, warn_only=False)
+        torch.backends.cuda.enable_cudnn_sdp(False)
+        torch.backends.cudnn.benchmark = False
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    ckpt = a.mode in ("ckpt", "tierpack+ckpt")
+    compiled = a.mode.startswith("compile") or a.mode == "tierpack+compile"
+    with torch.device("cuda"):
+        torch.ones(1)
+        context = max(sampler.used() - sampler.base - torch.cuda.memory_reserved(), 0)
+        model, batch, loss_fn, units, unit = build(torch, a.model, ckpt)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    fwd = model
+    if compiled:
+        if a.compile_budget is not None:
+            torch._functorch.config.activation_memory_budget = a.compile_budget
+        fwd = torch.compile(model)
+
+    def step(i):
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = loss_fn(fwd, batch(i))
+        loss.backward()
+        opt.step()
+        return loss
+
+    losses, warm, times = [], [], []
+    for i in range(a.warmup):
+        t0 = time.perf_counter()
+        losses.append(step(i).item())
+        warm.append(time.perf_counter() - t0)
+    torch.cuda.synchronize()
+    sampler.reset()
+    for i in range(a.steps):
+        t0 = time.perf_counter()
+        loss = step(a.warmup + i)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+        losses.append(loss.item())
+    peak = sampler.peak_bytes()
+    med = statistics.median(times)
+    res = {"model": a.model, "mode": a.mode, "budget": a.budget, "alloc_budget": a.alloc_budget,
+           "median_step_s": med, "units_per_s": units / med, "unit": unit, "peak_bytes": peak, "losses": losses,
+           "warmup_step_s": warm, "step_s": times, "context_bytes": context,
+           "torch_max_reserved": torch.cuda.max_memory_reserved()}
+    if tc is not None:
+        st = tc.stats()
+        timed = st["iterations"][-a.steps:]
+        n = max(len(timed), 1)
+        res["tierpack"] = {"phase": st["phase"], "plan": st["plan"], "limit": st["limit"], "budget": st["budget"],
+                           "bytes_out_per_step": sum(h["bytes_out"] for h in timed) / n,
+                           "bytes_in_per_step": sum(h["bytes_in"] for h in timed) / n,
+                           "fetched_late_per_step": sum(h["fetched_late"] for h in timed) / n,
+                           "divergences": sum(h["divergences"] for h in timed),
+                           "modes": [h["mode"] for h in st["iterations"]],
+                           "iterations": st["iterations"]}
+    if a.mode == "default":
+        res["pinned_d2h_Bps"], res["pinned_h2d_Bps"] = pinned_bandwidth(torch)
+    sampler.stop = True
+    print("RESULT " + json.dumps(res), flush=True)
+
+
+def pinned_bandwidth(torch):
+    """Pinned copy bandwidth (bytes/s) device->host and host->device: 1 GiB copies, median of 5 after one."""
+    n = 1 << 30
+    h = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+    d = torch.empty(n, dtype=torch.uint8, device="cuda")
+
+    def timed(fn):
+        ts = []
+        for _ in range(6):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            ts.append(s.elapsed_time(e) / 1e3)
+        return n / statistics.median(ts[1:])
+    return timed(lambda: h.copy_(d, non_blocking=True)), timed(lambda: d.copy_(h, non_blocking=True))
+
+
+# -------------------------------------------------------------------------------------------- parent
+def child(a, model, mode, warmup, budget=None, alloc_budget=None, compile_budget=None):
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", "--model", model, "--mode", mode,
+           "--steps", str(a.steps), "--warmup", str(warmup), "--lib", a.lib]
+    if budget is not None:
+        cmd += ["--budget", str(int(budget)), "--alloc-budget", str(int(alloc_budget))]
+    if compile_budget is not None:
+        cmd += ["--compile-budget", str(compile_budget)]
+    if a.deterministic:
+        cmd.append("--deterministic")
+    label = "%s %s%s" % (model, mode, "" if budget is None else " %.2f GiB" % (budget / GiB))
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.child_timeout)
+        out, err, rc = p.stdout, p.stderr, p.returncode
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = (e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")) + "\nTIMEOUT (no result)"
+        rc = "timeout"
+    if a.logs:
+        os.makedirs(a.logs, exist_ok=True)
+        with open(os.path.join(a.logs, label.replace(" ", "_").replace("/", "_") + ".log"), "w") as f:
+            f.write(out + "\n--- stderr\n" + err)
+    for line in out.splitlines():
+        if line.startswith("RESULT "):
+            r = json.loads(line[7:])
+            print("  %-40s %7.1f ms  peak %6.2f GiB  (%.0f s)" % (label, r["median_step_s"] * 1e3, r["peak_bytes"] / GiB,
+                                                                  time.time() - t0), flush=True)
+            return r
+    tail = [ln for ln in err.splitlines() if ln.strip()][-3:]
+    print("  %-40s FAILED (rc %s): %s" % (label, rc, " | ".join(tail)[-400:]), flush=True)
+    return {"model": model, "mode": mode, "budget": budget, "failed": True, "rc": str(rc), "error": " | ".join(tail)[-1000:]}
+
+
+def bound_for(r):
+    plan = (r.get("tierpack") or {}).get("plan") or {}
+    return plan.get("bound_ms"), plan.get("predicted_ms")
+
+
+def table(a, model, rows, commit):
+    """Rows of gpu-latest.json for one model, and its printed table."""
+    base = next((r for r in rows if r["mode"] == "default" and not r.get("failed")), None)
+    out, lines = [], []
+    lines.append("| mode | budget | step ms | x default | NVML peak GiB | GB out / in per step | bound ms | bound/step | "
+                 "predicted ms | pred. err | max loss rel. diff |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        row = {"model": model, "mode": r["mode"], "budget_pct": r.get("budget_pct"), "commit": commit}
+        if r.get("failed"):
+            lines.append("| %s | %s | FAILED (%s) | | | | | | | | |" % (r["mode"], r.get("budget_pct", "-"), r.get("error", "")[:120]))
+            row.update(step_ms=None, failed=True, error=r.get("error"))
+            out.append(row)
+            continue
+        step = r["median_step_s"] * 1e3
+        tp = r.get("tierpack") or {}
+        bound, pred = bound_for(r)
+        diff = None
+        if base is not None:
+            n = min(len(base["losses"]), len(r["losses"]))
+            diff = max(abs(x - y) / max(abs(y), 1e-12) for x, y in zip(r["losses"][:n], base["losses"][:n]))
+        row.update(step_ms=step, nvml_peak_gib=r["peak_bytes"] / GiB, bytes_out=tp.get("bytes_out_per_step"),
+                   bytes_in=tp.get("bytes_in_per_step"), bound_ms=bound, predicted_ms=pred,
+                   fits=(tp.get("plan") or {}).get("fits"), max_loss_rel_diff=diff,
+                   budget_gib=(r["budget"] / GiB if r.get("budget") else None),
+                   late_fetches_per_step=tp.get("fetched_late_per_step"), divergences=tp.get("divergences"),
+                   warmup_steps=len(r.get("warmup_step_s", [])))
+        out.append(row)
+        lines.append("| %s | %s | %.1f | %s | %.2f | %s | %s | %s | %s | %s | %s |" % (
+            r["mode"], "-" if r.get("budget_pct") is None else "%d%% (%.1f GiB)" % (r["budget_pct"], r["budget"] / GiB),
+            step, "%.2f" % (step / (base["median_step_s"] * 1e3)) if base else "-", r["peak_bytes"] / GiB,
+            "-" if not tp else "%.2f / %.2f" % (tp["bytes_out_per_step"] / 1e9, tp["bytes_in_per_step"] / 1e9),
+            "-" if bound is None else "%.1f" % bound, "-" if bound is None else "%.2f" % (bound / step),
+            "-" if pred is None else "%.1f" % pred, "-" if pred is None else "%+.1f%%" % ((pred - step) / step * 100),
+            "-" if diff is None else "%.1e" % diff))
+    return out, lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--model", help=argparse.SUPPRESS)
+    ap.add_argument("--mode", help=argparse.SUPPRESS)
+    ap.add_argument("--budget", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--alloc-budget", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--compile-budget", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--models", default="gpt2,llama,t5,resnet50")
+    ap.add_argument("--modes", default="default,ckpt,compile-0.5,compile-0.1,tierpack,tierpack+ckpt,compile,tierpack+compile")
+    ap.add_argument("--budgets", default="100,75,60,45,35")
+    ap.add_argument("--ckpt-budgets", default="75,60,45")
+    ap.add_argument("--compile-budgets", default="60")
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--tierpack-warmup", type=int, default=5)
+    ap.add_argument("--lib", default=os.path.join(ROOT, "build", "lib", "libtierpack_cuda.so"))
+    ap.add_argument("--child-timeout", type=float, default=240)
+    ap.add_argument("--deterministic", action="store_true")
+    ap.add_argument("--json", help="write every result and the table rows here")
+    ap.add_argument("--logs", help="write each child's output here")
+    ap.add_argument("--commit", default=os.environ.get("TIERPACK_COMMIT", ""))
+    a = ap.parse_args()
+    if a.child:
+        return run_child(a)
+    models = [m for m in a.models.split(",") if m]
+    modes = [m for m in a.modes.split(",") if m]
+    known = {"default", "ckpt", "compile-0.5", "compile-0.1", "compile", "tierpack", "tierpack+ckpt", "tierpack+compile"}
+    bad = [m for m in modes if m not in known]
+    if bad or not models:
+        raise SystemExit("models_bench: unknown mode(s) %s (known: %s)" % (", ".join(bad), ", ".join(sorted(known))))
+    pcts = lambda s: [int(x) for x in s.split(",") if x]
+    all_rows, results = [], []
+    for model in models:
+        print("== %s" % model, flush=True)
+        rows = []
+        base = child(a, model, "default", a.warmup)
+        base["budget_pct"] = None
+        rows.append(base)
+        if base.get("failed"):
+            results += rows
+            continue
+        ctx = base["context_bytes"]
+
+        def budgeted(mode, of, pct_list):
+            for pct in pct_list:
+                b = of * pct / 100.0
+                r = child(a, model, mode, a.tierpack_warmup, budget=b, alloc_budget=max(b - ctx, 1 << 30))
+                r["budget_pct"] = pct
+                r.setdefault("budget", b)
+                rows.append(r)
+
+        for mode in modes:
+            if mode == "default":
+                continue
+            if mode in ("ckpt", "compile", "compile-0.5", "compile-0.1"):
+                cb = {"compile-0.5": 0.5, "compile-0.1": 0.1}.get(mode)
+                r = child(a, model, mode, a.warmup, compile_budget=cb)
+                r["budget_pct"] = None
+                rows.append(r)
+            elif mode == "tierpack":
+                budgeted("tierpack", base["peak_bytes"], pcts(a.budgets))
+            elif mode == "tierpack+ckpt":
+                ck = next((r for r in rows if r["mode"] == "ckpt" and not r.get("failed")), None)
+                if ck:
+                    budgeted("tierpack+ckpt", ck["peak_bytes"], pcts(a.ckpt_budgets))
+            elif mode == "tierpack+compile":
+                co = next((r for r in rows if r["mode"] == "compile" and not r.get("failed")), None)
+                if co:
+                    budgeted("tierpack+compile", co["peak_bytes"], pcts(a.compile_budgets))
+        t_rows, lines = table(a, model, rows, a.commit)
+        all_rows += t_rows
+        results += rows
+        print("\n### %s (default %.1f ms, %.2f GiB NVML; context %.2f GiB; pinned D2H %.1f / H2D %.1f GB/s; tierpack "
+              "warm-up %d steps, others %d; %d timed steps)\n" % (
+                  model, base["median_step_s"] * 1e3, base["peak_bytes"] / GiB, ctx / GiB, base["pinned_d2h_Bps"] / 1e9,
+                  base["pinned_h2d_Bps"] / 1e9, a.tierpack_warmup, a.warmup, a.steps))
+        print("\n".join(lines), flush=True)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"rows": all_rows, "results": results, "argv": sys.argv}, f, indent=1)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"rows": all_rows, "results": results, "argv": sys.argv}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

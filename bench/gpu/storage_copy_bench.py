@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Storage copies of the storage mover against plain pinned copies, and the allocator it runs on.
+
+Table 1: for storages of 1 MiB to 1 GiB, the bandwidth of CudaTransport.to_host / to_device (python/tierpack/
+copy_streams.py: pooled pinned buffer, stream waits, one event per copy; what a release or a fetch costs the copy
+engine) against a plain pinned copy of the same bytes on a side stream, each way; the issue's target is >= 90% of
+the plain copy from 8 MiB up. Each: median over --repeats of a batch of copies (16 MiB of copies at least), timed
+with CUDA events on the copy stream.
+
+Table 2: one torch.empty + free pair (host time, the allocator's cost) with PyTorch's caching allocator as it
+comes and with expandable_segments (what mechanism:storage sets), each in a fresh process.
+
+Usage: python3 bench/gpu/storage_copy_bench.py [--repeats 20] [--json out.json]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+MiB = 1 << 20
+
+
+def copies(a):
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import torch
+    from tierpack.copy_streams import CudaTransport
+
+    tr = CudaTransport(torch, "cuda")
+    side = torch.cuda.Stream()
+    rows = []
+    for mib in (1, 2, 4, 8, 16, 64, 256, 1024):
+        n = mib * MiB
+        count = max(1, 16 // mib)
+        dev = [torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda") for _ in range(count)]
+        host = [torch.empty(n, dtype=torch.uint8, pin_memory=True) for _ in range(count)]
+        res = {"mib": mib}
+        for name, fn in (
+            ("plain_d2h", lambda: [h.copy_(d, non_blocking=True) for h, d in zip(host, dev)]),
+            ("plain_h2d", lambda: [d.copy_(h, non_blocking=True) for h, d in zip(host, dev)]),
+        ):
+            ts = []
+            for _ in range(a.repeats):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    s.record(side)
+                    fn()
+                    e.record(side)
+                e.synchronize()
+                ts.append(s.elapsed_time(e) / 1e3)
+            res[name] = n * count / statistics.median(ts)
+        # The mover's copies: to_host into the pool (buffers come back once their copy is over), to_device from it.
+        for name in ("mover_d2h", "mover_h2d"):
+            ts = []
+            for _ in range(a.repeats):
+                outs = []
+                torch.cuda.synchronize()
+                stream = tr.d2h if name == "mover_d2h" else tr.h2d
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record(stream)
+                if name == "mover_d2h":
+                    for d in dev:
+                        outs.append(tr.to_host(d))
+                else:
+                    for h in host:
+                        outs.append(tr.to_device(h, n))
+                e.record(stream)
+                e.synchronize()
+                ts.append(s.elapsed_time(e) / 1e3)
+                if name == "mover_d2h":
+                    for buf, ev in outs:
+                        tr.give_back(buf, ev)
+            res[name] = n * count / statistics.median(ts)
+        res["ratio_d2h"] = res["mover_d2h"] / res["plain_d2h"]
+        res["ratio_h2d"] = res["mover_h2d"] / res["plain_h2d"]
+        rows.append(res)
+        del dev, host
+    return rows
+
+
+def alloc_child():
+    import torch
+
+    torch.ones(1, device="cuda")
+    sizes = [512, 4096, 65536, MiB, 8 * MiB, 64 * MiB]
+    out = {}
+    for size in sizes:
+        for _ in range(200):
+            del_me = torch.empty(size, dtype=torch.uint8, device="cuda")
+            del del_me
+        n = 20000 if size <= MiB else 2000
+        t0 = time.perf_counter()
+        for _ in range(n):
+            t = torch.empty(size, dtype=torch.uint8, device="cuda")
+            del t
+        out[str(size)] = (time.perf_counter() - t0) / n * 1e6
+    print("RESULT " + json.dumps(out))
+
+
+def alloc(conf):
+    env = dict(os.environ)
+    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    if conf:
+        env["PYTORCH_CUDA_ALLOC_CONF"] = conf
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--alloc-child"], capture_output=True, text=True,
+                       env=env, timeout=300)
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise SystemExit("alloc child failed: " + p.stderr[-2000:])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--json")
+    ap.add_argument("--alloc-child", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.alloc_child:
+        return alloc_child()
+    rows = copies(a)
+    print("| storage | plain D2H GB/s | mover D2H GB/s | ratio | plain H2D GB/s | mover H2D GB/s | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print("| %d MiB | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |" % (
+            r["mib"], r["plain_d2h"] / 1e9, r["mover_d2h"] / 1e9, r["ratio_d2h"], r["plain_h2d"] / 1e9,
+            r["mover_h2d"] / 1e9, r["ratio_h2d"]))
+    base, expandable = alloc(""), alloc("expandable_segments:True")
+    print("\n| allocation | caching allocator us/pair | with expandable_segments us/pair | ratio |")
+    print("|---|---|---|---|")
+    for k in base:
+        print("| %s B | %.2f | %.2f | %.2f |" % (k, base[k], expandable[k], expandable[k] / base[k]))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"copies": rows, "alloc_default_us": base, "alloc_expandable_us": expandable}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

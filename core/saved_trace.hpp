@@ -1,0 +1,93 @@
+// SavedTrace and SavedPlan: the values between the GPU tier's storage mover and the placer.
+//
+// The storage mover (python/tierpack/activations.py, Note [Storage moves] there) records one training
+// iteration as a SavedTrace: every storage autograd saved for backward, and every pack and unpack of
+// it, with the GPU time and the live bytes of PyTorch's allocator at that point. The placer
+// (placer/saved_plan.hpp) turns it into a SavedPlan under a budget: which storages leave the device,
+// at which event they are released, at which event their copy back starts. Both travel as JSON through
+// the C ABI (tierpack_plan_saved in integrations/preload/gpu_preload.cpp); the readers check every
+// field's range and name the field that is wrong.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tierpack {
+
+/// One storage saved for backward in the recorded iteration (views of one storage share it).
+struct SavedStorage {
+  std::uint64_t bytes = 0;  ///< the whole storage: what one copy moves
+  bool movable = true;      ///< false: never leaves (a parameter's storage, too small, saved in backward)
+
+  friend bool operator==(const SavedStorage&, const SavedStorage&) = default;
+};
+
+enum class SavedEventKind { pack, unpack };
+
+/// A pack or unpack call, in the order autograd made them (forward, then backward).
+struct SavedEvent {
+  SavedEventKind kind = SavedEventKind::pack;
+  std::int32_t storage = 0;      ///< index into SavedTrace::storages
+  double t_ms = 0;               ///< GPU time of the compute stream at this call, from the forward's start
+  std::uint64_t live = 0;        ///< live bytes (PyTorch's allocated) at this call
+  std::uint64_t window_peak = 0; ///< most live bytes from this call to the next one (the last: to the step's end)
+
+  friend bool operator==(const SavedEvent&, const SavedEvent&) = default;
+};
+
+/// One recorded iteration (Note [Storage moves]).
+struct SavedTrace {
+  std::vector<SavedStorage> storages;
+  std::vector<SavedEvent> events;
+  double step_ms = 0;       ///< GPU time from the forward's start to the optimizer step's end
+  double optimizer_ms = 0;  ///< GPU time of the optimizer step (the end of step_ms)
+  std::uint64_t context_bytes = 0;  ///< device memory the process holds outside PyTorch's allocator
+
+  friend bool operator==(const SavedTrace&, const SavedTrace&) = default;
+};
+
+/// What the placer plans for (placer/saved_plan.hpp).
+struct SavedPlanOptions {
+  std::uint64_t limit_bytes = 0;                     ///< live bytes to stay under at every call
+  double d2h_bytes_per_s = 0;                        ///< measured pinned copy bandwidth, device to host
+  double h2d_bytes_per_s = 0;                        ///< and host to device
+  std::uint64_t min_bytes = std::uint64_t{1} << 20;  ///< smaller storages never move
+};
+
+/// What happens to one storage that leaves the device. Event indexes refer to SavedTrace::events.
+struct SavedMove {
+  std::int32_t storage = 0;
+  std::int32_t copy_at = 0;     ///< its pack: the copy out starts (after the compute queued so far)
+  std::int32_t release_at = 0;  ///< the device storage is let go here (compute waits for the copy out)
+  std::int32_t fetch_at = -1;   ///< the copy back is allocated and started here; -1: never used again
+  std::int32_t use_at = -1;     ///< its first unpack (compute waits for the copy back); -1: none
+
+  friend bool operator==(const SavedMove&, const SavedMove&) = default;
+};
+
+/// The placer's answer for one budget.
+struct SavedPlan {
+  std::uint64_t limit_bytes = 0;     ///< live bytes the plan keeps under
+  std::vector<SavedMove> moves;      ///< in the order of their copies out
+  std::uint64_t bytes_out = 0;       ///< copied out per iteration (= bytes back, but for never-used ones)
+  std::uint64_t bytes_in = 0;
+  std::uint64_t bytes_needed = 0;    ///< the most live bytes over the limit at any event, without moves
+  std::uint64_t planned_peak = 0;    ///< the most live bytes at any event with the moves
+  bool fits = true;                  ///< false: some event stays over the limit (nothing left to move)
+  std::int32_t over_at = -1;         ///< the first event over the limit when !fits
+  double predicted_ms = 0;           ///< the step with the moves' stalls (cost model, Note [Storage move cost])
+  double stall_ms = 0;               ///< of which compute waits for copies
+  double bound_ms = 0;               ///< the transfer bound at this limit (Note [Transfer bound])
+
+  friend bool operator==(const SavedPlan&, const SavedPlan&) = default;
+};
+
+/// JSON text of the values (docs/formats.md, "Saved-tensor trace and plan").
+std::string saved_trace_to_json(const SavedTrace& trace);
+SavedTrace saved_trace_from_json(const std::string& text);  ///< throws format_error naming the bad field
+SavedPlanOptions saved_plan_options_from_json(const std::string& text);  ///< throws format_error
+std::string saved_plan_to_json(const SavedPlan& plan);
+SavedPlan saved_plan_from_json(const std::string& text);    ///< throws format_error naming the bad field
+
+}  // namespace tierpack

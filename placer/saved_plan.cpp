@@ -1,0 +1,235 @@
+// Plan of the GPU tier's storage moves (see saved_plan.hpp).
+//
+// Note [Storage move plan]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// The recorded iteration gives, at every pack and unpack call, the live bytes of PyTorch's allocator
+// and the most live bytes until the next call (its window). Without moves the device must hold every
+// window. A storage that leaves the device is copied out starting at its pack, let go at a later call
+// (its release), and copied back into a new storage allocated at a call before its first unpack (its
+// fetch); between release and fetch its bytes are absent from every window.
+//
+// Releases (one pass in call order): at each call whose window, less what is absent then, is over the
+// limit, storages packed at an earlier call and not used before it are let go, the one used last first
+// (Belady: absent longest for the same bytes, and in forward the earliest packed, whose copy out is
+// queued first), until the window fits. A release is as late as it can be, so its copy out has had the
+// most time; nothing is let go that the budget does not need, so no byte moves that need not. A window
+// that no release can bring under the limit makes the plan not fit (over_at): the runtime's allocator
+// limit then raises out of memory there, as PyTorch would.
+//
+// Fetches (one pass in order of first use): each storage's copy back starts at the earliest call after
+// its release from which every window up to its use still fits with its bytes back on the device. The
+// first needed get the memory first. Earlier is better: the copy waits for the compute queued at its
+// fetch (its destination is allocated on the compute stream there) and has until its use.
+//
+// Storages saved during backward (a reentrant checkpoint's recomputation), too small, or not movable
+// (parameters) stay; so does one unpacked before it could be let go.
+#include "placer/saved_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace tierpack::placer {
+namespace {
+
+constexpr std::int32_t kNone = -1;
+
+struct StorageSpan {
+  std::int32_t pack = kNone;       // first pack
+  std::int32_t use = kNone;        // first unpack after it
+};
+
+std::vector<StorageSpan> spans_of(const SavedTrace& trace) {
+  std::vector<StorageSpan> spans(trace.storages.size());
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    const SavedEvent& e = trace.events[i];
+    if (e.storage < 0 || static_cast<std::size_t>(e.storage) >= spans.size())
+      throw logic_error("saved-tensor plan: event " + std::to_string(i) + " names storage " + std::to_string(e.storage) +
+                        " of " + std::to_string(spans.size()));
+    StorageSpan& s = spans[static_cast<std::size_t>(e.storage)];
+    const auto at = static_cast<std::int32_t>(i);
+    if (e.kind == SavedEventKind::pack && s.pack == kNone) s.pack = at;
+    if (e.kind == SavedEventKind::unpack && s.pack != kNone && s.use == kNone) s.use = at;
+  }
+  return spans;
+}
+
+std::int32_t first_unpack(const SavedTrace& trace) {
+  for (std::size_t i = 0; i < trace.events.size(); ++i)
+    if (trace.events[i].kind == SavedEventKind::unpack) return static_cast<std::int32_t>(i);
+  return static_cast<std::int32_t>(trace.events.size());
+}
+
+void check_options(const SavedPlanOptions& o) {
+  if (!(o.d2h_bytes_per_s > 0) || !(o.h2d_bytes_per_s > 0) || !std::isfinite(o.d2h_bytes_per_s) ||
+      !std::isfinite(o.h2d_bytes_per_s))
+    throw logic_error("saved-tensor plan: link bandwidth must be > 0 bytes/s each way");
+}
+
+double copy_ms(std::uint64_t bytes, double bytes_per_s) { return static_cast<double>(bytes) / bytes_per_s * 1e3; }
+
+}  // namespace
+
+SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& options) {
+  check_options(options);
+  const std::vector<StorageSpan> spans = spans_of(trace);
+  const std::int32_t backward = first_unpack(trace);
+  const std::size_t n = trace.events.size();
+  SavedPlan plan;
+  plan.limit_bytes = options.limit_bytes;
+
+  // Releases (Note [Storage move plan]). away[s]: its release call, or kNone.
+  std::vector<std::int32_t> release(spans.size(), kNone);
+  std::vector<std::uint64_t> returning(n + 1, 0);  // bytes back on the device at each call (fetched at use)
+  std::uint64_t absent = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto at = static_cast<std::int32_t>(i);
+    absent -= returning[i];
+    const std::uint64_t window = trace.events[i].window_peak;
+    if (window > options.limit_bytes) plan.bytes_needed = std::max(plan.bytes_needed, window - options.limit_bytes);
+    while (window - std::min(window, absent) > options.limit_bytes) {
+      // The movable storage packed in forward before this call, not yet let go, used last.
+      std::int32_t best = kNone;
+      std::int64_t best_use = -1;
+      for (std::size_t s = 0; s < spans.size(); ++s) {
+        const StorageSpan& sp = spans[s];
+        const SavedStorage& st = trace.storages[s];
+        if (release[s] != kNone || !st.movable || st.bytes < options.min_bytes || sp.pack == kNone ||
+            sp.pack >= at || sp.pack >= backward || (sp.use != kNone && sp.use <= at))
+          continue;
+        const std::int64_t use = sp.use == kNone ? std::numeric_limits<std::int64_t>::max() : sp.use;
+        if (use > best_use || (use == best_use && sp.pack < spans[static_cast<std::size_t>(best)].pack)) {
+          best = static_cast<std::int32_t>(s);
+          best_use = use;
+        }
+      }
+      if (best == kNone) {
+        if (plan.fits) plan.over_at = at;
+        plan.fits = false;
+        break;
+      }
+      release[static_cast<std::size_t>(best)] = at;
+      absent += trace.storages[static_cast<std::size_t>(best)].bytes;
+      const std::int32_t use = spans[static_cast<std::size_t>(best)].use;
+      if (use != kNone) returning[static_cast<std::size_t>(use)] += trace.storages[static_cast<std::size_t>(best)].bytes;
+    }
+  }
+
+  // Fetches, first used first: absent_at[i] is what is away at call i with the fetches chosen so far.
+  std::vector<std::uint64_t> absent_at(n, 0);
+  std::vector<std::int32_t> moved;
+  for (std::size_t s = 0; s < spans.size(); ++s)
+    if (release[s] != kNone) {
+      moved.push_back(static_cast<std::int32_t>(s));
+      const std::int32_t end = spans[s].use == kNone ? static_cast<std::int32_t>(n) : spans[s].use;
+      for (std::int32_t i = release[s]; i < end; ++i) absent_at[static_cast<std::size_t>(i)] += trace.storages[s].bytes;
+    }
+  std::sort(moved.begin(), moved.end(), [&](std::int32_t a, std::int32_t b) {
+    const auto ua = static_cast<std::uint32_t>(spans[static_cast<std::size_t>(a)].use);  // kNone sorts last
+    const auto ub = static_cast<std::uint32_t>(spans[static_cast<std::size_t>(b)].use);
+    return ua != ub ? ua < ub : a < b;
+  });
+  std::vector<std::int32_t> fetch(spans.size(), kNone);
+  for (std::int32_t s : moved) {
+    const auto si = static_cast<std::size_t>(s);
+    const std::int32_t use = spans[si].use;
+    if (use == kNone) continue;
+    const std::uint64_t bytes = trace.storages[si].bytes;
+    std::int32_t f = use;
+    for (std::int32_t i = use - 1; i > release[si]; --i) {
+      const std::uint64_t window = trace.events[static_cast<std::size_t>(i)].window_peak;
+      const std::uint64_t present = window - std::min(window, absent_at[static_cast<std::size_t>(i)]);
+      if (present + bytes > options.limit_bytes) break;
+      f = i;
+    }
+    fetch[si] = f;
+    for (std::int32_t i = f; i < use; ++i) absent_at[static_cast<std::size_t>(i)] -= bytes;
+  }
+
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t window = trace.events[i].window_peak;
+    plan.planned_peak = std::max(plan.planned_peak, window - std::min(window, absent_at[i]));
+  }
+  std::vector<std::int32_t> by_copy;
+  for (std::size_t s = 0; s < spans.size(); ++s)
+    if (release[s] != kNone) by_copy.push_back(static_cast<std::int32_t>(s));
+  std::sort(by_copy.begin(), by_copy.end(), [&](std::int32_t a, std::int32_t b) {
+    return spans[static_cast<std::size_t>(a)].pack < spans[static_cast<std::size_t>(b)].pack;
+  });
+  for (std::int32_t s : by_copy) {
+    const auto si = static_cast<std::size_t>(s);
+    plan.moves.push_back({s, spans[si].pack, release[si], fetch[si], spans[si].use});
+    plan.bytes_out += trace.storages[si].bytes;
+    if (fetch[si] != kNone) plan.bytes_in += trace.storages[si].bytes;
+  }
+  predict_saved_plan(trace, options, plan);
+  plan.bound_ms = saved_transfer_bound_ms(trace, options.limit_bytes, options.d2h_bytes_per_s);
+  return plan;
+}
+
+// Note [Storage move cost]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// The recorded GPU times between calls are the compute the plan cannot shorten. Walking the calls in
+// order with the delay so far: a copy out starts when compute reaches its pack and the link is free
+// (one copy at a time each way, in the order they were issued); a copy back starts when compute reaches
+// its fetch, the link is free and its own copy out has ended; at a release compute waits for the copy
+// out, at a use for the copy back. Each wait delays every later call. Driver and launch costs are left
+// out: storage moves are plain copies on side streams and event waits (no remaps, no gates).
+void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options, SavedPlan& plan) {
+  check_options(options);
+  const std::size_t n = trace.events.size();
+  std::vector<std::vector<std::size_t>> copies(n), releases(n), fetches(n), uses(n);
+  for (std::size_t m = 0; m < plan.moves.size(); ++m) {
+    const SavedMove& mv = plan.moves[m];
+    auto in_range = [n](std::int32_t i) { return i >= 0 && static_cast<std::size_t>(i) < n; };
+    if (!in_range(mv.copy_at) || !in_range(mv.release_at) || (mv.fetch_at != kNone && !in_range(mv.fetch_at)) ||
+        (mv.use_at != kNone && !in_range(mv.use_at)) || mv.storage < 0 ||
+        static_cast<std::size_t>(mv.storage) >= trace.storages.size())
+      throw logic_error("saved-tensor plan: move " + std::to_string(m) + " refers to calls or a storage the trace lacks");
+    copies[static_cast<std::size_t>(mv.copy_at)].push_back(m);
+    releases[static_cast<std::size_t>(mv.release_at)].push_back(m);
+    if (mv.fetch_at != kNone) fetches[static_cast<std::size_t>(mv.fetch_at)].push_back(m);
+    if (mv.use_at != kNone) uses[static_cast<std::size_t>(mv.use_at)].push_back(m);
+  }
+  std::vector<double> out_end(plan.moves.size(), 0), in_end(plan.moves.size(), 0);
+  double delay = 0, d2h_free = 0, h2d_free = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double at = trace.events[i].t_ms + delay;
+    double now = at;
+    for (std::size_t m : uses[i]) now = std::max(now, in_end[m]);
+    for (std::size_t m : releases[i]) now = std::max(now, out_end[m]);
+    delay += now - at;
+    for (std::size_t m : fetches[i]) {
+      const std::uint64_t bytes = trace.storages[static_cast<std::size_t>(plan.moves[m].storage)].bytes;
+      const double start = std::max({now, h2d_free, out_end[m]});
+      h2d_free = in_end[m] = start + copy_ms(bytes, options.h2d_bytes_per_s);
+    }
+    for (std::size_t m : copies[i]) {
+      const std::uint64_t bytes = trace.storages[static_cast<std::size_t>(plan.moves[m].storage)].bytes;
+      d2h_free = out_end[m] = std::max(now, d2h_free) + copy_ms(bytes, options.d2h_bytes_per_s);
+    }
+  }
+  plan.stall_ms = delay;
+  plan.predicted_ms = trace.step_ms + delay;
+}
+
+double saved_transfer_bound_ms(const SavedTrace& trace, std::uint64_t limit_bytes, double d2h_bytes_per_s) {
+  if (!(d2h_bytes_per_s > 0)) throw logic_error("transfer bound: bandwidth must be > 0 bytes/s");
+  double bound = trace.step_ms;
+  const std::size_t n = trace.events.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const SavedEvent& e = trace.events[i];
+    if (e.window_peak <= limit_bytes) continue;
+    // The window's peak lies between this call and the next (the last: the optimizer step's start):
+    // the latest it can be is the weaker choice, so the bound holds (as in bench/gpu/transfer_bound.py).
+    const double latest = i + 1 < n ? trace.events[i + 1].t_ms : trace.step_ms - trace.optimizer_ms;
+    const double need = copy_ms(e.window_peak - limit_bytes, d2h_bytes_per_s);
+    bound = std::max(bound, trace.step_ms + need - (trace.optimizer_ms + latest));
+  }
+  return bound;
+}
+
+}  // namespace tierpack::placer

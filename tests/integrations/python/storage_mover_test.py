@@ -1,0 +1,322 @@
+"""python/tierpack/activations.py (the storage mover) under real autograd, CPU tensors for the GPU's.
+
+The mover's state machine runs as on a GPU: warm-up with reactive moves, the recorded iteration, the
+placer's plan (the real one: placer/saved_plan.cpp through libtierpack_cuda.so's C ABI), planned copies
+out, releases and fetches at the calls the plan names, late fetches, divergence and recording again. A
+test transport copies CPU tensors (real copies, so a wrong storage handed back changes the gradients) and
+reports a copy done only after a few polls. "Live bytes" are what a device would hold: a base plus every
+saved storage the mover keeps on the device (not let go, or fetched back). Every test compares losses and
+gradients with a run without hooks, bit for bit.
+
+Run: TIERPACK_CUDA_LIB=build/lib/libtierpack_cuda.so /usr/bin/python3 tests/integrations/python/storage_mover_test.py
+"""
+import ctypes
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from tierpack.activations import StorageMover, plan_with_library  # noqa: E402
+
+LIB = os.environ.get("TIERPACK_CUDA_LIB") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                                          "build", "lib", "libtierpack_cuda.so")
+
+
+class _Event:
+    def __init__(self, polls):
+        self.polls_left = polls
+
+
+class _Mark:
+    def __init__(self, t):
+        self.t = t
+
+
+class SlowTransport:
+    """Copies at once (fresh storage); reports a copy done only after `lag` polls or a compute wait."""
+
+    def __init__(self, lag=2):
+        self.lag = lag
+        self.waits = 0
+        self.out = 0
+        self.back = 0
+        self.clock = 0.0
+        self.returned = []
+
+    def to_host(self, flat):
+        self.out += 1
+        return flat.clone(), _Event(self.lag)
+
+    def to_device(self, host, nbytes, after=None):
+        assert isinstance(after, _Event), "a copy back is ordered after its copy out"
+        assert host.numel() == nbytes
+        self.back += 1
+        return host.clone(), _Event(self.lag)
+
+    def compute_wait(self, ev):
+        self.waits += 1
+        ev.polls_left = -1
+
+    @staticmethod
+    def done(ev):
+        if ev is None:
+            return True
+        ev.polls_left -= 1
+        return ev.polls_left < 0
+
+    def give_back(self, buf, ev):
+        self.returned.append(buf.numel())
+
+    def mark(self):
+        self.clock += 0.25  # 0.25 "ms" of compute between calls
+        return _Mark(self.clock)
+
+    @staticmethod
+    def elapsed_ms(a, b):
+        return b.t - a.t
+
+    @staticmethod
+    def bandwidth():
+        return 2e9, 2e9  # slow enough that a plan's copies take a few calls' time
+
+
+class Device:
+    """Live bytes of a pretend device: `base` plus the saved storages the mover keeps there for a use to come."""
+
+    def __init__(self, base=1 << 20):
+        self.base = base
+        self.mover = None
+        self.peak = 0
+        self.limits = []
+
+    def allocated(self, dev=None):
+        live = self.base
+        if self.mover is not None:
+            for rec in self.mover._by_index:
+                if not rec.handles:
+                    continue  # every saved use is over: autograd freed it
+                if rec.flat is not None and not rec.released:
+                    live += rec.nbytes
+                if rec.fetched is not None:
+                    live += rec.nbytes
+        self.peak = max(self.peak, live)
+        return live
+
+    def max_allocated(self, dev=None):
+        return max(self.peak, self.allocated())
+
+    def reset_peak(self, dev=None):
+        self.peak = 0
+        self.peak = self.allocated()
+
+    def set_limit(self, dev, budget):
+        self.limits.append(budget)
+
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.fc2 = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        return x + self.fc2(F.gelu(self.fc(self.ln(x)), approximate="tanh"))
+
+
+def make_model(d=64, layers=4):
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(d, d), *[Block(d) for _ in range(layers)], nn.Linear(d, 10))
+
+
+def batches(n, rows=256, d=64):
+    g = torch.Generator().manual_seed(7)
+    return [(torch.randn(rows, d, generator=g), torch.randint(0, 10, (rows,), generator=g)) for _ in range(n)]
+
+
+def train(iterations, mover=None, data=None, views=False):
+    """Losses and final gradients; `mover` hooks every forward pass."""
+    model = make_model()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    data = data or batches(iterations)
+    losses = []
+    for it in range(iterations):
+        opt.zero_grad(set_to_none=True)
+        x, y = data[it]
+        ctx = torch.autograd.graph.saved_tensors_hooks(mover.pack, mover.unpack) if mover else None
+        if ctx:
+            ctx.__enter__()
+        try:
+            h = model(x)
+            if views:  # two views of one storage saved by two ops: one copy of the storage
+                a, b = h.split(5, dim=1)
+                h = torch.cat([a * a, b * b], dim=1)
+            loss = F.cross_entropy(h, y)
+        finally:
+            if ctx:
+                ctx.__exit__(None, None, None)
+        loss.backward()
+        losses.append(loss.item())
+        opt.step()
+        if mover:
+            mover.iteration_end(opt)
+    return losses, [p.grad.clone() for p in model.parameters()]
+
+
+def make_mover(budget, device=None, transport=None, **kw):
+    device = device or Device()
+    lib = ctypes.CDLL(LIB)
+    mover = StorageMover(torch, lambda d: transport or SlowTransport(), plan_with_library(lib), budget_bytes=budget,
+                         allocated=device.allocated, max_allocated=device.max_allocated, reset_peak=device.reset_peak,
+                         set_limit=device.set_limit, device_type="cpu", min_bytes=16 << 10, log=lambda m: None, **kw)
+    device.mover = mover
+    return mover, device
+
+
+@unittest.skipUnless(os.path.exists(LIB), "libtierpack_cuda.so not built (TIERPACK_CUDA_LIB)")
+class StorageMoverTest(unittest.TestCase):
+    ITER = 6
+
+    def reference(self, **kw):
+        return train(self.ITER, **kw)
+
+    def check_same(self, ref, got):
+        self.assertEqual(ref[0], got[0], "losses differ")
+        for a, b in zip(ref[1], got[1]):
+            self.assertTrue(torch.equal(a, b), "gradients differ")
+
+    def saved_peak(self):
+        """The pretend device's peak without moves (records everything, moves nothing)."""
+        mover, dev = make_mover(1 << 40)
+        train(3, mover)
+        return max(e["window_peak"] for e in mover.trace()["events"])
+
+    def test_nothing_moves_when_the_budget_holds_the_peak(self):
+        peak = self.saved_peak()
+        ref = self.reference()
+        mover, dev = make_mover(int(peak / 0.95) + (1 << 20))
+        self.check_same(ref, train(self.ITER, mover))
+        self.assertIsNotNone(mover.plan)
+        self.assertEqual(mover.plan["moves"], [])
+        for h in mover.history[2:]:
+            self.assertEqual((h["bytes_out"], h["released"]), (0, 0), h)
+        self.assertEqual(mover.phase, "planned")
+
+    def test_a_plan_moves_storages_and_keeps_live_bytes_under_the_limit(self):
+        peak = self.saved_peak()
+        ref = self.reference()
+        budget = int(peak * 0.6)
+        transport = SlowTransport()
+        mover, dev = make_mover(budget, transport=transport)
+        got = train(self.ITER, mover)
+        self.check_same(ref, got)
+        plan = mover.plan
+        self.assertTrue(plan["fits"], plan)
+        self.assertGreater(len(plan["moves"]), 0)
+        self.assertLessEqual(plan["planned_peak"], mover.limit)
+        # The pretend device counts a storage from its pack, before the releases at that call make room
+        # for it (on a GPU its op allocated it before the call): the first planned iteration's peak passes
+        # the plan by up to one storage, and the mover plans again under a lower limit (Note [Budget]).
+        largest = max(st["bytes"] for st in mover.trace()["storages"])
+        planned = [h for h in mover.history if h["mode"] == "planned" and h["iteration"] > mover.plan_summary["iteration"]]
+        self.assertGreaterEqual(len(planned), 2, mover.history)
+        for h in planned:
+            self.assertEqual(h["bytes_out"], plan["bytes_out"], h)
+            self.assertEqual(h["bytes_in"], plan["bytes_in"], h)
+            self.assertEqual(h["fetched_late"], 0, h)  # every copy back started at its planned fetch
+            self.assertEqual(h["divergences"], 0, h)
+            self.assertLessEqual(h["peak_live"], mover.limit + largest, h)
+        self.assertEqual(dev.limits[0], budget)  # warm-up under the budget already (hard limit)
+        self.assertEqual(dev.limits[-1], budget)  # the plan fits: the budget stays a hard limit
+        self.assertGreater(transport.waits, 0)    # releases and uses wait on the compute stream
+
+    def test_warm_up_moves_reactively_under_the_budget(self):
+        peak = self.saved_peak()
+        mover, dev = make_mover(int(peak * 0.6))
+        train(1, mover)
+        h = mover.history[0]
+        self.assertEqual(h["mode"], "warm-up")
+        self.assertGreater(h["released"], 0)
+        self.assertLess(h["peak_live"], peak)  # the budget held the live bytes below the natural peak
+
+    def test_the_recorded_iteration_is_the_iteration_without_moves(self):
+        # The trace recorded under reactive moves adds back what was away: its live peak is the natural one.
+        peak = self.saved_peak()
+        mover, dev = make_mover(int(peak * 0.6))
+        train(2, mover)
+        recorded = max(e["window_peak"] for e in mover.trace()["events"])
+        self.assertEqual(recorded, peak)
+
+    def test_views_of_one_storage_are_one_record(self):
+        mover, dev = make_mover(1 << 40)
+        train(3, mover, views=True)
+        ev = mover.trace()["events"]
+        packs = [e for e in ev if e["kind"] == "pack"]
+        self.assertLess(len(mover.trace()["storages"]), len(packs))
+        ref = train(self.ITER, views=True)
+        peak = max(e["window_peak"] for e in ev)
+        mover, dev = make_mover(int(peak * 0.6))
+        self.check_same(ref, train(self.ITER, mover, views=True))
+
+    def test_parameters_never_move(self):
+        peak = self.saved_peak()
+        mover, dev = make_mover(int(peak * 0.3))
+        train(self.ITER, mover)
+        for rec_index in (m["storage"] for m in mover.plan["moves"]):
+            self.assertTrue(mover.trace()["storages"][rec_index]["movable"])
+        self.assertGreater(len(mover._parameters), 0)
+
+    def test_a_diverged_iteration_moves_nothing_more_and_two_in_a_row_record_again(self):
+        peak = self.saved_peak()
+        data = batches(8)
+        small = batches(8, rows=128)
+        mixed = data[:3] + small[3:5] + data[5:]  # iterations 4 and 5 have another batch size
+        ref = train(8, data=mixed)
+        mover, dev = make_mover(int(peak * 0.6))
+        self.check_same(ref, train(8, mover, data=mixed))
+        modes = [(h["iteration"], h["mode"], h["diverged"]) for h in mover.history]
+        self.assertTrue(modes[3][2] and modes[4][2], modes)
+        # After two diverged iterations in a row the next one is recorded and a new plan made.
+        self.assertEqual(mover.record_iteration, 6)
+        self.assertEqual(mover.history[-1]["mode"], "planned")
+        self.assertFalse(mover.history[-1]["diverged"])
+
+    def test_a_budget_as_a_fraction_of_the_recorded_peak(self):
+        peak = self.saved_peak()
+        ref = self.reference()
+        dev = Device()
+        lib = ctypes.CDLL(LIB)
+        mover = StorageMover(torch, lambda d: SlowTransport(), plan_with_library(lib), budget_bytes=None,
+                             budget_fraction=0.6, allocated=dev.allocated, max_allocated=dev.max_allocated,
+                             reset_peak=dev.reset_peak, set_limit=dev.set_limit, device_type="cpu",
+                             min_bytes=16 << 10, log=lambda m: None)
+        dev.mover = mover
+        self.check_same(ref, train(self.ITER, mover))
+        self.assertEqual(mover.budget, int(0.6 * peak))
+        self.assertGreater(len(mover.plan["moves"]), 0)
+        self.assertEqual(dev.limits, [mover.budget])  # no hard limit before the budget is known
+
+    def test_a_plan_that_cannot_fit_lifts_the_hard_limit_and_says_so(self):
+        peak = self.saved_peak()
+        ref = self.reference()
+        mover, dev = make_mover(int(peak * 0.05))
+        self.check_same(ref, train(self.ITER, mover))
+        self.assertFalse(mover.plan["fits"])
+        self.assertIsNone(dev.limits[-1])
+        self.assertFalse(mover.stats()["plan"]["fits"])
+
+    def test_planner_errors_name_the_field(self):
+        lib = ctypes.CDLL(LIB)
+        planner = plan_with_library(lib)
+        with self.assertRaisesRegex(ValueError, "field 'step_ms'"):
+            planner({"storages": [], "events": [], "optimizer_ms": 0, "context_bytes": 0},
+                    {"limit_bytes": 1, "d2h_bytes_per_s": 1, "h2d_bytes_per_s": 1})
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,288 @@
+// The storage-move planner (placer/saved_plan.hpp, Note [Storage move plan]): hand-made traces with
+// known answers, property tests over random transformer-like traces (never over the limit when the
+// plan says it fits, nothing moved that the limit does not need, every move released after its copy
+// started and fetched before its use, deterministic), the cost model and the JSON readers.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/saved_trace.hpp"
+#include "placer/saved_plan.hpp"
+
+using namespace tierpack;
+using namespace tierpack::placer;
+
+namespace {
+
+constexpr std::uint64_t MiB = 1 << 20;
+
+// A forward of `layers` layers each saving one storage of `bytes` on top of `base` live bytes, then a
+// backward using them in reverse order; `ms` of compute between calls. Live bytes grow in forward and
+// shrink in backward as autograd frees what it used.
+SavedTrace layered(int layers, std::uint64_t bytes, std::uint64_t base, double ms) {
+  SavedTrace t;
+  double now = 0;
+  for (int i = 0; i < layers; ++i) {
+    t.storages.push_back({bytes, true});
+    const std::uint64_t live = base + bytes * static_cast<std::uint64_t>(i + 1);
+    t.events.push_back({SavedEventKind::pack, i, now, live, live});
+    now += ms;
+  }
+  for (int i = layers - 1; i >= 0; --i) {
+    const std::uint64_t live = base + bytes * static_cast<std::uint64_t>(i + 1);
+    t.events.push_back({SavedEventKind::unpack, i, now, live, live});
+    now += ms;
+  }
+  t.optimizer_ms = ms;
+  t.step_ms = now + ms;
+  return t;
+}
+
+SavedPlanOptions options(std::uint64_t limit) {
+  SavedPlanOptions o;
+  o.limit_bytes = limit;
+  o.d2h_bytes_per_s = 50e9;
+  o.h2d_bytes_per_s = 50e9;
+  return o;
+}
+
+// Live bytes at every call with the plan's moves (what the runtime would see).
+std::uint64_t replayed_peak(const SavedTrace& t, const SavedPlan& p) {
+  std::uint64_t peak = 0;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    std::uint64_t absent = 0;
+    const auto at = static_cast<std::int32_t>(i);
+    for (const SavedMove& m : p.moves) {
+      const std::int32_t back = m.fetch_at >= 0 ? m.fetch_at : static_cast<std::int32_t>(t.events.size());
+      if (m.release_at <= at && at < back) absent += t.storages[static_cast<std::size_t>(m.storage)].bytes;
+    }
+    peak = std::max(peak, t.events[i].window_peak - std::min(t.events[i].window_peak, absent));
+  }
+  return peak;
+}
+
+}  // namespace
+
+TEST(SavedPlan, NothingMovesWhenTheIterationFits) {
+  const SavedTrace t = layered(8, 64 * MiB, 256 * MiB, 1.0);
+  const SavedPlan p = plan_saved_tensors(t, options(1024 * MiB));
+  EXPECT_TRUE(p.fits);
+  EXPECT_TRUE(p.moves.empty());
+  EXPECT_EQ(p.bytes_out, 0u);
+  EXPECT_EQ(p.bytes_needed, 0u);
+  EXPECT_DOUBLE_EQ(p.predicted_ms, t.step_ms);
+  EXPECT_DOUBLE_EQ(p.bound_ms, t.step_ms);
+}
+
+TEST(SavedPlan, MovesTheEarliestSavedStoragesAndOnlyWhatTheLimitNeeds) {
+  // Peak 256 + 8 x 64 = 768 MiB; limit 640: 128 MiB must be away at the peak: the first two storages.
+  const SavedTrace t = layered(8, 64 * MiB, 256 * MiB, 1.0);
+  const SavedPlan p = plan_saved_tensors(t, options(640 * MiB));
+  ASSERT_TRUE(p.fits);
+  ASSERT_EQ(p.moves.size(), 2u);
+  EXPECT_EQ(p.moves[0].storage, 0);
+  EXPECT_EQ(p.moves[1].storage, 1);
+  EXPECT_EQ(p.bytes_needed, 128 * MiB);
+  EXPECT_EQ(p.bytes_out, 128 * MiB);
+  EXPECT_EQ(p.bytes_in, 128 * MiB);
+  // Let go as late as the limit allows: at the packs that would cross it (live 704 and 768 MiB).
+  EXPECT_EQ(p.moves[0].release_at, 6);
+  EXPECT_EQ(p.moves[1].release_at, 7);
+  // Back as soon as backward has room: storage 1 (used first) once storage 7 was used (call 9, live
+  // 704 - 128 + 64 = 640 MiB), storage 0 one call later.
+  EXPECT_EQ(p.moves[1].fetch_at, 9);
+  EXPECT_EQ(p.moves[0].fetch_at, 10);
+  EXPECT_EQ(p.moves[1].use_at, 14);
+  EXPECT_EQ(p.moves[0].use_at, 15);
+  EXPECT_LE(replayed_peak(t, p), 640 * MiB);
+  EXPECT_EQ(p.planned_peak, replayed_peak(t, p));
+}
+
+TEST(SavedPlan, DoesNotFitWhenNothingMovableIsLeft) {
+  SavedTrace t = layered(4, 64 * MiB, 256 * MiB, 1.0);
+  for (auto& s : t.storages) s.movable = false;
+  const SavedPlan p = plan_saved_tensors(t, options(400 * MiB));
+  EXPECT_FALSE(p.fits);
+  EXPECT_EQ(p.over_at, 2);  // live 256 + 3 x 64 = 448 MiB
+  EXPECT_TRUE(p.moves.empty());
+}
+
+TEST(SavedPlan, NeverMovesSmallStoragesOrOnesSavedInBackward) {
+  SavedTrace t = layered(4, 64 * MiB, 256 * MiB, 1.0);
+  t.storages[0].bytes = MiB / 2;  // under min_bytes
+  // A storage packed during backward (a reentrant checkpoint's recomputation) and used right after.
+  t.storages.push_back({512 * MiB, true});
+  const std::int32_t s = static_cast<std::int32_t>(t.storages.size() - 1);
+  const double end = t.events.back().t_ms;
+  t.events.push_back({SavedEventKind::pack, s, end, 900 * MiB, 900 * MiB});
+  t.events.push_back({SavedEventKind::unpack, s, end, 900 * MiB, 900 * MiB});
+  const SavedPlan p = plan_saved_tensors(t, options(300 * MiB));
+  for (const SavedMove& m : p.moves) {
+    EXPECT_NE(m.storage, 0);
+    EXPECT_NE(m.storage, s);
+  }
+}
+
+TEST(SavedPlan, PredictsTheStallOfACopyOutThatIsNotDoneWhenItsMemoryIsNeeded) {
+  // 1 GiB storages, 1 ms apart, 50 GB/s: a copy out takes 21.5 ms, so letting go of storage 0 at the
+  // pack that crosses the limit waits for most of it.
+  const SavedTrace t = layered(4, 1024 * MiB, 0, 1.0);
+  const SavedPlan p = plan_saved_tensors(t, options(3 * 1024 * MiB));
+  ASSERT_EQ(p.moves.size(), 1u);
+  const double copy = 1024.0 * MiB / 50e9 * 1e3;
+  // Released at the last pack (t = 3 ms): compute waits copy - 3 ms. Fetched at call 5 (the first
+  // with room), where compute is at copy + 2 ms; back at 2 copy + 2, used at call 7 (copy + 4): waits
+  // copy - 2 more.
+  EXPECT_EQ(p.moves[0].release_at, 3);
+  EXPECT_EQ(p.moves[0].fetch_at, 5);
+  EXPECT_NEAR(p.stall_ms, 2 * copy - 5.0, 1e-9);
+  EXPECT_NEAR(p.predicted_ms, t.step_ms + 2 * copy - 5.0, 1e-9);
+  EXPECT_GE(p.predicted_ms, p.bound_ms - 1e-9);
+}
+
+TEST(SavedPlan, TheBoundIsNeverAboveThePredictionOfAnyPlan) {
+  for (std::uint64_t limit : {200ull, 300ull, 400ull, 500ull, 600ull}) {
+    const SavedTrace t = layered(12, 48 * MiB, 64 * MiB, 0.7);
+    const SavedPlan p = plan_saved_tensors(t, options(limit * MiB));
+    if (!p.fits) continue;
+    EXPECT_LE(p.bound_ms, p.predicted_ms + 1e-9) << limit;
+    EXPECT_GE(p.bound_ms, t.step_ms);
+  }
+}
+
+// Random transformer-like iterations: layers saving several storages of mixed sizes (some shared by two
+// packs, as views are), a few tiny and unmovable ones, temporaries that raise a window above the live
+// bytes, and a backward that frees as it goes.
+TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
+  std::uint64_t seed = 0x9e3779b97f4a7c15ull;
+  auto next = [&seed] {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed;
+  };
+  const int cases = std::getenv("TIERPACK_PROPERTY_CASES") ? std::max(1, std::atoi(std::getenv("TIERPACK_PROPERTY_CASES"))) : 500;
+  for (int c = 0; c < cases; ++c) {
+    SavedTrace t;
+    const std::uint64_t base = (next() % 512) * MiB;
+    std::uint64_t live = base;
+    double now = 0;
+    std::vector<std::int32_t> order;
+    const int layers = 1 + static_cast<int>(next() % 12);
+    for (int l = 0; l < layers; ++l) {
+      const int per = 1 + static_cast<int>(next() % 4);
+      for (int k = 0; k < per; ++k) {
+        const std::uint64_t bytes = (next() % 4 == 0 ? MiB / 4 : (1 + next() % 128) * MiB);
+        t.storages.push_back({bytes, next() % 10 != 0});
+        const auto s = static_cast<std::int32_t>(t.storages.size() - 1);
+        live += bytes;
+        const std::uint64_t temp = next() % 3 == 0 ? (next() % 64) * MiB : 0;
+        t.events.push_back({SavedEventKind::pack, s, now, live, live + temp});
+        now += 0.01 * static_cast<double>(next() % 200);
+        order.push_back(s);
+        if (next() % 5 == 0) {  // a view of the same storage saved again
+          t.events.push_back({SavedEventKind::pack, s, now, live, live});
+          order.push_back(s);
+        }
+      }
+    }
+    std::vector<bool> freed(t.storages.size(), false);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const std::uint64_t temp = next() % 3 == 0 ? (next() % 64) * MiB : 0;
+      t.events.push_back({SavedEventKind::unpack, *it, now, live, live + temp});
+      now += 0.01 * static_cast<double>(next() % 200);
+      if (!freed[static_cast<std::size_t>(*it)]) {  // freed after its (last) use, approximately
+        freed[static_cast<std::size_t>(*it)] = true;
+        live -= t.storages[static_cast<std::size_t>(*it)].bytes;
+      }
+    }
+    t.optimizer_ms = 1.0;
+    t.step_ms = now + 1.0;
+    std::uint64_t peak = 0;
+    for (const auto& e : t.events) peak = std::max(peak, e.window_peak);
+    const std::uint64_t limit = peak * (30 + next() % 80) / 100;
+    const SavedPlanOptions o = options(limit);
+    const SavedPlan p = plan_saved_tensors(t, o);
+    SCOPED_TRACE("case " + std::to_string(c) + ": limit " + std::to_string(limit / MiB) + " MiB of peak " +
+                 std::to_string(peak / MiB));
+    // Never over the limit when it says it fits; its planned peak is what replaying it gives.
+    EXPECT_EQ(p.planned_peak, replayed_peak(t, p));
+    if (p.fits) {
+      EXPECT_LE(p.planned_peak, limit);
+    }
+    if (limit >= peak) {
+      EXPECT_TRUE(p.moves.empty());
+    }
+    // Nothing moves that the limit does not need: without its latest-released move the plan would be
+    // over the limit at that release (each release was forced by a window).
+    std::uint64_t out = 0;
+    for (const SavedMove& m : p.moves) {
+      const SavedStorage& s = t.storages[static_cast<std::size_t>(m.storage)];
+      EXPECT_TRUE(s.movable);
+      EXPECT_GE(s.bytes, o.min_bytes);
+      EXPECT_LT(m.copy_at, m.release_at);
+      EXPECT_EQ(t.events[static_cast<std::size_t>(m.copy_at)].kind, SavedEventKind::pack);
+      if (m.use_at >= 0) {
+        EXPECT_GT(m.fetch_at, m.release_at);
+        EXPECT_LE(m.fetch_at, m.use_at);
+        EXPECT_EQ(t.events[static_cast<std::size_t>(m.use_at)].kind, SavedEventKind::unpack);
+        EXPECT_EQ(t.events[static_cast<std::size_t>(m.use_at)].storage, m.storage);
+      }
+      EXPECT_LT(m.release_at, m.use_at < 0 ? static_cast<std::int32_t>(t.events.size()) : m.use_at);
+      out += s.bytes;
+      const std::uint64_t w = t.events[static_cast<std::size_t>(m.release_at)].window_peak;
+      EXPECT_GT(w, limit) << "a release at a call whose window fits";
+    }
+    EXPECT_EQ(out, p.bytes_out);
+    if (p.fits) {
+      EXPECT_GE(out, p.bytes_needed);
+    }
+    EXPECT_GE(p.predicted_ms, t.step_ms);
+    if (p.fits) {  // a plan that moves what the limit needs is never faster than the bound
+      EXPECT_LE(p.bound_ms, p.predicted_ms + 1e-9);
+    }
+    EXPECT_EQ(p, plan_saved_tensors(t, o)) << "not deterministic";
+    // The JSON round trip keeps every value.
+    EXPECT_EQ(saved_trace_from_json(saved_trace_to_json(t)), t);
+    const SavedPlan back = saved_plan_from_json(saved_plan_to_json(p));
+    EXPECT_EQ(back.moves, p.moves);
+    EXPECT_EQ(back.bytes_out, p.bytes_out);
+    EXPECT_EQ(back.fits, p.fits);
+  }
+}
+
+TEST(SavedTraceJson, ReadersNameTheFieldThatIsWrong) {
+  const SavedTrace t = layered(2, 64 * MiB, 0, 1.0);
+  std::string good = saved_trace_to_json(t);
+  EXPECT_EQ(saved_trace_from_json(good), t);
+  auto error_of = [](const std::string& text) {
+    try {
+      saved_trace_from_json(text);
+    } catch (const format_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  auto with = [&good](const std::string& from, const std::string& to) {
+    std::string s = good;
+    const auto at = s.find(from);
+    if (at == std::string::npos) return std::string("pattern not found: ") + from;
+    return s.replace(at, from.size(), to);
+  };
+  EXPECT_NE(error_of(with("\"bytes\":67108864", "\"bytes\":9223372036854775807")).find("storage 0: field 'bytes'"),
+            std::string::npos);
+  EXPECT_NE(error_of(with("\"bytes\":67108864", "\"bytes\":-1")).find("field 'bytes'"), std::string::npos);
+  EXPECT_NE(error_of(with("\"storage\":1", "\"storage\":7")).find("field 'storage' = 7 is out of range"), std::string::npos);
+  EXPECT_NE(error_of(with("\"kind\":\"pack\"", "\"kind\":\"push\"")).find("field 'kind'"), std::string::npos);
+  EXPECT_NE(error_of(with("\"step_ms\":", "\"step_ms\":-")).find("field 'step_ms'"), std::string::npos);
+  EXPECT_NE(error_of("[1,2]").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(error_of("{").find("not JSON"), std::string::npos);
+  EXPECT_NE(error_of("{\"step_ms\":1,\"optimizer_ms\":0,\"context_bytes\":0,\"storages\":[]}").find("field 'events' is missing"),
+            std::string::npos);
+  EXPECT_THROW(saved_plan_options_from_json("{\"limit_bytes\":1,\"d2h_bytes_per_s\":0,\"h2d_bytes_per_s\":1}"), format_error);
+  EXPECT_THROW(saved_plan_options_from_json("{\"limit_bytes\":\"1G\",\"d2h_bytes_per_s\":1,\"h2d_bytes_per_s\":1}"),
+               format_error);
+}
