@@ -30,6 +30,9 @@
 //                       activations.py, Note [Storage moves]) or vmm (tierpack is PyTorch's allocator and
 //                       moves page groups by remapping them behind gates: the keys below, chunk to gate)
 //   fill:0.95           storage: live bytes the plan keeps under, as a fraction of the budget
+//   limit:soft          storage: soft (the plan keeps under the budget; where it cannot, the run goes on over
+//                       it and says so) or hard (once a plan fits, the budget is PyTorch's memory limit:
+//                       an allocation past it raises torch.OutOfMemoryError)
 //   verify:sampled      check moved chunks behind the gate and copy again what was written after the
 //                       copy: sampled (evictions in full, prefetches on 1/16 samples), all (in full:
 //                       prefetch checks read host memory, ~as slow as the copy), evictions, off
@@ -159,6 +162,10 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       else bad(key, value, "storage, vmm");
     } else if (key == "fill") {
       o.fill = parse_fraction(key, value);
+    } else if (key == "limit") {
+      if (value == "hard") o.hard_limit = true;
+      else if (value == "soft") o.hard_limit = false;
+      else bad(key, value, "soft, hard");
     } else if (key == "budget") {  // convenience: same as TIERPACK_CONF's gpu_budget
       try {
         o.budget = parse_budget(value);
@@ -169,7 +176,7 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
                         "' (accepted keys: chunk, host_limit, spill, migrate, persistent, resident, group, headroom, "
                         "min_move, evict_lag, prewarm_threads, plan_out, profile_out, remap_threads, remap, remap_delay, "
-                        "copy_piece, divergences, verify, gate, mechanism, fill, budget)");
+                        "copy_piece, divergences, verify, gate, mechanism, fill, limit, budget)");
     }
   }
   return o;

@@ -34,23 +34,25 @@ Before the plan (warm-up and the recorded iteration) the mover reacts instead (N
 
 Note [Reactive moves]
 ~~~~~~~~~~~~~~~~~~~~~
-Until a plan exists, a budget still holds: when the previous iteration's live peak was over the limit (or
-in the first iteration when the budget is a hard limit), every eligible storage is copied out at its first
-pack, and at every call the oldest copied storages are let go while live bytes exceed the limit. A storage
-let go comes back at its use (late). The recorded iteration counts what is away: its live bytes are the
-allocator's plus the bytes away, its GPU times less the time compute waited for copies (timing events
-around each wait), so the trace is the iteration without moves.
+Until a plan exists, the budget still counts: when the previous iteration's live peak (plus what was away)
+was over the limit, every eligible storage is copied out at its first pack, and at every call the oldest
+copied storages are let go while live bytes exceed the limit. A storage let go comes back at its use
+(late). The first iteration moves nothing: it learns the live peak. The recorded iteration counts what
+is away: its live bytes are the allocator's plus the bytes away, its GPU times less the time compute
+waited for copies (timing events around each wait), so the trace is the iteration without moves.
 
 Note [Budget]
 ~~~~~~~~~~~~~
 The budget is the device memory PyTorch's allocator may hold (reserved bytes); the CUDA context is outside
 it. ``expandable_segments`` keeps reserved close to live bytes. The plan keeps live bytes under ``fill``
-(0.95) of the budget. When the plan fits, ``torch.cuda.set_per_process_memory_fraction`` makes the budget
-a hard limit: an allocation past it raises ``torch.OutOfMemoryError``, as PyTorch does at the device's
-size. When it cannot fit (not enough movable saved bytes), the run goes on over the budget and the summary
-says so. A first planned iteration whose live peak passes the planned one (a storage that another tensor
-still holds frees nothing when let go) lowers the limit by the difference and plans again (at most
-``replans`` times).
+(0.95) of the budget. The budget is soft by default: where no plan can fit it (not enough movable saved
+bytes) the run goes on over it and the plan, the statistics and ``tierpack run`` say so, and the warm-up
+iterations before the plan may pass it. With ``limit:hard`` a plan that fits makes the budget PyTorch's
+memory limit (``torch.cuda.set_per_process_memory_fraction``): an allocation past it raises
+``torch.OutOfMemoryError``, as PyTorch does at the device's size (a hard limit in warm-up made GPT-2 large
+fail in its first optimizer step on the H200: bench/results/gpu-h200-2026-12-01, call 1). A first planned
+iteration whose live peak passes the planned one (a storage that another tensor still holds frees nothing
+when let go) lowers the limit by the difference and plans again (at most ``replans`` times).
 
 What never moves: storages under ``min_bytes`` (1 MiB), the optimizer's parameters (known by their
 storage from the optimizer-step hook: letting go of them frees nothing), tensors that are not plain
@@ -139,7 +141,7 @@ class StorageMover:
 
     def __init__(self, torch, transport, planner, budget_bytes, allocated, max_allocated, reset_peak,
                  set_limit=None, record_iteration=2, device_type="cuda", min_bytes=MiB, fill=0.95,
-                 divergences=2, replans=2, hard_limit=True, budget_fraction=None, stats_out="", log=None):
+                 divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="", log=None):
         self.torch = torch
         self._make_transport = transport
         self._planner = planner
@@ -256,7 +258,7 @@ class StorageMover:
         self.plan = None
         self.phase = "reactive"
         if self._set_limit is not None and self.hard_limit:
-            self._set_limit(self.device, self.budget)
+            self._set_limit(self.device, None)  # reactive moves cannot promise the budget
 
     # --------------------------------------------------------------------------------------- pack
     def note_parameters(self, params):
@@ -286,9 +288,7 @@ class StorageMover:
                 self.device = t.device
                 self.transport = self._make_transport(t.device)
                 self._iteration_start = self.transport.mark()
-                if self.hard_limit and self._set_limit is not None and self.budget:
-                    self._set_limit(self.device, self.budget)  # warm-up too stays under the budget
-                self._pressure = self.hard_limit and bool(self.budget)
+                self._pressure = False  # the first iteration learns the live peak (Note [Reactive moves])
             storage = _untyped(t)
             key = storage.data_ptr()
             rec = self._records.get(key)

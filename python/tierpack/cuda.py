@@ -247,6 +247,7 @@ def _install_storage_mover(torch, lib, options):
         allocated=torch.cuda.memory_allocated, max_allocated=torch.cuda.max_memory_allocated,
         reset_peak=torch.cuda.reset_peak_memory_stats, set_limit=set_limit, fill=options["fill"],
         record_iteration=max(2, int(options["warmup_iterations"]) + 1), divergences=options["divergences"],
+        hard_limit=bool(options.get("hard_limit")),
         stats_out=options["stats_out"])
     _offloader.install()
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook

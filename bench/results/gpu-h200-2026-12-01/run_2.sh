@@ -1,0 +1,11 @@
+#!/bin/bash
+# GPU tier v2, device call 2: as call 1 (without the copy bench) after the hard limit became opt-in (limit:hard); GPT-2 large and the Llama-style decoder.
+# Run from the repository root with a stripped libtierpack_cuda.so carried in .devcarry/lib (built on the Debian machine).
+set -o pipefail
+export PYTHONUNBUFFERED=1 TIERPACK_CUDA_LIB=$PWD/.devcarry/lib/libtierpack_cuda.so
+{ echo "commit $(cat bench/results/gpu-h200-2026-12-01/COMMIT)"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c 'import torch;print("torch",torch.__version__)'; } | tee $OUT/env.txt
+timeout 200 python3 tests/integrations/python/storage_mover_cuda_test.py -v 2>&1 | tail -40 | tee $OUT/call2_cuda_test.txt
+timeout 370 python3 bench/gpu/models_bench.py --lib $TIERPACK_CUDA_LIB --models gpt2,llama --modes default,ckpt,tierpack,tierpack+ckpt --budgets 100,75,60,45 \
+  --ckpt-budgets 60 --steps 8 --warmup 3 --tierpack-warmup 5 --json $OUT/call2_bench.json --logs /tmp/logs 2>&1 | tee $OUT/call2_bench.txt
+tar czf $OUT/call2_logs.tgz -C /tmp logs 2>/dev/null
