@@ -54,6 +54,18 @@ fail in its first optimizer step on the H200: bench/results/gpu-h200-2026-12-01,
 iteration whose live peak passes the planned one (a storage that another tensor still holds frees nothing
 when let go) lowers the limit by the difference and plans again (at most ``replans`` times).
 
+Note [Optimizer state]
+~~~~~~~~~~~~~~~~~~~~~~
+The optimizer's state tensors (AdamW's exp_avg and exp_avg_sq: twice the parameters, in fp32) are read
+only by the optimizer step, so they can be away for the whole forward and backward: the longest absence
+any storage can have, at the cost of one copy each way. They are storages of the plan like the saved
+ones: each has a pack at the iteration's first call (where its copy out may start: the step wrote it
+last) and an unpack at the optimizer's pre-step hook (its use). Let go, the storage is resized to nothing
+(``untyped_storage().resize_(0)``, as FSDP frees parameters); fetched, it is resized back and filled on
+the host-to-device stream, so the optimizer keeps the same tensor objects. The pre-step hook brings back
+every state still away (late) and makes the compute stream wait for their copies, so the step never reads
+a state that is not there. The parameters themselves stay (they are read in forward and backward).
+
 What never moves: storages under ``min_bytes`` (1 MiB), the optimizer's parameters (known by their
 storage from the optimizer-step hook: letting go of them frees nothing), tensors that are not plain
 strided tensors of the device (subclasses, conjugate or negative views, sparse), and storages first saved
@@ -91,18 +103,18 @@ def _flat_bytes(torch, storage, device):
 
 
 class _Record:
-    """One storage saved in this iteration (views share it)."""
+    """One storage in this iteration: saved for backward (views share it), or an optimizer state tensor's."""
 
-    __slots__ = ("index", "nbytes", "key", "flat", "host", "d2h", "fetched", "h2d", "handles", "released",
-                 "moving", "uses")
+    __slots__ = ("index", "nbytes", "key", "storage", "tensor", "host", "d2h", "fetched", "h2d", "handles",
+                 "released", "moving")
 
-    def __init__(self, index, nbytes, key, flat):
-        self.index, self.nbytes, self.key, self.flat = index, nbytes, key, flat
+    def __init__(self, index, nbytes, key, storage, tensor=None):
+        self.index, self.nbytes, self.key, self.storage = index, nbytes, key, storage
+        self.tensor = tensor    # an optimizer state tensor (its storage is resized in place), else None
         self.host = self.d2h = self.fetched = self.h2d = None
         self.handles = []       # _Handle objects autograd holds, not yet unpacked
         self.released = False   # the device storage was let go
         self.moving = False     # copied out (a plan's move, or reactive)
-        self.uses = 0
 
 
 class _Handle:
@@ -133,15 +145,19 @@ class StorageMover:
     torch: the torch module; transport(device): the copier (copy_streams.CudaTransport, or a test double
     with its methods); planner(trace_dict, options_dict) -> plan dict (the placer through the C ABI);
     budget_bytes: the allocator's budget, or budget_fraction: of the recorded iteration's live peak (None
-    for both: nothing moves); allocated(),
-    max_allocated(), reset_peak(): the allocator's live bytes, its peak since the last reset, reset;
-    set_limit(bytes or None): make the budget a hard limit (or lift it); record_iteration: the iteration
-    (1-based) that is recorded (>= 2: the optimizer's state exists after the first step).
+    for both: nothing moves); allocated(dev), max_allocated(dev), reset_peak(dev): the allocator's live
+    bytes, its peak since the last reset, reset; set_limit(dev, bytes or None): make the budget a hard
+    limit (or lift it; limit:hard only); empty_cache(): give the allocator's unused memory back;
+    record_iteration: the iteration (1-based) that is recorded (>= 3 by default: the first learns the
+    live peak, the second fills the pinned pool, Note [Reactive moves]); optimizer_state: move the
+    optimizer's state tensors too (Note [Optimizer state]): only where optimizer_begins(opt) runs before
+    every step (tierpack.cuda registers it as a global optimizer pre-step hook).
     """
 
     def __init__(self, torch, transport, planner, budget_bytes, allocated, max_allocated, reset_peak,
-                 set_limit=None, record_iteration=2, device_type="cuda", min_bytes=MiB, fill=0.95,
-                 divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="", log=None):
+                 set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.95,
+                 divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
+                 empty_cache=None, optimizer_state=False, log=None):
         self.torch = torch
         self._make_transport = transport
         self._planner = planner
@@ -152,17 +168,20 @@ class StorageMover:
         self.stats_out = stats_out or ""
         self._allocated, self._max_allocated, self._reset_peak = allocated, max_allocated, reset_peak
         self._set_limit = set_limit
+        self._empty_cache = empty_cache
         self.record_iteration = max(1, int(record_iteration))
         self.device_type = device_type
         self.min_bytes = min_bytes
         self.max_divergences = max(1, int(divergences))
         self.replans_left = int(replans)
         self.hard_limit = hard_limit
+        self.move_optimizer_state = optimizer_state
         self.log = log or (lambda msg: sys.stderr.write("tierpack: " + msg + "\n"))
         self.transport = None
         self.device = None
         self._lock = threading.RLock()
         self._parameters = set()
+        self._state_tensors = []      # the optimizer's state tensors on the device, in a stable order
         self.iteration = 1
         self.plan = None              # the placer's plan (dict) in force
         self.plan_summary = None
@@ -171,6 +190,7 @@ class StorageMover:
         self._pressure = False        # reactive moves in this iteration (Note [Reactive moves])
         self._diverged_in_a_row = 0
         self._check_plan = False      # the first planned iteration: compare its peak with the plan's
+        self._idle = False            # a plan with no moves: the hooks step aside
         self.history = []             # per-iteration {"iteration", "mode", counters...}
         self.phase = "warm-up"
         self._iteration_start = None
@@ -179,8 +199,10 @@ class StorageMover:
 
     # -------------------------------------------------------------------------------- iterations
     def _begin_iteration(self):
-        self._records = {}        # storage key -> _Record (alive on the device or away)
+        self._records = {}        # storage key -> _Record (alive on the device, or away)
         self._by_index = []       # _Record by storage index
+        self._states = []         # the optimizer state records of this iteration
+        self._started = False     # the iteration's first call was made (state records exist)
         self._fifo = []           # reactive: records copied out, not yet let go, oldest first
         self._call = 0            # pack/unpack calls so far
         self._absent = 0          # bytes let go and not back
@@ -193,23 +215,17 @@ class StorageMover:
         self._seen = []           # recorded iteration: {"bytes", "movable"} per storage index
         self._max_absent = 0
         if self.plan is not None:
-            self._actions = self._plan_actions(self.plan)
             self.phase = "planned"
         if self._reset_peak is not None and self.device is not None:
             self._reset_peak(self.device)
-
-    def optimizer_begins(self):
-        """Called by the optimizer's pre-step hook: the optimizer's GPU time starts here."""
-        if self._recording and self.transport is not None:
-            self._optimizer_start = self.transport.mark()
 
     def iteration_end(self, optimizer=None):
         """Called at the end of every iteration (the optimizer's post-step hook)."""
         with self._lock:
             if optimizer is not None:
-                self.note_parameters(p for g in optimizer.param_groups for p in g["params"])
+                self.note_optimizer(optimizer)
             end = self.transport.mark() if self.transport is not None else None
-            mode = self.phase
+            mode = "idle" if self._idle else self.phase
             if self.device is not None:
                 self.counters.peak_live = int(self._max_allocated(self.device))
             if self._recording and self._events:
@@ -244,26 +260,42 @@ class StorageMover:
         for rec in self._by_index:
             self._retire(rec)
         self._records.clear()
+        self._states = []
 
     def _retire(self, rec):
         if rec.host is not None:
             self.transport.give_back(rec.host, rec.h2d if rec.h2d is not None else rec.d2h)
             rec.host = None
-        rec.flat = rec.fetched = None
+        rec.storage = rec.fetched = rec.tensor = None
         for h in rec.handles:
             h.t = None
         rec.handles = []
 
     def _drop_plan(self):
         self.plan = None
+        self._idle = False
         self.phase = "reactive"
         if self._set_limit is not None and self.hard_limit:
             self._set_limit(self.device, None)  # reactive moves cannot promise the budget
 
     # --------------------------------------------------------------------------------------- pack
+    def note_optimizer(self, optimizer):
+        """The optimizer's parameters (never moved: letting go of them frees nothing; autograd hands the
+        hooks detached aliases, so they are known by storage) and its state tensors (Note [Optimizer state])."""
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        self._parameters = {_untyped(p).data_ptr() for p in params if p.device.type == self.device_type}
+        states = []
+        if self.move_optimizer_state:
+            for p in params:
+                st = optimizer.state.get(p) or {}
+                for k in sorted(st):
+                    v = st[k]
+                    if (isinstance(v, self.torch.Tensor) and v.device.type == self.device_type and
+                            v.numel() * v.element_size() >= self.min_bytes and (self.device is None or v.device == self.device)):
+                        states.append(v)
+        self._state_tensors = states
+
     def note_parameters(self, params):
-        """Tensors that outlive every iteration (an optimizer's parameters): never moved, since letting go
-        of them frees nothing. Autograd hands the hooks detached aliases, so they are known by storage."""
         self._parameters = {_untyped(p).data_ptr() for p in params if p.device.type == self.device_type}
 
     def _eligible(self, t):
@@ -276,43 +308,62 @@ class StorageMover:
             return False
         return True
 
+    def _in_backward(self):
+        """Whether autograd is running a backward pass now (a reentrant checkpoint's recomputation saves
+        tensors there); a forward after a backward (gradient accumulation) is not."""
+        task = getattr(self.torch._C, "_current_graph_task_id", None)
+        return task() != -1 if task is not None else self._backward
+
+    def _new_record(self, storage, key, tensor=None):
+        rec = _Record(len(self._by_index), storage.nbytes(), key, storage, tensor)
+        self._by_index.append(rec)
+        if tensor is None:
+            self._records[key] = rec
+            self.counters.saved_storages += 1
+            self.counters.saved_bytes += rec.nbytes
+        return rec
+
+    def _start(self):
+        """The iteration's first call: the optimizer's state tensors get records, packed here (their copies
+        out may start now; they are used at the optimizer step: Note [Optimizer state])."""
+        self._started = True
+        for v in self._state_tensors:
+            storage = _untyped(v)
+            rec = self._new_record(storage, storage.data_ptr(), tensor=v)
+            self._states.append(rec)
+            self._on_call("pack", rec, True)
+
     def pack(self, t):
         if t.grad_fn is not None:
             # An op's own output (PyTorch 2 detaches the others): what the hooks keep must not lead back to
             # the graph that keeps it (a reference cycle only Python's collector would free).
             t = t.detach()
-        if (self.budget is None and self.fraction is None) or not self._eligible(t):
+        if self._idle or (self.budget is None and self.fraction is None) or not self._eligible(t):
             return t
         with self._lock:
             if self.device is None:
                 self.device = t.device
                 self.transport = self._make_transport(t.device)
                 self._iteration_start = self.transport.mark()
-                self._pressure = False  # the first iteration learns the live peak (Note [Reactive moves])
+            if not self._started:
+                self._start()
             storage = _untyped(t)
             key = storage.data_ptr()
             rec = self._records.get(key)
-            if rec is None:
-                nbytes = storage.nbytes()
-                rec = _Record(len(self._by_index), nbytes, key, _flat_bytes(self.torch, storage, t.device))
-                self._records[key] = rec
-                self._by_index.append(rec)
-                self.counters.saved_storages += 1
-                self.counters.saved_bytes += nbytes
-                first = True
-            else:
-                first = False
+            if rec is not None and self.plan is not None and not self._diverged:
+                # The recorded iteration says whether this is a storage seen before (a view of it) or a new
+                # one at a reused address; follow it (a mismatch either way is a divergence below).
+                ev = self._plan_events
+                if self._call < len(ev) and ev[self._call][1] == len(self._by_index) and rec.index != len(self._by_index):
+                    rec = None
+            first = rec is None
+            if first:
+                rec = self._new_record(storage, key)
             h = _Handle(rec, t)
             rec.handles.append(h)
-            movable = (first and not self._in_backward() and rec.nbytes >= self.min_bytes and key not in self._parameters)
-            self._on_call("pack", rec, first and movable)
+            movable = first and rec.nbytes >= self.min_bytes and key not in self._parameters and not self._in_backward()
+            self._on_call("pack", rec, movable)
             return h
-
-    def _in_backward(self):
-        """Whether autograd is running a backward pass now (a reentrant checkpoint's recomputation saves
-        tensors there); a forward after a backward (gradient accumulation) is not."""
-        task = getattr(self.torch._C, "_current_graph_task_id", None)
-        return task() != -1 if task is not None else self._backward
 
     def _on_call(self, kind, rec, movable_first_pack):
         """Everything that happens at one pack or unpack call: the plan's (or the reactive) moves, and the
@@ -324,7 +375,7 @@ class StorageMover:
         if self.plan is not None and not self._diverged:
             ev = self._plan_events
             if i >= len(ev) or ev[i][0] != kind or ev[i][1] != rec.index or ev[i][2] != rec.nbytes:
-                self._diverge(i, kind, rec)
+                self._diverge(i, kind, rec, ev[i] if i < len(ev) else None)
             else:
                 copy, release, fetch = self._actions.get(i, ((), (), ()))
                 for s in fetch:
@@ -334,7 +385,7 @@ class StorageMover:
                 for s in copy:
                     self._copy_out(self._by_index[s])
                 return
-        if self._pressure and movable_first_pack:
+        if self._pressure and movable_first_pack and rec.tensor is None:
             self._copy_out(rec)
             self._fifo.append(rec)
         if self._pressure and self._fifo:
@@ -345,18 +396,20 @@ class StorageMover:
                     continue
                 live -= self._release(old, timed=self._events is not None)
 
-    def _diverge(self, i, kind, rec):
+    def _diverge(self, i, kind, rec, expected):
         self._diverged = True
         self.counters.divergences += 1
         if len(self.history) < 5 or self.iteration % 100 == 0:
-            self.log("storage mover: call %d (%s of a %d-byte storage) does not match the recorded iteration: "
-                     "nothing more moves in iteration %d" % (i, kind, rec.nbytes, self.iteration))
+            want = "end of the recorded calls" if expected is None else \
+                "%s of storage %d (%d bytes)" % (expected[0], expected[1], expected[2])
+            self.log("storage mover: call %d (%s of storage %d, %d bytes) does not match the recorded iteration (%s): "
+                     "nothing more moves in iteration %d" % (i, kind, rec.index, rec.nbytes, want, self.iteration))
 
     # ------------------------------------------------------------------------------------- moves
     def _copy_out(self, rec):
-        if rec.moving or rec.flat is None:
+        if rec.moving or rec.storage is None:
             return
-        rec.host, rec.d2h = self.transport.to_host(rec.flat)
+        rec.host, rec.d2h = self.transport.to_host(_flat_bytes(self.torch, rec.storage, self.device))
         rec.moving = True
         self.counters.bytes_out += rec.nbytes
 
@@ -365,12 +418,15 @@ class StorageMover:
 
         Returns the bytes this freed: 0 while something else still holds the storage (a view the forward
         keeps, autocast's cache); its key then stays, so a later pack of the same storage finds this record
-        (and keeps that tensor: its storage is still on the device)."""
-        if rec.released or not rec.moving or rec.flat is None:
+        (and keeps that tensor: its storage is still on the device). An optimizer state's storage is
+        resized to nothing (its tensor stays the optimizer's, Note [Optimizer state])."""
+        if rec.released or not rec.moving or rec.storage is None:
             return 0
         self._wait(rec.d2h, timed)
         before = self._allocated(self.device)
-        rec.flat = None
+        if rec.tensor is not None:
+            rec.storage.resize_(0)
+        rec.storage = None
         for h in rec.handles:
             h.t = None
         rec.released = True
@@ -386,7 +442,13 @@ class StorageMover:
     def _fetch(self, rec):
         if not rec.released or rec.fetched is not None or rec.host is None:
             return
-        rec.fetched, rec.h2d = self.transport.to_device(rec.host, rec.nbytes, rec.d2h)
+        if rec.tensor is not None:  # back into the state tensor's own storage
+            storage = _untyped(rec.tensor)
+            storage.resize_(rec.nbytes)
+            rec.fetched, rec.h2d = self.transport.to_device_into(rec.host, _flat_bytes(self.torch, storage, self.device),
+                                                                 rec.d2h)
+        else:
+            rec.fetched, rec.h2d = self.transport.to_device(rec.host, rec.nbytes, rec.d2h)
         self._absent -= rec.nbytes
         self.counters.bytes_in += rec.nbytes
 
@@ -406,7 +468,6 @@ class StorageMover:
             rec = x.rec
             self._backward = True
             self._on_call("unpack", rec, False)
-            rec.uses += 1
             if x.t is not None:
                 out = x.t
             else:
@@ -424,6 +485,21 @@ class StorageMover:
                 self._retire(rec)  # autograd holds what it got; the pinned buffer goes back to the pool
             return out
 
+    def optimizer_begins(self, optimizer=None):
+        """Called by the optimizer's pre-step hook: every state tensor let go comes back before the step
+        reads it (a fetch the plan did not start yet starts now: late), and the compute stream waits for
+        those copies. Note [Optimizer state]."""
+        with self._lock:
+            if self._recording and self.transport is not None:
+                self._optimizer_start = self.transport.mark()
+            for rec in self._states:
+                self._on_call("unpack", rec, False)
+                if rec.released:
+                    if rec.fetched is None:
+                        self.counters.fetched_late += 1
+                        self._fetch(rec)
+                    self._wait(rec.h2d, self._events is not None)
+
     # ------------------------------------------------------------------------------ recording
     def _sample(self, kind, rec, movable):
         dev = self.device
@@ -435,7 +511,8 @@ class StorageMover:
             last["window_peak"] = max(last["window_peak"], peak + last["absent"])
         seen = self._seen
         while len(seen) <= rec.index:
-            seen.append({"bytes": self._by_index[len(seen)].nbytes, "movable": False})
+            r = self._by_index[len(seen)]
+            seen.append({"bytes": r.nbytes, "movable": False, "optimizer_state": r.tensor is not None})
         if movable:
             seen[rec.index]["movable"] = True
         self._events.append({"kind": kind, "storage": rec.index, "mark": self.transport.mark(), "live": live + self._absent,
@@ -487,7 +564,11 @@ class StorageMover:
             self.phase = "reactive"
             return
         self.plan = plan
-        self._check_plan = self.replans_left > 0
+        self._actions = self._plan_actions(plan)
+        self._idle = bool(plan["fits"]) and not plan["moves"]  # nothing to move: the hooks step aside
+        self._check_plan = self.replans_left > 0 and not self._idle
+        if self._empty_cache is not None:
+            self._empty_cache()  # the warm-up's reserved memory goes back: what the plan keeps is what stays
         self._plan_events = [(e["kind"], e["storage"], self._trace["storages"][e["storage"]]["bytes"])
                              for e in self._trace["events"]]
         gib = float(1 << 30)
@@ -500,7 +581,7 @@ class StorageMover:
                              "context_bytes": self._trace["context_bytes"]}
         if self._set_limit is not None and self.hard_limit:
             self._set_limit(self.device, self.budget if plan["fits"] else None)
-        self.log("storage mover: plan from iteration %d: %d of %d saved storages leave the device (%.2f GiB each way; "
+        self.log("storage mover: plan from iteration %d: %d of %d storages leave the device (%.2f GiB each way; "
                  "the limit needs %.2f GiB), live peak %.2f GiB under %.2f GiB%s; predicted step %.1f ms "
                  "(recorded %.1f ms, transfer bound %.1f ms)"
                  % (self.iteration, len(plan["moves"]), len(self._trace["storages"]), plan["bytes_out"] / gib,

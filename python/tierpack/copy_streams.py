@@ -70,8 +70,11 @@ class CudaTransport:
         return host, ev
 
     def to_device(self, host, nbytes, after=None):
+        return self.to_device_into(host, self.torch.empty(nbytes, dtype=self.torch.uint8, device=self.device), after)
+
+    def to_device_into(self, host, flat, after=None):
+        """Fills `flat` (device bytes allocated on the compute stream) from `host`, after `after`."""
         torch = self.torch
-        flat = torch.empty(nbytes, dtype=torch.uint8, device=self.device)
         self.h2d.wait_stream(self.compute())
         with torch.cuda.stream(self.h2d):
             if after is not None:

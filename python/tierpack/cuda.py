@@ -246,13 +246,14 @@ def _install_storage_mover(torch, lib, options):
         budget_bytes=options["budget_bytes"], budget_fraction=options["budget_fraction"],
         allocated=torch.cuda.memory_allocated, max_allocated=torch.cuda.max_memory_allocated,
         reset_peak=torch.cuda.reset_peak_memory_stats, set_limit=set_limit, fill=options["fill"],
-        record_iteration=max(2, int(options["warmup_iterations"]) + 1), divergences=options["divergences"],
+        record_iteration=max(3, int(options["warmup_iterations"]) + 2), divergences=options["divergences"],
+        empty_cache=torch.cuda.empty_cache, optimizer_state=True,
         hard_limit=bool(options.get("hard_limit")),
         stats_out=options["stats_out"])
     _offloader.install()
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-    register_optimizer_step_pre_hook(lambda opt, *a, **k: _offloader.optimizer_begins())
+    register_optimizer_step_pre_hook(lambda opt, *a, **k: _offloader.optimizer_begins(opt))
     register_optimizer_step_post_hook(lambda opt, *a, **k: step(opt))
 
 
