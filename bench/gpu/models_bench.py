@@ -80,7 +80,8 @@ def build(torch, name, ckpt):
         from transformers import T5Config, T5ForConditionalGeneration
 
         cfg = T5Config(vocab_size=32128, d_model=1024, d_kv=64, d_ff=2816, num_layers=24, num_decoder_layers=24,
-                       num_heads=16, feed_forward_proj="gated-gelu", dropout_rate=0.0, tie_word_embeddings=False)
+                       num_heads=16, feed_forward_proj="gated-gelu", dropout_rate=0.0, tie_word_embeddings=False,
+                       decoder_start_token_id=0, pad_token_id=0)
         model = T5ForConditionalGeneration(cfg)
         if ckpt:
             model.gradient_checkpointing_enable()

@@ -41,6 +41,15 @@ copied storages are let go while live bytes exceed the limit. A storage let go c
 is away: its live bytes are the allocator's plus the bytes away, its GPU times less the time compute
 waited for copies (timing events around each wait), so the trace is the iteration without moves.
 
+Note [Recording]
+~~~~~~~~~~~~~~~~
+Two iterations make the trace. The recorded one samples the allocator at every call (its live bytes, and
+its peak since the previous call); those reads cost host time, which on the H200 left the GPU waiting
+and made GPT-2 large's recorded step ~8x its real length (bench/results/gpu-h200-2026-12-01, call 3). So
+the next iteration only records a timing event at every call, and moves nothing when the recorded live
+peak fits the device; its GPU times replace the recorded ones call by call when both iterations made the
+same calls. The plan is made at its end.
+
 Note [Budget]
 ~~~~~~~~~~~~~
 The budget is the device memory PyTorch's allocator may hold (reserved bytes); the CUDA context is outside
@@ -128,8 +137,8 @@ class _Handle:
 
 
 class _Counters:
-    FIELDS = ("saved_storages", "saved_bytes", "bytes_out", "bytes_in", "released", "freed_bytes", "fetched_late",
-              "divergences", "peak_live")
+    FIELDS = ("saved_storages", "saved_bytes", "bytes_out", "bytes_in", "released", "fetched_late", "divergences",
+              "peak_live")
 
     def __init__(self):
         for f in self.FIELDS:
@@ -149,7 +158,9 @@ class StorageMover:
     bytes, its peak since the last reset, reset; set_limit(dev, bytes or None): make the budget a hard
     limit (or lift it; limit:hard only); empty_cache(): give the allocator's unused memory back;
     record_iteration: the iteration (1-based) that is recorded (>= 3 by default: the first learns the
-    live peak, the second fills the pinned pool, Note [Reactive moves]); optimizer_state: move the
+    live peak, the second fills the pinned pool, Note [Reactive moves]; the next one is timed, Note
+    [Recording]); capacity(dev): the device's memory (the timing iteration moves nothing under it);
+    optimizer_state: move the
     optimizer's state tensors too (Note [Optimizer state]): only where optimizer_begins(opt) runs before
     every step (tierpack.cuda registers it as a global optimizer pre-step hook).
     """
@@ -157,7 +168,7 @@ class StorageMover:
     def __init__(self, torch, transport, planner, budget_bytes, allocated, max_allocated, reset_peak,
                  set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.95,
                  divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
-                 empty_cache=None, optimizer_state=False, log=None):
+                 empty_cache=None, optimizer_state=False, capacity=None, log=None):
         self.torch = torch
         self._make_transport = transport
         self._planner = planner
@@ -169,6 +180,9 @@ class StorageMover:
         self._allocated, self._max_allocated, self._reset_peak = allocated, max_allocated, reset_peak
         self._set_limit = set_limit
         self._empty_cache = empty_cache
+        # Note [Recording]: the timing iteration moves nothing when the recorded live peak fits the device.
+        self._pressure_in_timing = None if capacity is None else (
+            lambda trace: max(e["window_peak"] for e in trace["events"]) > 0.9 * capacity(self.device))
         self.record_iteration = max(1, int(record_iteration))
         self.device_type = device_type
         self.min_bytes = min_bytes
@@ -209,8 +223,9 @@ class StorageMover:
         self._diverged = False
         self._backward = False
         self.counters = _Counters()
-        self._recording = self.plan is None and self.iteration >= self.record_iteration and self.device is not None
-        self._events = [] if self._recording else None
+        self._recording = self.plan is None and self.iteration == self.record_iteration and self.device is not None
+        self._timing = self.plan is None and self.iteration == self.record_iteration + 1 and self._trace is not None
+        self._events = [] if (self._recording or self._timing) else None
         self._stalls = []         # (call index, start event, end event) of compute waits, recorded iteration
         self._seen = []           # recorded iteration: {"bytes", "movable"} per storage index
         self._max_absent = 0
@@ -230,7 +245,13 @@ class StorageMover:
                 self.counters.peak_live = int(self._max_allocated(self.device))
             if self._recording and self._events:
                 self._finish_trace(end)
+                if self._pressure_in_timing is not None:
+                    self._pressure = self._pressure_in_timing(self._trace)
+            elif self._timing and self._events is not None:
+                self._finish_timing(end)
                 self._make_plan()
+            elif self._recording or (self.plan is None and self.iteration > self.record_iteration):
+                self.record_iteration = self.iteration + 1  # nothing was saved: record the next one
             elif self.plan is not None and not self._diverged and self._check_plan:
                 self._check_plan = False
                 self._check_planned_peak()
@@ -244,7 +265,8 @@ class StorageMover:
             elif self.plan is not None:
                 self._diverged_in_a_row = 0
             # Note [Reactive moves]: the natural peak is at most the allocator's plus what was away at most.
-            self._pressure = bool(self.limit) and self.counters.peak_live + self._max_absent > self.limit
+            if not (self._recording and self._events and self._pressure_in_timing is not None):
+                self._pressure = bool(self.limit) and self.counters.peak_live + self._max_absent > self.limit
             d = self.counters.as_dict()
             d.update(iteration=self.iteration, mode=mode, diverged=self._diverged)
             self.history.append(d)
@@ -416,28 +438,25 @@ class StorageMover:
     def _release(self, rec, timed=False):
         """Let go of the device storage once its copy out is done (the compute stream waits for it).
 
-        Returns the bytes this freed: 0 while something else still holds the storage (a view the forward
-        keeps, autocast's cache); its key then stays, so a later pack of the same storage finds this record
-        (and keeps that tensor: its storage is still on the device). An optimizer state's storage is
-        resized to nothing (its tensor stays the optimizer's, Note [Optimizer state])."""
+        The storage is freed unless something else still holds it (a view the forward keeps, autocast's
+        cache); either way its key is forgotten, so a later pack at that address is a new storage (the
+        recorded iteration made the same choice). An optimizer state's storage is resized to nothing (its
+        tensor stays the optimizer's, Note [Optimizer state]). Returns the bytes let go."""
         if rec.released or not rec.moving or rec.storage is None:
             return 0
         self._wait(rec.d2h, timed)
-        before = self._allocated(self.device)
         if rec.tensor is not None:
             rec.storage.resize_(0)
         rec.storage = None
         for h in rec.handles:
             h.t = None
         rec.released = True
-        freed = max(before - self._allocated(self.device), 0)
-        if freed * 2 >= rec.nbytes:
-            self._records.pop(rec.key, None)  # gone: the address may come back as another storage
+        if self._records.get(rec.key) is rec:
+            del self._records[rec.key]
         self._absent += rec.nbytes
         self._max_absent = max(self._max_absent, self._absent)
         self.counters.released += 1
-        self.counters.freed_bytes += freed
-        return freed
+        return rec.nbytes
 
     def _fetch(self, rec):
         if not rec.released or rec.fetched is not None or rec.host is None:
@@ -481,8 +500,12 @@ class StorageMover:
                 rec.handles.remove(x)
             except ValueError:
                 pass
-            if not rec.handles and rec.released:
-                self._retire(rec)  # autograd holds what it got; the pinned buffer goes back to the pool
+            if not rec.handles:
+                # Every saved use was handed out: autograd holds what it got and frees it after the use, as
+                # without hooks; the record holds nothing more (the pinned buffer goes back to the pool).
+                if self._records.get(rec.key) is rec:
+                    del self._records[rec.key]
+                self._retire(rec)
             return out
 
     def optimizer_begins(self, optimizer=None):
@@ -490,7 +513,7 @@ class StorageMover:
         reads it (a fetch the plan did not start yet starts now: late), and the compute stream waits for
         those copies. Note [Optimizer state]."""
         with self._lock:
-            if self._recording and self.transport is not None:
+            if (self._recording or self._timing) and self.transport is not None:
                 self._optimizer_start = self.transport.mark()
             for rec in self._states:
                 self._on_call("unpack", rec, False)
@@ -502,6 +525,9 @@ class StorageMover:
 
     # ------------------------------------------------------------------------------ recording
     def _sample(self, kind, rec, movable):
+        if self._timing:
+            self._events.append({"kind": kind, "storage": rec.index, "mark": self.transport.mark(), "call": self._call - 1})
+            return
         dev = self.device
         peak = self._max_allocated(dev)
         self._reset_peak(dev)
@@ -519,32 +545,54 @@ class StorageMover:
                              "window_peak": live + self._absent, "absent": self._absent, "call": self._call - 1})
 
     def _finish_trace(self, end):
-        """The recorded iteration as a SavedTrace (core/saved_trace.hpp): GPU times less the compute waits."""
+        """The recorded iteration as a SavedTrace (core/saved_trace.hpp): live bytes plus what was away."""
         ev = self._events
         last = ev[-1]
         last["window_peak"] = max(last["window_peak"], self._max_allocated(self.device) + last["absent"])
+        times = self._gpu_times(ev, end)
+        events = [{"kind": e["kind"], "storage": e["storage"], "t_ms": t, "live": int(e["live"]),
+                   "window_peak": int(max(e["window_peak"], e["live"]))} for e, t in zip(ev, times["t_ms"])]
+        free, total = self.torch.cuda.mem_get_info(self.device) if self.device_type == "cuda" else (0, 0)
+        reserved = self.torch.cuda.memory_reserved(self.device) if self.device_type == "cuda" else 0
+        self._trace = {"storages": list(self._seen), "events": events, "step_ms": times["step_ms"],
+                       "optimizer_ms": times["optimizer_ms"], "context_bytes": int(max(total - free - reserved, 0)),
+                       "recorded_iteration": self.iteration}
+        self._events = None
+
+    def _finish_timing(self, end):
+        """Note [Recording]: the GPU times of the iteration after the recorded one replace the recorded
+        iteration's, call by call, when both made the same calls."""
+        ev, rec = self._events, self._trace["events"]
+        self._events = None
+        same = len(ev) == len(rec) and all(a["kind"] == b["kind"] and a["storage"] == b["storage"] for a, b in zip(ev, rec))
+        if not same:
+            self.log("storage mover: the timed iteration %d made other calls than the recorded one (%d vs %d): the "
+                     "plan uses the recorded iteration's times" % (self.iteration, len(ev), len(rec)))
+            return
+        times = self._gpu_times(ev, end)
+        for e, t in zip(rec, times["t_ms"]):
+            e["t_ms"] = t
+        self._trace["step_ms"], self._trace["optimizer_ms"] = times["step_ms"], times["optimizer_ms"]
+        self._trace["timed_iteration"] = self.iteration
+
+    def _gpu_times(self, ev, end):
+        """GPU times of the calls `ev` from the iteration's start, less the time compute waited for copies."""
         start = self._iteration_start
         el = self.transport.elapsed_ms
         stall_at = {}
         for call, a, b in self._stalls:
             stall_at[call] = stall_at.get(call, 0.0) + el(a, b)
-        waited, t_prev, events = 0.0, 0.0, []
+        waited, t_prev, out = 0.0, 0.0, []
         for e in ev:
             waited += stall_at.get(e["call"], 0.0)
             t = max(el(start, e["mark"]) - waited, t_prev)  # a wait at this call ends before its mark
             t_prev = t
-            events.append({"kind": e["kind"], "storage": e["storage"], "t_ms": t, "live": int(e["live"]),
-                           "window_peak": int(max(e["window_peak"], e["live"]))})
-        total_wait = sum(stall_at.values())
-        step = max(el(start, end) - total_wait, t_prev)
+            out.append(t)
+        step = max(el(start, end) - sum(stall_at.values()), t_prev)
         opt = el(self._optimizer_start, end) if self._optimizer_start is not None else 0.0
         opt = min(max(opt, 0.0), step - t_prev) if step > t_prev else 0.0
-        free, total = self.torch.cuda.mem_get_info(self.device) if self.device_type == "cuda" else (0, 0)
-        reserved = self.torch.cuda.memory_reserved(self.device) if self.device_type == "cuda" else 0
-        self._trace = {"storages": list(self._seen), "events": events, "step_ms": step, "optimizer_ms": opt,
-                       "context_bytes": int(max(total - free - reserved, 0))}
-        self._events = None
         self._optimizer_start = None
+        return {"t_ms": out, "step_ms": step, "optimizer_ms": opt}
 
     # ----------------------------------------------------------------------------------- planning
     def _make_plan(self, limit=None):

@@ -241,11 +241,26 @@ def _install_storage_mover(torch, lib, options):
         total = torch.cuda.get_device_properties(device).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, budget / total) if budget else 1.0, device)
 
+    def index(device):
+        return device.index if device.index is not None else torch.cuda.current_device()
+
+    # The allocator's counters read straight from its C++ statistics: torch.cuda.memory_allocated() builds
+    # every statistic in Python first (Note [Recording]).
+    stats = getattr(torch._C, "_cuda_memoryStats", None)
+    reset = getattr(torch._C, "_cuda_resetPeakMemoryStats", None)
+    if stats is not None and reset is not None:
+        allocated = lambda d: stats(index(d))["allocated_bytes"]["all"]["current"]  # noqa: E731
+        max_allocated = lambda d: stats(index(d))["allocated_bytes"]["all"]["peak"]  # noqa: E731
+        reset_peak = lambda d: reset(index(d))  # noqa: E731
+    else:
+        allocated, max_allocated = torch.cuda.memory_allocated, torch.cuda.max_memory_allocated
+        reset_peak = torch.cuda.reset_peak_memory_stats
+
     _offloader = StorageMover(
         torch, lambda device: CudaTransport(torch, device), plan_with_library(lib),
         budget_bytes=options["budget_bytes"], budget_fraction=options["budget_fraction"],
-        allocated=torch.cuda.memory_allocated, max_allocated=torch.cuda.max_memory_allocated,
-        reset_peak=torch.cuda.reset_peak_memory_stats, set_limit=set_limit, fill=options["fill"],
+        allocated=allocated, max_allocated=max_allocated, reset_peak=reset_peak, set_limit=set_limit,
+        capacity=lambda d: torch.cuda.get_device_properties(d).total_memory, fill=options["fill"],
         record_iteration=max(3, int(options["warmup_iterations"]) + 2), divergences=options["divergences"],
         empty_cache=torch.cuda.empty_cache, optimizer_state=True,
         hard_limit=bool(options.get("hard_limit")),

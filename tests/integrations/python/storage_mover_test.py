@@ -308,18 +308,21 @@ class StorageMoverTest(unittest.TestCase):
 
     def test_a_diverged_iteration_moves_nothing_more_and_two_in_a_row_record_again(self):
         peak = self.saved_peak()
-        data = batches(8)
-        small = batches(8, rows=128)
-        mixed = data[:3] + small[3:5] + data[5:]  # iterations 4 and 5 have another batch size
-        ref = train(8, data=mixed)
+        data = batches(12)
+        small = batches(12, rows=128)
+        mixed = data[:5] + small[5:7] + data[7:]  # iterations 6 and 7 have another batch size
+        ref = train(12, data=mixed)
         mover, dev = make_mover(int(peak * 0.6))
-        self.check_same(ref, train(8, mover, data=mixed))
+        self.check_same(ref, train(12, mover, data=mixed))
         modes = [(h["iteration"], h["mode"], h["diverged"]) for h in mover.history]
-        self.assertTrue(modes[3][2] and modes[4][2], modes)
-        # After two diverged iterations in a row the next one is recorded and a new plan made.
-        self.assertEqual(mover.record_iteration, 6)
+        self.assertEqual(modes[4][1], "planned", modes)  # recorded 3, timed 4, planned from 5
+        self.assertTrue(modes[5][2] and modes[6][2], modes)
+        # After two diverged iterations in a row the next one is recorded (8), timed (9) and planned again.
+        self.assertEqual(mover.record_iteration, 8)
         self.assertEqual(mover.history[-1]["mode"], "planned")
         self.assertFalse(mover.history[-1]["diverged"])
+        self.assertEqual(mover.trace()["recorded_iteration"], 8)
+        self.assertEqual(mover.trace()["timed_iteration"], 9)
 
     def test_a_budget_as_a_fraction_of_the_recorded_peak(self):
         peak = self.saved_peak()
