@@ -6,8 +6,8 @@ set -o pipefail
 export PYTHONUNBUFFERED=1 TIERPACK_CUDA_LIB=$PWD/.devcarry/lib/libtierpack_cuda.so
 C=$(cat bench/results/gpu-h200-2026-12-01/COMMIT)
 { echo "commit $C"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c 'import torch;print("torch",torch.__version__)'; } | tee $OUT/env.txt
-timeout 130 python3 bench/gpu/models_bench.py --lib $TIERPACK_CUDA_LIB --models gpt2 --modes default,tierpack --budgets 75,60 \
+timeout 105 python3 bench/gpu/models_bench.py --lib $TIERPACK_CUDA_LIB --models gpt2 --modes default,tierpack --budgets 75,60 \
   --steps 5 --warmup 2 --tierpack-warmup 6 --child-timeout 60 --commit $C --json $OUT/call4_gpt2.json --logs /tmp/logs 2>&1 | tee $OUT/call4_bench.txt
-timeout 150 python3 bench/gpu/models_bench.py --lib $TIERPACK_CUDA_LIB --models llama,t5,resnet50 --modes default,tierpack --budgets 75 \
+timeout 125 python3 bench/gpu/models_bench.py --lib $TIERPACK_CUDA_LIB --models llama,t5,resnet50 --modes default,tierpack --budgets 75 \
   --steps 5 --warmup 2 --tierpack-warmup 6 --child-timeout 50 --commit $C --json $OUT/call4_others.json --logs /tmp/logs 2>&1 | tee -a $OUT/call4_bench.txt
 tar czf $OUT/call4_logs.tgz -C /tmp logs 2>/dev/null
