@@ -23,36 +23,19 @@ import json, os, sys
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 budget, ckpt = float(sys.argv[1]), sys.argv[2] == "1"
 sys.path.insert(0, sys.argv[3])
-import torch, torch.nn as nn, torch.nn.functional as F
-from torch.utils.checkpoint import checkpoint
+sys.path.insert(0, sys.argv[5])
+import torch, torch.nn.functional as F
 tc = None
 if budget > 0:
     import tierpack.cuda as tc
     tc.install(budget=int(budget), gpu="mechanism:storage", path=sys.argv[4])
+from gpt2_bench import build_model  # the bench's GPT-2, small: 6 x 512, 8 heads, vocab 1000, 512 tokens
 torch.use_deterministic_algorithms(True)
 torch.backends.cuda.enable_cudnn_sdp(False)
 torch.manual_seed(0)
-d, heads, layers = 512, 8, 6
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.fc, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-    def forward(self, x):
-        B, T, C = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
-        q, k, v = (t.view(B, T, heads, C // heads).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
-        return x + self.fc2(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
-
 with torch.device("cuda"):
-    emb = nn.Embedding(1000, d)
-    blocks = nn.ModuleList(Block() for _ in range(layers))
-    head = nn.Linear(d, 1000)
-params = list(emb.parameters()) + list(blocks.parameters()) + list(head.parameters())
+    model = build_model(torch, 6, 512, 8, 1000, 512, ckpt)
+params = list(model.parameters())
 opt = torch.optim.AdamW(params, lr=1e-3)
 g = torch.Generator(device="cuda").manual_seed(1)
 data = [torch.randint(0, 1000, (16, 513), device="cuda", generator=g) for _ in range(2)]
@@ -62,10 +45,7 @@ for it in range(8):
     opt.zero_grad(set_to_none=True)
     torch.cuda.reset_peak_memory_stats()
     with torch.autocast("cuda", dtype=torch.bfloat16):
-        h = emb(x[:, :-1])
-        for b in blocks:
-            h = checkpoint(b, h, use_reentrant=False) if ckpt else b(h)
-        loss = F.cross_entropy(head(h).float().view(-1, 1000), x[:, 1:].reshape(-1))
+        loss = F.cross_entropy(model(x[:, :-1]).float().view(-1, 1000), x[:, 1:].reshape(-1))
     loss.backward()
     opt.step()
     losses.append(loss.item())
@@ -79,7 +59,8 @@ print("RESULT " + json.dumps(out))
 
 
 def run(budget, ckpt=False):
-    p = subprocess.run([sys.executable, "-c", CHILD, str(budget), "1" if ckpt else "0", os.path.join(ROOT, "python"), LIB],
+    p = subprocess.run([sys.executable, "-c", CHILD, str(budget), "1" if ckpt else "0", os.path.join(ROOT, "python"), LIB,
+                        os.path.join(ROOT, "bench", "gpu")],
                        capture_output=True, text=True, timeout=240)
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
