@@ -5,6 +5,7 @@
 
 #include "core/detail/json_util.hpp"
 #include "core/file_envelope.hpp"
+#include "core/input_file.hpp"
 
 namespace tierpack {
 namespace {
@@ -153,7 +154,7 @@ void write_plan(const Plan& p, const std::string& path) {
   write_file_atomic(path, nlohmann::json(p).dump(1) + "\n");
 }
 
-Plan read_plan(const std::string& path) { return parse_plan(read_file(path), path); }
+Plan read_plan(const std::string& path) { return parse_plan(read_file(path, kMaxJsonFileBytes), path); }
 
 Plan parse_plan(std::string_view text, std::string_view name) {
   const std::string path(name);

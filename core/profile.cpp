@@ -145,11 +145,8 @@ void write_profile(const Profile& p, const std::string& path) {
   write_envelope(path, kProfileFormat, Profile::kFormatVersion, nlohmann::json(p).dump());
 }
 
-Profile read_profile(const std::string& path) { return parse_profile(read_file(path), path); }
-
-Profile parse_profile(std::string_view bytes, std::string_view name) {
-  const std::string_view payload = parse_envelope(bytes, name, kProfileFormat, Profile::kFormatVersion);
-  const std::string path(name);
+namespace {
+Profile parse_payload(std::string_view payload, const std::string& path) {
   Profile p;
   try {
     from_json(nlohmann::json::parse(payload), p);
@@ -160,6 +157,15 @@ Profile parse_profile(std::string_view bytes, std::string_view name) {
     throw format_error(path + ": invalid profile: " + e.what());
   }
   return p;
+}
+}  // namespace
+
+Profile read_profile(const std::string& path) {
+  return parse_payload(read_envelope(path, kProfileFormat, Profile::kFormatVersion, nullptr, kMaxProfileBytes), path);
+}
+
+Profile parse_profile(std::string_view bytes, std::string_view name) {
+  return parse_payload(parse_envelope(bytes, name, kProfileFormat, Profile::kFormatVersion), std::string(name));
 }
 
 }  // namespace tierpack

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/file_envelope.hpp"
+#include "core/input_file.hpp"
 
 namespace tierpack {
 namespace {
@@ -116,7 +117,7 @@ void from_json(const nlohmann::json& j, RunStats& s) {
 }
 
 RunStats read_run_stats(const std::string& path) {
-  const std::string text = read_file(path);
+  const std::string text = read_file(path, kMaxJsonFileBytes);
   RunStats s;
   try {
     const auto j = nlohmann::json::parse(text);

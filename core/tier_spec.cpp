@@ -14,6 +14,7 @@
 #include "core/detail/tier_presets.hpp"
 #include "core/error.hpp"
 #include "core/file_envelope.hpp"
+#include "core/input_file.hpp"
 #include "core/units.hpp"
 
 namespace tierpack {
@@ -257,7 +258,9 @@ TierModel tier_model_from_json_text(std::string_view text, std::string_view orig
   return model;
 }
 
-TierModel read_tier_model(const std::string& path) { return tier_model_from_json_text(read_file(path), path); }
+TierModel read_tier_model(const std::string& path) {
+  return tier_model_from_json_text(read_file(path, kMaxTierModelBytes), path);
+}
 
 std::vector<std::string> tier_preset_names() {
   std::vector<std::string> out;
@@ -287,8 +290,11 @@ TierModel tier_preset(std::string_view name) {
 
 TierModel load_tier_model(std::string_view text) {
   if (text.starts_with("preset:")) return tier_preset(text.substr(7));
+  // Anything there but a directory is read as a file, so a FIFO or device gets read_tier_model's error.
   std::error_code ec;
-  if (std::filesystem::is_regular_file(std::filesystem::path(text), ec)) return read_tier_model(std::string(text));
+  const auto type = std::filesystem::status(std::filesystem::path(text), ec).type();
+  if (!ec && type != std::filesystem::file_type::not_found && type != std::filesystem::file_type::directory)
+    return read_tier_model(std::string(text));
   if (text.find(':') == std::string_view::npos)
     throw logic_error("--tiers '" + std::string(text) +
                       "' is neither a tier spec (gpu:24G,host:120G@55GB/s), an existing file, nor preset:NAME");

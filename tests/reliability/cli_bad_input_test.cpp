@@ -5,6 +5,7 @@
 // argument, --help) from the day it is added; the table below adds its files.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -147,6 +148,25 @@ TEST_F(CliBadInput, BadValuesAreUsageErrors) {
   expect_one_line_error("replay " + good + " --fast-budget 250%", 2, "--fast-budget");
   expect_one_line_error("topo --xml", 2, "--xml");
   expect_one_line_error("topo extra", 2, "extra");
+}
+
+// Issue 26, unbounded input: /dev/zero was read until memory ran out and a FIFO without a writer
+// blocked; both are refused at once, naming the path (`timeout` turns a hang into a failure here).
+TEST_F(CliBadInput, DevicesAndFifosAreRefusedWithoutReading) {
+  const std::string good = path("good.tpk"), fifo = path("no_writer.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& bad : {std::string("/dev/zero"), fifo}) {
+    expect_one_line_error("profile --summary " + bad, 1, bad + ": is a", "timeout 20");
+    expect_one_line_error("report " + bad + " -o " + path("r_dev1"), 1, bad + ": is a", "timeout 20");
+    expect_one_line_error("plan " + bad, 1, bad + ": is a", "timeout 20");
+    expect_one_line_error("replay " + bad, 1, bad + ": is a", "timeout 20");
+    expect_one_line_error("report " + good + " --plan " + bad + " -o " + path("r_dev2"), 1, bad + ": is a",
+                          "timeout 20");
+    expect_one_line_error("report " + good + " --run-stats " + bad + " -o " + path("r_dev3"), 1, bad + ": is a",
+                          "timeout 20");
+    expect_one_line_error("replay " + good + " --plan " + bad, 1, bad + ": is a", "timeout 20");
+  }
+  expect_one_line_error("plan " + good + " --tiers " + fifo, 1, fifo + ": is a FIFO", "timeout 20");
 }
 
 }  // namespace
