@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/detail/json_util.hpp"
 #include "core/detail/tier_presets.hpp"
 #include "core/error.hpp"
 #include "core/file_envelope.hpp"
@@ -251,7 +252,7 @@ TierModel tier_model_from_json_text(std::string_view text, std::string_view orig
     j.get_to(model);
     validate_tier_model(model);
   } catch (const nlohmann::json::exception& e) {
-    throw format_error(std::string(origin) + ": invalid tier model: " + e.what());
+    throw format_error(std::string(origin) + ": invalid tier model: " + detail::json_error_text(e));
   } catch (const logic_error& e) {
     throw format_error(std::string(origin) + ": invalid tier model: " + e.what());
   }

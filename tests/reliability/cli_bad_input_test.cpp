@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "core/file_envelope.hpp"
+#include "core/profile.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/synthetic_profile.hpp"
 
@@ -167,6 +171,33 @@ TEST_F(CliBadInput, DevicesAndFifosAreRefusedWithoutReading) {
     expect_one_line_error("replay " + good + " --plan " + bad, 1, bad + ": is a", "timeout 20");
   }
   expect_one_line_error("plan " + good + " --tiers " + fifo, 1, fifo + ": is a FIFO", "timeout 20");
+}
+
+// Issue 26, overflow and impossible values: a tensor of 2^63-1 bytes with a valid checksum printed
+// "0 B" and overflowed the summary, the report and the planner; a negative step time read as years.
+TEST_F(CliBadInput, OutOfRangeFieldsAreRefusedNamingTheField) {
+  nlohmann::json j = tierpack::read_profile(path("good.tpk"));
+  j["tensors"][37]["bytes"] = INT64_MAX;
+  const std::string huge = path("huge_tensor.tpk");
+  tierpack::write_envelope(huge, "tierpack-profile", 1, j.dump());
+  const std::string field = "tensor 37: field 'bytes' = 9223372036854775807 is out of range (at most 2^48)";
+  expect_one_line_error("profile --summary " + huge, 1, field);
+  expect_one_line_error("report " + huge + " -o " + path("r_huge"), 1, field);
+  expect_one_line_error("plan " + huge, 1, field);
+  expect_one_line_error("replay " + huge, 1, field);
+
+  const std::string stats = path("negative_step.json");
+  std::ofstream(stats)
+      << R"({"format": "tierpack-run-stats", "version": 1, "iterations": [{"index": 0, "step_ns": -5}]})";
+  expect_one_line_error("report " + path("good.tpk") + " --run-stats " + stats + " -o " + path("r_neg"), 1,
+                        "iteration 0: field 'step_ns' = -5 is out of range");
+  std::ofstream(stats, std::ios::trunc)
+      << R"({"format": "tierpack-run-stats", "version": 1, "iterations": [{"index": "zero"}]})";
+  const CliRun r = tierpack("report " + path("good.tpk") + " --run-stats " + stats + " -o " + path("r_type"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("iteration 0: field 'index' = \"zero\" must be a whole number, not string"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
 }
 
 }  // namespace
