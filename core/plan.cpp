@@ -26,9 +26,14 @@ void Plan::validate() const {
     check_tier(fast_tier, "fast_tier");
     check_tier(slow_tier, "slow_tier");
   }
+  std::uint64_t total_bytes = 0;  // sums of group bytes downstream (occupancy, replay) fit in an int64
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
     const std::string where = "group " + std::to_string(i);
+    if (g.bytes > detail::kMaxTotalBytes - total_bytes)
+      throw format_error("the groups add up to more than " + std::string(detail::kMaxTotalBytesText) + " bytes (at " +
+                         where + ")");
+    total_bytes += g.bytes;
     if (g.id != i) throw format_error(where + " has id " + std::to_string(g.id));
     check_tier(g.home, where);
     if (g.page_size == 0 || g.bytes % g.page_size != 0)

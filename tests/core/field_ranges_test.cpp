@@ -186,6 +186,16 @@ TEST(FieldRanges, CorruptedPlanPageSizeIsAnErrorNotADefault) {
              "group 0: field 'page_size' = \"2M\" must be a whole number, not string");
   EXPECT_HAS(plan_error([](nlohmann::json& j) { j["groups"][0]["class"] = "weights"; }),
              "group 0: field 'class': unknown tensor class 'weights'");
+  EXPECT_HAS(plan_error([](nlohmann::json& j) {
+               const nlohmann::json g = j["groups"][0];
+               for (int i = 1; i < 5000; ++i) {
+                 auto gi = g;
+                 gi["id"] = i;
+                 gi["bytes"] = 1ull << 48;
+                 j["groups"].push_back(gi);
+               }
+             }),
+             "the groups add up to more than 2^60 bytes");
   EXPECT_HAS(plan_error([](nlohmann::json& j) { j["prediction"]["step_ns"] = -1.0; }),
              "field 'prediction.step_ns' = -1.0 is out of range (at least 0.0)");
 }
