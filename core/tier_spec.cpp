@@ -43,7 +43,7 @@ namespace {
 constexpr double kNominalDramLatencyNs = 100.0;  // nominal idle load latency of local DDR4/DDR5
 
 [[noreturn]] void bad_spec(std::string_view spec, std::string_view part, const std::string& why) {
-  throw logic_error("invalid tier spec '" + std::string(spec) + "': in '" + std::string(part) + "': " + why);
+  throw logic_error("invalid tier spec " + quote_input(spec) + ": in " + quote_input(part) + ": " + why);
 }
 
 std::string lower(std::string_view s) {
@@ -297,8 +297,8 @@ TierModel load_tier_model(std::string_view text) {
   if (!ec && type != std::filesystem::file_type::not_found && type != std::filesystem::file_type::directory)
     return read_tier_model(std::string(text));
   if (text.find(':') == std::string_view::npos)
-    throw logic_error("--tiers '" + std::string(text) +
-                      "' is neither a tier spec (gpu:24G,host:120G@55GB/s), an existing file, nor preset:NAME");
+    throw logic_error("--tiers " + quote_input(text) +
+                      " is neither a tier spec (gpu:24G,host:120G@55GB/s), an existing file, nor preset:NAME");
   return parse_tier_spec(text);
 }
 
