@@ -100,7 +100,8 @@ void from_json(const nlohmann::json& j, PageRecord& r) {
   check_keys(j, {"address", "numa_node", "tensors", "touch_windows", "hidden_windows", "written", "false_shared"});
   get(j, "address", r.address);
   get(j, "tensors", r.tensors);
-  get_or(j, "numa_node", r.numa_node, -1, kMaxDevice);
+  // move_pages(2) status: a node, or a negative errno (-ENOENT: not present) for a page it could not place.
+  get_or(j, "numa_node", r.numa_node, -4095, kMaxDevice);
   get_or(j, "touch_windows", r.touch_windows);
   get_or(j, "hidden_windows", r.hidden_windows);
   get_or(j, "written", r.written);

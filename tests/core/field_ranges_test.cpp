@@ -110,6 +110,11 @@ std::string plan_error(Edit edit) {
 TEST(FieldRanges, GoodFilesStillRead) {
   EXPECT_EQ(profile_error([](nlohmann::json&) {}), "");
   EXPECT_EQ(plan_error([](nlohmann::json&) {}), "");
+  // A page's node is move_pages(2)'s status: a negative errno (-EFAULT) for a page it could not place.
+  EXPECT_EQ(profile_error([](nlohmann::json& j) {
+              j["pages"] = {{{"address", 4096}, {"tensors", {0}}, {"numa_node", -14}}};
+            }),
+            "");
 }
 
 TEST(FieldRanges, HugeTensorIsRefusedNamingTensorAndField) {
