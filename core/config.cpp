@@ -127,7 +127,8 @@ std::string format_config(const Config& c) {
     out += std::string(k) + ":" + v;
   };
   auto budget = [](const Budget& b) {
-    return b.bytes ? std::to_string(*b.bytes) : b.fraction ? b.to_string() : std::string();
+    // With the unit: a bare number below one page is refused as a typo (Note [Budget typos]).
+    return b.bytes ? std::to_string(*b.bytes) + "B" : b.fraction ? b.to_string() : std::string();
   };
   if (c.mode != d.mode) add("mode", std::string(name_of(c.mode, kModes)));
   if (c.gpu_budget.is_set()) add("gpu_budget", budget(c.gpu_budget));
