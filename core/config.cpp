@@ -11,8 +11,8 @@ namespace tierpack {
 namespace {
 
 [[noreturn]] void bad_value(std::string_view key, std::string_view value, std::string_view accepted) {
-  throw logic_error("TIERPACK_CONF: invalid value '" + std::string(value) + "' for key '" + std::string(key) +
-                    "' (accepted: " + std::string(accepted) + ")");
+  throw logic_error("TIERPACK_CONF: invalid value " + quote_input(value) + " for key " + quote_input(key) +
+                    " (accepted: " + std::string(accepted) + ")");
 }
 
 int parse_int(std::string_view key, std::string_view value, int min) {
@@ -26,8 +26,8 @@ int parse_int(std::string_view key, std::string_view value, int min) {
 Budget parse_budget_value(std::string_view key, std::string_view value) {
   try {
     return parse_budget(value);
-  } catch (const logic_error&) {
-    bad_value(key, value, "a size such as 24G or a percentage such as 60%");
+  } catch (const logic_error& e) {
+    throw logic_error("TIERPACK_CONF: key '" + std::string(key) + "': " + e.what());
   }
 }
 
@@ -77,8 +77,7 @@ Config parse_config(std::string_view text) {
     pos = end + 1;
     if (item.empty()) continue;
     const std::size_t colon = item.find(':');
-    if (colon == std::string_view::npos)
-      throw logic_error("TIERPACK_CONF: '" + std::string(item) + "' is not key:value");
+    if (colon == std::string_view::npos) throw logic_error("TIERPACK_CONF: " + quote_input(item) + " is not key:value");
     const std::string_view key = item.substr(0, colon);
     const std::string_view value = item.substr(colon + 1);
     if (key == "mode") c.mode = parse_enum(key, value, kModes);
@@ -97,7 +96,7 @@ Config parse_config(std::string_view text) {
     else {
       std::string accepted;
       for (auto k : Config::keys()) accepted += (accepted.empty() ? "" : ", ") + std::string(k);
-      throw logic_error("TIERPACK_CONF: unknown key '" + std::string(key) + "' (accepted keys: " + accepted + ")");
+      throw logic_error("TIERPACK_CONF: unknown key " + quote_input(key) + " (accepted keys: " + accepted + ")");
     }
     if ((key == "tiers" || key == "profile_out" || key == "plan" || key == "stats_out") && value.empty())
       bad_value(key, value, "a non-empty value");
@@ -128,7 +127,8 @@ std::string format_config(const Config& c) {
     out += std::string(k) + ":" + v;
   };
   auto budget = [](const Budget& b) {
-    return b.bytes ? std::to_string(*b.bytes) : b.fraction ? b.to_string() : std::string();
+    // With the unit: a bare number below one page is refused as a typo (Note [Budget typos]).
+    return b.bytes ? std::to_string(*b.bytes) + "B" : b.fraction ? b.to_string() : std::string();
   };
   if (c.mode != d.mode) add("mode", std::string(name_of(c.mode, kModes)));
   if (c.gpu_budget.is_set()) add("gpu_budget", budget(c.gpu_budget));

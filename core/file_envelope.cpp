@@ -1,6 +1,7 @@
 // Versioned, checksummed file envelope (see file_envelope.hpp).
 #include "core/file_envelope.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
@@ -46,14 +47,6 @@ void write_file_atomic(const std::string& path, std::string_view content) {
   }
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw os_error("open " + path, errno ? errno : ENOENT);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void write_envelope(const std::string& path, std::string_view format, int version, std::string_view payload) {
   char header[128];
   std::snprintf(header, sizeof header, "%.*s %d %zu %08x\n", int(format.size()), format.data(), version,
@@ -63,19 +56,17 @@ void write_envelope(const std::string& path, std::string_view format, int versio
   write_file_atomic(path, content);
 }
 
-std::string read_envelope(const std::string& path, std::string_view format, int max_version, int* version) {
-  const std::string content = read_file(path);
-  return std::string(parse_envelope(content, path, format, max_version, version));
-}
+namespace {
 
-std::string_view parse_envelope(std::string_view content, std::string_view name, std::string_view format, int max_version,
-                                int* version) {
-  const std::string path(name);
-  const std::size_t eol = content.find('\n');
-  const std::string header(content.substr(0, eol));
-  if (content.empty() || header.size() > 200)
-    throw format_error(path + ": not a " + std::string(format) + " file (no header line)");
-  const std::string_view rest = eol == std::string_view::npos ? std::string_view() : content.substr(eol + 1);
+struct EnvelopeHeader {
+  int version = 0;
+  std::uint64_t length = 0;
+  std::string crc_hex;
+};
+
+// Checks one header line (without its '\n') against `format` and `max_version`.
+EnvelopeHeader parse_header(std::string_view line, const std::string& path, std::string_view format, int max_version) {
+  const std::string header(line);
   std::istringstream hs(header);
   std::string fmt;
   long long ver = -1, len = -1;
@@ -87,17 +78,65 @@ std::string_view parse_envelope(std::string_view content, std::string_view name,
   if (ver > max_version)
     throw format_error(path + ": " + std::string(format) + " version " + std::to_string(ver) +
                        " is newer than this tierpack reads (up to " + std::to_string(max_version) + "); upgrade tierpack");
-  // Compare before taking anything: a corrupt header may promise more bytes than memory holds.
-  const auto want = static_cast<unsigned long long>(len);
-  if (rest.size() < want)
-    throw format_error(path + ": truncated: header promises " + std::to_string(len) + " bytes, file has " +
-                       std::to_string(rest.size()));
-  if (rest.size() > want)
-    throw format_error(path + ": corrupt: extra bytes after the " + std::to_string(len) + "-byte payload");
+  return {static_cast<int>(ver), static_cast<std::uint64_t>(len), crc_hex};
+}
+
+// The header line at the start of content: what precedes the first '\n', which must come within
+// kMaxEnvelopeHeaderBytes.
+std::string_view header_line(std::string_view content, const std::string& path, std::string_view format) {
+  const std::size_t eol = content.find('\n');
+  if (eol == std::string_view::npos || eol > kMaxEnvelopeHeaderBytes)
+    throw format_error(path + ": not a " + std::string(format) + " file (no header line)");
+  return content.substr(0, eol);
+}
+
+// Compare before taking anything: a corrupt header may promise more bytes than memory holds.
+void check_length(std::uint64_t have, const EnvelopeHeader& h, const std::string& path) {
+  if (have < h.length)
+    throw format_error(path + ": truncated: header promises " + std::to_string(h.length) + " bytes, file has " +
+                       std::to_string(have));
+  if (have > h.length)
+    throw format_error(path + ": corrupt: extra bytes after the " + std::to_string(h.length) + "-byte payload");
+}
+
+std::string_view check_payload(std::string_view rest, const EnvelopeHeader& h, const std::string& path) {
+  check_length(rest.size(), h, path);
   char crc[16];
   std::snprintf(crc, sizeof crc, "%08x", crc32(rest));
-  if (crc_hex != crc) throw format_error(path + ": corrupt: checksum " + crc_hex + " does not match contents (" + crc + ")");
-  if (version) *version = static_cast<int>(ver);
+  if (h.crc_hex != crc)
+    throw format_error(path + ": corrupt: checksum " + h.crc_hex + " does not match contents (" + crc + ")");
+  return rest;
+}
+
+}  // namespace
+
+std::string read_envelope(const std::string& path, std::string_view format, int max_version, int* version,
+                          std::uint64_t max_payload_bytes) {
+  InputFile in(path, max_payload_bytes + kMaxEnvelopeHeaderBytes + 1);
+  // The header first (Note [Bounded reads]): it says how much more to read.
+  const std::string head = in.read(kMaxEnvelopeHeaderBytes + 1);
+  const std::string_view line = header_line(head, path, format);
+  const EnvelopeHeader h = parse_header(line, path, format, max_version);
+  if (h.length > max_payload_bytes)
+    throw format_error(path + ": header declares a " + std::to_string(h.length) + "-byte payload, more than the " +
+                       std::to_string(max_payload_bytes) + " bytes tierpack reads");
+  // The file's size settles truncation and extra bytes before the payload is read.
+  const std::uint64_t header_bytes = line.size() + 1, file_payload = in.size() - std::min(in.size(), header_bytes);
+  check_length(file_payload, h, path);
+  std::string payload = head.substr(header_bytes);
+  if (payload.size() <= h.length) payload += in.read(h.length - payload.size() + 1);  // +1: a file that grew since
+  check_payload(payload, h, path);
+  if (version) *version = h.version;
+  return payload;
+}
+
+std::string_view parse_envelope(std::string_view content, std::string_view name, std::string_view format,
+                                int max_version, int* version) {
+  const std::string path(name);
+  const std::string_view line = header_line(content, path, format);
+  const EnvelopeHeader h = parse_header(line, path, format, max_version);
+  const std::string_view rest = check_payload(content.substr(line.size() + 1), h, path);
+  if (version) *version = h.version;
   return rest;
 }
 

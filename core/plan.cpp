@@ -5,6 +5,7 @@
 
 #include "core/detail/json_util.hpp"
 #include "core/file_envelope.hpp"
+#include "core/input_file.hpp"
 
 namespace tierpack {
 namespace {
@@ -14,6 +15,7 @@ constexpr std::pair<std::string_view, MoveKind> kMoveKinds[] = {{"evict", MoveKi
 }  // namespace
 
 std::string_view to_string(MoveKind k) { return detail::enum_name(k, kMoveKinds); }
+MoveKind parse_move_kind(std::string_view text) { return detail::enum_from_name("move kind", text, kMoveKinds); }
 
 void Plan::validate() const {
   const auto n_tiers = topology.tiers.size();
@@ -24,9 +26,14 @@ void Plan::validate() const {
     check_tier(fast_tier, "fast_tier");
     check_tier(slow_tier, "slow_tier");
   }
+  std::uint64_t total_bytes = 0;  // sums of group bytes downstream (occupancy, replay) fit in an int64
   for (std::size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
     const std::string where = "group " + std::to_string(i);
+    if (g.bytes > detail::kMaxTotalBytes - total_bytes)
+      throw format_error("the groups add up to more than " + std::string(detail::kMaxTotalBytesText) + " bytes (at " +
+                         where + ")");
+    total_bytes += g.bytes;
     if (g.id != i) throw format_error(where + " has id " + std::to_string(g.id));
     check_tier(g.home, where);
     if (g.page_size == 0 || g.bytes % g.page_size != 0)
@@ -94,66 +101,78 @@ void to_json(nlohmann::json& j, const Plan& p) {
                      {"notes", p.notes}};
 }
 
+void from_json(const nlohmann::json& j, TensorPlacement& t) {
+  using namespace detail;
+  check_keys(j, {"tensor", "seq", "address", "bytes", "class", "group", "offset"});
+  get(j, "tensor", t.tensor);
+  get(j, "seq", t.seq, std::int64_t{-1}, std::numeric_limits<std::int64_t>::max());
+  get_or(j, "address", t.address);
+  get(j, "bytes", t.bytes, std::uint64_t{0}, kMaxBytes, kMaxBytesText);
+  t.cls = get_parsed(j, "class", parse_tensor_class);
+  get(j, "group", t.group);
+  get(j, "offset", t.offset_in_group, std::uint64_t{0}, kMaxBytes, kMaxBytesText);
+}
+
+void from_json(const nlohmann::json& j, Move& m) {
+  using namespace detail;
+  check_keys(j, {"group", "kind", "from", "to", "bytes", "issue_after", "needed_by", "predicted_start_ns",
+                 "predicted_end_ns"});
+  get(j, "group", m.group);
+  m.kind = get_parsed(j, "kind", parse_move_kind);
+  get(j, "from", m.from);
+  get(j, "to", m.to);
+  get(j, "bytes", m.bytes, std::uint64_t{0}, kMaxBytes, kMaxBytesText);
+  get(j, "issue_after", m.issue_after, kBeforeIteration, kAfterIteration);
+  get(j, "needed_by", m.needed_by, kBeforeIteration, kAfterIteration);
+  const double max_ns = static_cast<double>(kMaxNs);
+  get_or(j, "predicted_start_ns", m.predicted_start_ns, 0.0, max_ns, kMaxNsText);
+  get_or(j, "predicted_end_ns", m.predicted_end_ns, 0.0, max_ns, kMaxNsText);
+}
+
+void from_json(const nlohmann::json& j, PlanPrediction& pr) {
+  using namespace detail;
+  check_keys(j, {"fast_peak_bytes", "natural_peak_bytes", "bytes_to_fast", "bytes_to_slow", "stall_ns", "step_ns",
+                 "baseline_step_ns"});
+  const double max_ns = static_cast<double>(kMaxNs);
+  get_or(j, "fast_peak_bytes", pr.fast_peak_bytes, std::uint64_t{0}, kMaxTotalBytes, kMaxTotalBytesText);
+  get_or(j, "natural_peak_bytes", pr.natural_peak_bytes, std::uint64_t{0}, kMaxTotalBytes, kMaxTotalBytesText);
+  get_or(j, "bytes_to_fast", pr.bytes_to_fast, std::uint64_t{0}, kMaxTotalBytes, kMaxTotalBytesText);
+  get_or(j, "bytes_to_slow", pr.bytes_to_slow, std::uint64_t{0}, kMaxTotalBytes, kMaxTotalBytesText);
+  get_or(j, "stall_ns", pr.stall_ns, 0.0, max_ns, kMaxNsText);
+  get_or(j, "step_ns", pr.step_ns, 0.0, max_ns, kMaxNsText);
+  get_or(j, "baseline_step_ns", pr.baseline_step_ns, 0.0, max_ns, kMaxNsText);
+}
+
 void from_json(const nlohmann::json& j, Plan& p) {
+  using namespace detail;
+  expect_object(j);
   if (j.value("format", std::string()) != kPlanFormat) throw format_error("not a tierpack plan (missing \"format\": \"tierpack-plan\")");
   int version = 0;
-  detail::read(j.at("version"), version);
+  get(j, "version", version);
   if (version > Plan::kFormatVersion)
     throw format_error("plan version " + std::to_string(version) + " is newer than this tierpack reads (up to " +
                        std::to_string(Plan::kFormatVersion) + "); upgrade tierpack");
   if (version < 1) throw format_error("invalid plan version " + std::to_string(version));
-  detail::get_or(j, "policy", p.policy);
-  detail::get_or(j, "profile_command", p.profile_command);
-  detail::get_or(j, "profile_signature", p.profile_signature);
-  detail::get_or(j, "device", p.device);
-  detail::read(j.at("fast_tier"), p.fast_tier);
-  detail::read(j.at("slow_tier"), p.slow_tier);
-  detail::read(j.at("fast_budget_bytes"), p.fast_budget_bytes);
-  detail::read(j.at("topology"), p.topology);
-  detail::read(j.at("groups"), p.groups);
-  p.placements.clear();
-  for (const auto& tj : j.at("placements")) {
-    TensorPlacement t;
-    detail::read(tj.at("tensor"), t.tensor);
-    detail::read(tj.at("seq"), t.seq);
-    detail::get_or(tj, "address", t.address);
-    detail::read(tj.at("bytes"), t.bytes);
-    t.cls = parse_tensor_class(tj.at("class").get<std::string>());
-    detail::read(tj.at("group"), t.group);
-    detail::read(tj.at("offset"), t.offset_in_group);
-    p.placements.push_back(t);
-  }
-  p.schedule.clear();
-  for (const auto& mj : j.at("schedule")) {
-    Move m;
-    detail::read(mj.at("group"), m.group);
-    m.kind = detail::enum_from_name("move kind", mj.at("kind").get<std::string>(), kMoveKinds);
-    detail::read(mj.at("from"), m.from);
-    detail::read(mj.at("to"), m.to);
-    detail::read(mj.at("bytes"), m.bytes);
-    detail::read(mj.at("issue_after"), m.issue_after);
-    detail::read(mj.at("needed_by"), m.needed_by);
-    detail::get_or(mj, "predicted_start_ns", m.predicted_start_ns);
-    detail::get_or(mj, "predicted_end_ns", m.predicted_end_ns);
-    p.schedule.push_back(m);
-  }
-  const auto& pj = j.at("prediction");
-  auto& pr = p.prediction;
-  detail::get_or(pj, "fast_peak_bytes", pr.fast_peak_bytes);
-  detail::get_or(pj, "natural_peak_bytes", pr.natural_peak_bytes);
-  detail::get_or(pj, "bytes_to_fast", pr.bytes_to_fast);
-  detail::get_or(pj, "bytes_to_slow", pr.bytes_to_slow);
-  detail::get_or(pj, "stall_ns", pr.stall_ns);
-  detail::get_or(pj, "step_ns", pr.step_ns);
-  detail::get_or(pj, "baseline_step_ns", pr.baseline_step_ns);
-  detail::get_or(j, "notes", p.notes);
+  get_or(j, "policy", p.policy);
+  get_or(j, "profile_command", p.profile_command);
+  get_or(j, "profile_signature", p.profile_signature);
+  get_or(j, "device", p.device, -1, kMaxDevice);
+  get(j, "fast_tier", p.fast_tier);
+  get(j, "slow_tier", p.slow_tier);
+  get(j, "fast_budget_bytes", p.fast_budget_bytes, std::uint64_t{0}, kMaxTotalBytes, kMaxTotalBytesText);
+  get(j, "topology", p.topology);
+  get_records(j, "groups", "group", p.groups);
+  get_records(j, "placements", "placement", p.placements);
+  get_records(j, "schedule", "move", p.schedule);
+  get(j, "prediction", p.prediction);
+  get_or(j, "notes", p.notes);
 }
 
 void write_plan(const Plan& p, const std::string& path) {
   write_file_atomic(path, nlohmann::json(p).dump(1) + "\n");
 }
 
-Plan read_plan(const std::string& path) { return parse_plan(read_file(path), path); }
+Plan read_plan(const std::string& path) { return parse_plan(read_file(path, kMaxJsonFileBytes), path); }
 
 Plan parse_plan(std::string_view text, std::string_view name) {
   const std::string path(name);
@@ -162,7 +181,7 @@ Plan parse_plan(std::string_view text, std::string_view name) {
     from_json(nlohmann::json::parse(text), p);
     p.validate();
   } catch (const nlohmann::json::exception& e) {
-    throw format_error(path + ": invalid plan: " + e.what());
+    throw format_error(path + ": invalid plan: " + detail::json_error_text(e));
   } catch (const format_error& e) {
     throw format_error(path + ": invalid plan: " + e.what());
   }

@@ -33,6 +33,8 @@ struct TensorPlacement {
 
 enum class MoveKind : std::uint8_t { evict, prefetch };
 std::string_view to_string(MoveKind k);
+/// "evict" or "prefetch"; throws format_error naming the accepted kinds otherwise.
+MoveKind parse_move_kind(std::string_view text);
 
 /// One scheduled migration of a page group.
 struct Move {

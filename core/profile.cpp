@@ -42,13 +42,21 @@ void Profile::validate() const {
     for (auto t : op.outputs)
       if (t >= tensors.size()) throw format_error("op " + std::to_string(i) + " writes unknown tensor " + std::to_string(t));
   }
+  std::uint64_t total_bytes = 0;  // sums of tensor bytes downstream (peaks, sweeps) fit in an int64
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const auto& t = tensors[i];
     const std::string where = "tensor " + std::to_string(i);
+    if (t.bytes > detail::kMaxTotalBytes - total_bytes)
+      throw format_error("the tensors add up to more than " + std::string(detail::kMaxTotalBytesText) +
+                         " bytes (at tensor " + std::to_string(i) + ")");
+    total_bytes += t.bytes;
     if (t.id != i) throw format_error(where + " has id " + std::to_string(t.id));
     if (t.birth_op != kBeforeIteration && (t.birth_op < 0 || t.birth_op > n_ops))
       throw format_error(where + ": birth op " + std::to_string(t.birth_op) + " out of range");
-    if (t.death_op != kAfterIteration && (t.death_op < t.birth_op || t.death_op > n_ops))
+    if (t.death_op < t.birth_op)
+      throw format_error(where + ": dies at op " + std::to_string(t.death_op) +
+                         " (death_op), before it is born at op " + std::to_string(t.birth_op) + " (birth_op)");
+    if (t.death_op != kAfterIteration && t.death_op > n_ops)
       throw format_error(where + ": death op " + std::to_string(t.death_op) + " out of range");
     if (!std::is_sorted(t.uses.begin(), t.uses.end())) throw format_error(where + ": uses not sorted");
     for (auto u : t.uses)
@@ -98,68 +106,85 @@ void to_json(nlohmann::json& j, const Profile& p) {
   }
 }
 
+void from_json(const nlohmann::json& j, IterationInfo& info) {
+  using namespace detail;
+  check_keys(j, {"index", "duration_ns", "allocations", "signature", "matches_profiled"});
+  get(j, "index", info.index, 0, std::numeric_limits<std::int32_t>::max());
+  get_or(j, "duration_ns", info.duration_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
+  get_or(j, "allocations", info.allocations);
+  get_or(j, "signature", info.signature);
+  get_or(j, "matches_profiled", info.matches_profiled);
+}
+
+void from_json(const nlohmann::json& j, Divergence& d) {
+  using namespace detail;
+  check_keys(j, {"iteration", "seq", "reason"});
+  get(j, "iteration", d.iteration, 0, std::numeric_limits<std::int32_t>::max());
+  get_or(j, "seq", d.seq, std::int64_t{-1}, std::numeric_limits<std::int64_t>::max());
+  get_or(j, "reason", d.reason);
+}
+
 void from_json(const nlohmann::json& j, Profile& p) {
-  const auto& m = j.at("meta");
-  detail::get_or(m, "tool_version", p.meta.tool_version);
-  detail::get_or(m, "command", p.meta.command);
-  detail::get_or(m, "framework", p.meta.framework);
-  detail::get_or(m, "page_tracer", p.meta.page_tracer);
-  detail::get_or(m, "host_page_size", p.meta.host_page_size);
-  detail::get_or(m, "created_unix", p.meta.created_unix);
-  detail::get_or(m, "iterations_observed", p.meta.iterations_observed);
-  detail::get_or(m, "profiled_iteration", p.meta.profiled_iteration);
-  detail::get_or(m, "iteration_source", p.meta.iteration_source);
-  detail::get_or(m, "rank", p.meta.rank);
-  detail::get_or(m, "world_size", p.meta.world_size);
+  using namespace detail;
+  constexpr auto kMaxInt = std::numeric_limits<std::int32_t>::max();
+  expect_object(j);
+  if (!j.contains("meta")) throw format_error("missing field 'meta'");
+  try {
+    const auto& m = j.at("meta");
+    check_keys(m, {"tool_version", "command", "framework", "page_tracer", "host_page_size", "created_unix",
+                   "iterations_observed", "profiled_iteration", "iteration_source", "rank", "world_size"});
+    get_or(m, "tool_version", p.meta.tool_version);
+    get_or(m, "command", p.meta.command);
+    get_or(m, "framework", p.meta.framework);
+    get_or(m, "page_tracer", p.meta.page_tracer);
+    get_or(m, "host_page_size", p.meta.host_page_size, std::uint64_t{1}, kMaxPageSize, kMaxPageSizeText);
+    check_page_size("host_page_size", p.meta.host_page_size);
+    get_or(m, "created_unix", p.meta.created_unix, std::int64_t{0}, std::numeric_limits<std::int64_t>::max());
+    get_or(m, "iterations_observed", p.meta.iterations_observed, 0, kMaxInt);
+    get_or(m, "profiled_iteration", p.meta.profiled_iteration, -1, kMaxInt);
+    get_or(m, "iteration_source", p.meta.iteration_source);
+    get_or(m, "rank", p.meta.rank, -1, kMaxInt);
+    get_or(m, "world_size", p.meta.world_size, 0, kMaxInt);
+  } catch (const format_error& e) {
+    rethrow_for_field("meta", e);
+  }
   if (p.meta.rank >= 0 && p.meta.rank >= p.meta.world_size)
     throw format_error("meta.rank " + std::to_string(p.meta.rank) + " is outside meta.world_size " +
                        std::to_string(p.meta.world_size));
-  detail::read(j.at("topology"), p.topology);
-  detail::get_or(j, "iteration_ns", p.iteration_ns);
-  detail::read(j.at("ops"), p.ops);
-  detail::read(j.at("tensors"), p.tensors);
-  detail::get_or(j, "pages", p.pages);
-  p.iterations.clear();
-  if (auto it = j.find("iterations"); it != j.end())
-    for (const auto& ij : *it) {
-      IterationInfo info;
-      detail::read(ij.at("index"), info.index);
-      detail::get_or(ij, "duration_ns", info.duration_ns);
-      detail::get_or(ij, "allocations", info.allocations);
-      detail::get_or(ij, "signature", info.signature);
-      detail::get_or(ij, "matches_profiled", info.matches_profiled);
-      p.iterations.push_back(info);
-    }
-  p.divergences.clear();
-  if (auto it = j.find("divergences"); it != j.end())
-    for (const auto& dj : *it) {
-      Divergence d;
-      detail::read(dj.at("iteration"), d.iteration);
-      detail::get_or(dj, "seq", d.seq);
-      detail::get_or(dj, "reason", d.reason);
-      p.divergences.push_back(d);
-    }
+  get(j, "topology", p.topology);
+  get_or(j, "iteration_ns", p.iteration_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
+  get_records(j, "ops", "op", p.ops);
+  get_records(j, "tensors", "tensor", p.tensors);
+  get_records(j, "pages", "page record", p.pages, false);
+  get_records(j, "iterations", "iteration", p.iterations, false);
+  get_records(j, "divergences", "divergence", p.divergences, false);
 }
 
 void write_profile(const Profile& p, const std::string& path) {
   write_envelope(path, kProfileFormat, Profile::kFormatVersion, nlohmann::json(p).dump());
 }
 
-Profile read_profile(const std::string& path) { return parse_profile(read_file(path), path); }
-
-Profile parse_profile(std::string_view bytes, std::string_view name) {
-  const std::string_view payload = parse_envelope(bytes, name, kProfileFormat, Profile::kFormatVersion);
-  const std::string path(name);
+namespace {
+Profile parse_payload(std::string_view payload, const std::string& path) {
   Profile p;
   try {
     from_json(nlohmann::json::parse(payload), p);
     p.validate();
   } catch (const nlohmann::json::exception& e) {
-    throw format_error(path + ": invalid profile: " + e.what());
+    throw format_error(path + ": invalid profile: " + detail::json_error_text(e));
   } catch (const format_error& e) {
     throw format_error(path + ": invalid profile: " + e.what());
   }
   return p;
+}
+}  // namespace
+
+Profile read_profile(const std::string& path) {
+  return parse_payload(read_envelope(path, kProfileFormat, Profile::kFormatVersion, nullptr, kMaxProfileBytes), path);
+}
+
+Profile parse_profile(std::string_view bytes, std::string_view name) {
+  return parse_payload(parse_envelope(bytes, name, kProfileFormat, Profile::kFormatVersion), std::string(name));
 }
 
 }  // namespace tierpack

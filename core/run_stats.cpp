@@ -3,26 +3,15 @@
 
 #include <algorithm>
 
-#include <nlohmann/json.hpp>
-
+#include "core/detail/json_util.hpp"
 #include "core/error.hpp"
 #include "core/file_envelope.hpp"
+#include "core/input_file.hpp"
 
 namespace tierpack {
 namespace {
 
 constexpr std::string_view kFormat = "tierpack-run-stats";
-
-template <class T>
-void get_or(const nlohmann::json& j, const char* key, T& v) {
-  if (auto it = j.find(key); it != j.end() && !it->is_null()) it->get_to(v);
-}
-
-MoveKind parse_kind(const std::string& s) {
-  if (s == "evict") return MoveKind::evict;
-  if (s == "prefetch") return MoveKind::prefetch;
-  throw format_error("unknown move kind '" + s + "' (accepted: evict, prefetch)");
-}
 
 }  // namespace
 
@@ -68,70 +57,76 @@ void to_json(nlohmann::json& j, const RunStats& s) {
                      {"stalls", stalls}};
 }
 
+void from_json(const nlohmann::json& j, RunIteration& r) {
+  using namespace detail;
+  check_keys(j, {"index", "step_ns", "bytes_to_fast", "bytes_to_slow", "stalls", "stall_ns"});
+  get(j, "index", r.index, 0, std::numeric_limits<std::int32_t>::max());
+  get_or(j, "step_ns", r.step_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
+  get_or(j, "bytes_to_fast", r.bytes_to_fast, std::uint64_t{0}, kMaxTotalBytes, kMaxTotalBytesText);
+  get_or(j, "bytes_to_slow", r.bytes_to_slow, std::uint64_t{0}, kMaxTotalBytes, kMaxTotalBytesText);
+  get_or(j, "stalls", r.stalls);
+  get_or(j, "stall_ns", r.stall_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
+}
+
+void from_json(const nlohmann::json& j, OccupancySample& o) {
+  using namespace detail;
+  check_keys(j, {"t_ns", "tier", "bytes"});
+  get(j, "t_ns", o.t_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
+  get(j, "tier", o.tier);
+  get(j, "bytes", o.bytes, std::uint64_t{0}, kMaxTotalBytes, kMaxTotalBytesText);
+}
+
+void from_json(const nlohmann::json& j, MeasuredMove& m) {
+  using namespace detail;
+  check_keys(j, {"group", "kind", "from", "to", "bytes", "start_ns", "end_ns"});
+  get_or(j, "group", m.group);
+  m.kind = get_parsed(j, "kind", parse_move_kind);
+  get_or(j, "from", m.from);
+  get_or(j, "to", m.to);
+  get_or(j, "bytes", m.bytes, std::uint64_t{0}, kMaxBytes, kMaxBytesText);
+  get(j, "start_ns", m.start_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
+  get(j, "end_ns", m.end_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
+}
+
+void from_json(const nlohmann::json& j, MeasuredStall& st) {
+  using namespace detail;
+  check_keys(j, {"op", "group", "start_ns", "duration_ns"});
+  get_or(j, "op", st.op, kBeforeIteration, kAfterIteration);
+  get_or(j, "group", st.group);
+  get(j, "start_ns", st.start_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
+  get_or(j, "duration_ns", st.duration_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
+}
+
 void from_json(const nlohmann::json& j, RunStats& s) {
+  using namespace detail;
   s = RunStats{};
   get_or(j, "source", s.source);
-  get_or(j, "fast_budget_bytes", s.fast_budget_bytes);
-  get_or(j, "sampled_iteration", s.sampled_iteration);
-  if (auto it = j.find("iterations"); it != j.end())
-    for (const auto& ij : *it) {
-      RunIteration r;
-      ij.at("index").get_to(r.index);
-      get_or(ij, "step_ns", r.step_ns);
-      get_or(ij, "bytes_to_fast", r.bytes_to_fast);
-      get_or(ij, "bytes_to_slow", r.bytes_to_slow);
-      get_or(ij, "stalls", r.stalls);
-      get_or(ij, "stall_ns", r.stall_ns);
-      s.iterations.push_back(r);
-    }
-  if (auto it = j.find("occupancy"); it != j.end())
-    for (const auto& oj : *it) {
-      OccupancySample o;
-      oj.at("t_ns").get_to(o.t_ns);
-      oj.at("tier").get_to(o.tier);
-      oj.at("bytes").get_to(o.bytes);
-      s.occupancy.push_back(o);
-    }
-  if (auto it = j.find("moves"); it != j.end())
-    for (const auto& mj : *it) {
-      MeasuredMove m;
-      get_or(mj, "group", m.group);
-      m.kind = parse_kind(mj.at("kind").get<std::string>());
-      get_or(mj, "from", m.from);
-      get_or(mj, "to", m.to);
-      get_or(mj, "bytes", m.bytes);
-      mj.at("start_ns").get_to(m.start_ns);
-      mj.at("end_ns").get_to(m.end_ns);
-      s.moves.push_back(m);
-    }
-  if (auto it = j.find("stalls"); it != j.end())
-    for (const auto& sj : *it) {
-      MeasuredStall st;
-      get_or(sj, "op", st.op);
-      get_or(sj, "group", st.group);
-      sj.at("start_ns").get_to(st.start_ns);
-      get_or(sj, "duration_ns", st.duration_ns);
-      s.stalls.push_back(st);
-    }
+  get_or(j, "fast_budget_bytes", s.fast_budget_bytes, std::uint64_t{0}, kMaxTotalBytes, kMaxTotalBytesText);
+  get_or(j, "sampled_iteration", s.sampled_iteration, -1, std::numeric_limits<std::int32_t>::max());
+  get_records(j, "iterations", "iteration", s.iterations, false);
+  get_records(j, "occupancy", "occupancy sample", s.occupancy, false);
+  get_records(j, "moves", "move", s.moves, false);
+  get_records(j, "stalls", "stall", s.stalls, false);
 }
 
 RunStats read_run_stats(const std::string& path) {
-  const std::string text = read_file(path);
+  const std::string text = read_file(path, kMaxJsonFileBytes);
   RunStats s;
   try {
     const auto j = nlohmann::json::parse(text);
     if (!j.is_object() || j.value("format", std::string{}) != kFormat)
       throw format_error("not a " + std::string(kFormat) + " file");
-    const int version = j.at("version").get<int>();
+    int version = 0;
+    detail::get(j, "version", version);
     if (version > RunStats::kFormatVersion)
       throw format_error("version " + std::to_string(version) + " is newer than this tierpack reads (" +
                          std::to_string(RunStats::kFormatVersion) + ")");
     from_json(j, s);
     s.validate();
   } catch (const nlohmann::json::exception& e) {
-    throw format_error(path + ": invalid run statistics: " + e.what());
+    throw format_error(path + ": invalid run statistics: " + detail::json_error_text(e));
   } catch (const format_error& e) {
-    throw format_error(path + ": " + e.what());
+    throw format_error(path + ": invalid run statistics: " + e.what());
   }
   return s;
 }

@@ -30,15 +30,17 @@ void to_json(nlohmann::json& j, const OpRecord& r) {
 }
 
 void from_json(const nlohmann::json& j, OpRecord& r) {
-  detail::read(j.at("index"), r.index);
-  detail::read(j.at("name"), r.name);
-  detail::read(j.at("begin_ns"), r.begin_ns);
-  detail::read(j.at("end_ns"), r.end_ns);
-  detail::get_or(j, "thread", r.thread);
-  detail::get_or(j, "parent", r.parent);
-  r.phase = j.contains("phase") ? parse_phase(j.at("phase").get<std::string>()) : Phase::unknown;
-  detail::get_or(j, "inputs", r.inputs);
-  detail::get_or(j, "outputs", r.outputs);
+  using namespace detail;
+  check_keys(j, {"index", "name", "begin_ns", "end_ns", "thread", "parent", "phase", "inputs", "outputs"});
+  get(j, "index", r.index);
+  get(j, "name", r.name);
+  get(j, "begin_ns", r.begin_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
+  get(j, "end_ns", r.end_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
+  get_or(j, "thread", r.thread);
+  get_or(j, "parent", r.parent, -1, std::numeric_limits<std::int32_t>::max());
+  r.phase = j.contains("phase") ? get_parsed(j, "phase", parse_phase) : Phase::unknown;
+  get_or(j, "inputs", r.inputs);
+  get_or(j, "outputs", r.outputs);
 }
 
 void to_json(nlohmann::json& j, const TensorRecord& r) {
@@ -63,24 +65,27 @@ void to_json(nlohmann::json& j, const TensorRecord& r) {
 }
 
 void from_json(const nlohmann::json& j, TensorRecord& r) {
-  detail::read(j.at("id"), r.id);
-  detail::read(j.at("seq"), r.seq);
-  detail::read(j.at("bytes"), r.bytes);
-  detail::read(j.at("birth_op"), r.birth_op);
-  detail::read(j.at("death_op"), r.death_op);
-  detail::get_or(j, "device", r.device);
-  detail::get_or(j, "stream", r.stream);
-  detail::get_or(j, "address", r.address);
-  detail::get_or(j, "alloc_op", r.alloc_op);
-  detail::get_or(j, "birth_ns", r.birth_ns);
-  detail::get_or(j, "death_ns", r.death_ns);
-  detail::get_or(j, "uses", r.uses);
-  detail::get_or(j, "pages", r.pages);
-  detail::get_or(j, "pages_touched", r.pages_touched);
-  detail::get_or(j, "page_touches", r.page_touches);
-  detail::get_or(j, "pages_written", r.pages_written);
-  detail::get_or(j, "tier", r.tier);
-  detail::get_or(j, "flags", r.flags);
+  using namespace detail;
+  check_keys(j, {"id", "seq", "bytes", "device", "stream", "address", "alloc_op", "birth_op", "death_op", "birth_ns",
+                 "death_ns", "uses", "pages", "pages_touched", "page_touches", "pages_written", "tier", "flags"});
+  get(j, "id", r.id);
+  get(j, "seq", r.seq, std::int64_t{-1}, std::numeric_limits<std::int64_t>::max());
+  get(j, "bytes", r.bytes, std::uint64_t{0}, kMaxBytes, kMaxBytesText);
+  get(j, "birth_op", r.birth_op);
+  get(j, "death_op", r.death_op);
+  get_or(j, "device", r.device, -1, kMaxDevice);
+  get_or(j, "stream", r.stream);
+  get_or(j, "address", r.address);
+  get_or(j, "alloc_op", r.alloc_op);
+  get_or(j, "birth_ns", r.birth_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
+  get_or(j, "death_ns", r.death_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
+  get_or(j, "uses", r.uses);
+  get_or(j, "pages", r.pages);
+  get_or(j, "pages_touched", r.pages_touched);
+  get_or(j, "page_touches", r.page_touches);
+  get_or(j, "pages_written", r.pages_written);
+  get_or(j, "tier", r.tier);
+  get_or(j, "flags", r.flags);
 }
 
 void to_json(nlohmann::json& j, const PageRecord& r) {
@@ -91,13 +96,16 @@ void to_json(nlohmann::json& j, const PageRecord& r) {
 }
 
 void from_json(const nlohmann::json& j, PageRecord& r) {
-  detail::read(j.at("address"), r.address);
-  detail::read(j.at("tensors"), r.tensors);
-  detail::get_or(j, "numa_node", r.numa_node);
-  detail::get_or(j, "touch_windows", r.touch_windows);
-  detail::get_or(j, "hidden_windows", r.hidden_windows);
-  detail::get_or(j, "written", r.written);
-  detail::get_or(j, "false_shared", r.false_shared);
+  using namespace detail;
+  check_keys(j, {"address", "numa_node", "tensors", "touch_windows", "hidden_windows", "written", "false_shared"});
+  get(j, "address", r.address);
+  get(j, "tensors", r.tensors);
+  // move_pages(2) status: a node, or a negative errno (-ENOENT: not present) for a page it could not place.
+  get_or(j, "numa_node", r.numa_node, -4095, kMaxDevice);
+  get_or(j, "touch_windows", r.touch_windows);
+  get_or(j, "hidden_windows", r.hidden_windows);
+  get_or(j, "written", r.written);
+  get_or(j, "false_shared", r.false_shared);
 }
 
 }  // namespace tierpack

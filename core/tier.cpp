@@ -35,16 +35,22 @@ void to_json(nlohmann::json& j, const Tier& t) {
 }
 
 void from_json(const nlohmann::json& j, Tier& t) {
-  detail::read(j.at("id"), t.id);
-  t.kind = detail::enum_from_name("tier kind", j.at("kind").get<std::string>(), kKinds);
-  detail::read(j.at("name"), t.name);
-  detail::read(j.at("capacity_bytes"), t.capacity_bytes);
-  detail::get_or(j, "numa_node", t.numa_node);
-  detail::get_or(j, "device", t.device);
-  detail::get_or(j, "page_size", t.page_size);
-  detail::get_or(j, "source", t.source);
-  detail::get_optional(j, "bandwidth_bytes_per_s", t.bandwidth_bytes_per_s);
-  detail::get_optional(j, "latency_ns", t.latency_ns);
+  using namespace detail;
+  check_keys(j, {"id", "kind", "name", "numa_node", "device", "capacity_bytes", "page_size", "source",
+                 "bandwidth_bytes_per_s", "latency_ns"});
+  get(j, "id", t.id);
+  t.kind = get_parsed(j, "kind", [](std::string_view text) { return enum_from_name("tier kind", text, kKinds); });
+  get(j, "name", t.name);
+  get(j, "capacity_bytes", t.capacity_bytes, std::uint64_t{0}, kMaxBytes, kMaxBytesText);
+  get_or(j, "numa_node", t.numa_node, -1, kMaxDevice);
+  get_or(j, "device", t.device, -1, kMaxDevice);
+  get_or(j, "page_size", t.page_size, std::uint64_t{1}, kMaxPageSize, kMaxPageSizeText);
+  check_page_size("page_size", t.page_size);
+  get_or(j, "source", t.source);
+  get_optional(j, "bandwidth_bytes_per_s", t.bandwidth_bytes_per_s);
+  if (t.bandwidth_bytes_per_s) check_range("bandwidth_bytes_per_s", *t.bandwidth_bytes_per_s, 1.0, 1e15, "1e15");
+  get_optional(j, "latency_ns", t.latency_ns);
+  if (t.latency_ns) check_range("latency_ns", *t.latency_ns, 0.0, 1e9, "1e9");
 }
 
 }  // namespace tierpack

@@ -11,9 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/detail/json_util.hpp"
 #include "core/detail/tier_presets.hpp"
 #include "core/error.hpp"
 #include "core/file_envelope.hpp"
+#include "core/input_file.hpp"
 #include "core/units.hpp"
 
 namespace tierpack {
@@ -41,7 +43,7 @@ namespace {
 constexpr double kNominalDramLatencyNs = 100.0;  // nominal idle load latency of local DDR4/DDR5
 
 [[noreturn]] void bad_spec(std::string_view spec, std::string_view part, const std::string& why) {
-  throw logic_error("invalid tier spec '" + std::string(spec) + "': in '" + std::string(part) + "': " + why);
+  throw logic_error("invalid tier spec " + quote_input(spec) + ": in " + quote_input(part) + ": " + why);
 }
 
 std::string lower(std::string_view s) {
@@ -250,14 +252,16 @@ TierModel tier_model_from_json_text(std::string_view text, std::string_view orig
     j.get_to(model);
     validate_tier_model(model);
   } catch (const nlohmann::json::exception& e) {
-    throw format_error(std::string(origin) + ": invalid tier model: " + e.what());
+    throw format_error(std::string(origin) + ": invalid tier model: " + detail::json_error_text(e));
   } catch (const logic_error& e) {
     throw format_error(std::string(origin) + ": invalid tier model: " + e.what());
   }
   return model;
 }
 
-TierModel read_tier_model(const std::string& path) { return tier_model_from_json_text(read_file(path), path); }
+TierModel read_tier_model(const std::string& path) {
+  return tier_model_from_json_text(read_file(path, kMaxTierModelBytes), path);
+}
 
 std::vector<std::string> tier_preset_names() {
   std::vector<std::string> out;
@@ -287,11 +291,14 @@ TierModel tier_preset(std::string_view name) {
 
 TierModel load_tier_model(std::string_view text) {
   if (text.starts_with("preset:")) return tier_preset(text.substr(7));
+  // Anything there but a directory is read as a file, so a FIFO or device gets read_tier_model's error.
   std::error_code ec;
-  if (std::filesystem::is_regular_file(std::filesystem::path(text), ec)) return read_tier_model(std::string(text));
+  const auto type = std::filesystem::status(std::filesystem::path(text), ec).type();
+  if (!ec && type != std::filesystem::file_type::not_found && type != std::filesystem::file_type::directory)
+    return read_tier_model(std::string(text));
   if (text.find(':') == std::string_view::npos)
-    throw logic_error("--tiers '" + std::string(text) +
-                      "' is neither a tier spec (gpu:24G,host:120G@55GB/s), an existing file, nor preset:NAME");
+    throw logic_error("--tiers " + quote_input(text) +
+                      " is neither a tier spec (gpu:24G,host:120G@55GB/s), an existing file, nor preset:NAME");
   return parse_tier_spec(text);
 }
 

@@ -62,27 +62,27 @@ void to_json(nlohmann::json& j, const Topology& t) {
   j = nlohmann::json{{"hostname", t.hostname}, {"tiers", t.tiers}, {"links", links}};
 }
 
+void from_json(const nlohmann::json& j, Link& l) {
+  using namespace detail;
+  check_keys(j, {"from", "to", "bandwidth_bytes_per_s", "full_duplex", "source", "both_ways_bytes_per_s"});
+  get(j, "from", l.from);
+  get(j, "to", l.to);
+  get(j, "bandwidth_bytes_per_s", l.bandwidth_bytes_per_s, 1.0, 1e15, "1e15");
+  get_or(j, "full_duplex", l.full_duplex);
+  get_or(j, "both_ways_bytes_per_s", l.both_ways_bytes_per_s, 0.0, 1e15, "1e15");
+  get_or(j, "source", l.source);
+}
+
 void from_json(const nlohmann::json& j, Topology& t) {
   detail::get_or(j, "hostname", t.hostname);
-  detail::read(j.at("tiers"), t.tiers);
+  detail::get_records(j, "tiers", "tier", t.tiers);
   for (std::size_t i = 0; i < t.tiers.size(); ++i)
     if (t.tiers[i].id != i) throw format_error("tier ids must be 0..n-1 in order; tier " + std::to_string(i) +
                                                " has id " + std::to_string(t.tiers[i].id));
-  t.links.clear();
-  if (auto it = j.find("links"); it != j.end()) {
-    for (const auto& lj : *it) {
-      Link l;
-      detail::read(lj.at("from"), l.from);
-      detail::read(lj.at("to"), l.to);
-      detail::read(lj.at("bandwidth_bytes_per_s"), l.bandwidth_bytes_per_s);
-      detail::get_or(lj, "full_duplex", l.full_duplex);
-      detail::get_or(lj, "both_ways_bytes_per_s", l.both_ways_bytes_per_s);
-      detail::get_or(lj, "source", l.source);
-      if (l.from >= t.tiers.size() || l.to >= t.tiers.size())
-        throw format_error("link refers to tier " + std::to_string(std::max(l.from, l.to)) + " which does not exist");
-      t.links.push_back(l);
-    }
-  }
+  detail::get_records(j, "links", "link", t.links, false);
+  for (const auto& l : t.links)
+    if (l.from >= t.tiers.size() || l.to >= t.tiers.size())
+      throw format_error("link refers to tier " + std::to_string(std::max(l.from, l.to)) + " which does not exist");
 }
 
 std::string format_topology_table(const Topology& topo) {

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "core/error.hpp"
 
@@ -19,17 +20,25 @@ std::string lower(std::string_view s) {
 
 // Splits "1.5GiB" into 1.5 and "gib". Throws when no number leads the text.
 std::pair<double, std::string> split_number(std::string_view text, const char* what) {
+  if (text.starts_with('-'))
+    throw logic_error(std::string("invalid ") + what + " " + quote_input(text) + ": must not be negative");
   std::size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-  if (i == 0) throw logic_error(std::string("invalid ") + what + " '" + std::string(text) + "': expected a number");
+  if (i == 0) throw logic_error(std::string("invalid ") + what + " " + quote_input(text) + ": expected a number");
   double value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + i, value);
   if (ec != std::errc{} || ptr != text.data() + i || !std::isfinite(value))
-    throw logic_error(std::string("invalid ") + what + " '" + std::string(text) + "'");
+    throw logic_error(std::string("invalid ") + what + " " + quote_input(text));
   return {value, lower(text.substr(i))};
 }
 
 }  // namespace
+
+std::string quote_input(std::string_view text) {
+  constexpr std::size_t kShown = 60;
+  if (text.size() <= kShown) return "'" + std::string(text) + "'";
+  return "'" + std::string(text.substr(0, kShown)) + "...' (" + std::to_string(text.size()) + " characters)";
+}
 
 std::uint64_t parse_bytes(std::string_view text) {
   auto [value, unit] = split_number(text, "size");
@@ -40,10 +49,13 @@ std::uint64_t parse_bytes(std::string_view text) {
   else if (unit == "g" || unit == "gb" || unit == "gib") mult = 1024.0 * 1024 * 1024;
   else if (unit == "t" || unit == "tb" || unit == "tib") mult = 1024.0 * 1024 * 1024 * 1024;
   else
-    throw logic_error("invalid size '" + std::string(text) + "': unknown unit '" + unit +
-                      "' (use B, K, M, G or T, e.g. 24G)");
+    throw logic_error("invalid size " + quote_input(text) + ": unknown unit " + quote_input(unit) +
+                      " (use B, K, M, G or T, e.g. 24G)");
   const double bytes = value * mult;
-  if (bytes >= 1.8e19) throw logic_error("invalid size '" + std::string(text) + "': too large");
+  if (bytes >= 1.8e19) throw logic_error("invalid size " + quote_input(text) + ": too large");
+  // "0.5" rounded to 1 byte: a fraction of a byte is a typo (for 50%?), not a size.
+  if (bytes != std::floor(bytes))
+    throw logic_error("invalid size " + quote_input(text) + ": not a whole number of bytes");
   return static_cast<std::uint64_t>(std::llround(bytes));
 }
 
@@ -56,8 +68,8 @@ double parse_bandwidth(std::string_view text) {
   else if (unit == "gb/s" || unit == "g/s") mult = 1e9;
   else if (unit == "tb/s" || unit == "t/s") mult = 1e12;
   else
-    throw logic_error("invalid bandwidth '" + std::string(text) + "': expected a unit such as GB/s (e.g. 55GB/s)");
-  if (value <= 0) throw logic_error("invalid bandwidth '" + std::string(text) + "': must be positive");
+    throw logic_error("invalid bandwidth " + quote_input(text) + ": expected a unit such as GB/s (e.g. 55GB/s)");
+  if (value <= 0) throw logic_error("invalid bandwidth " + quote_input(text) + ": must be positive");
   return value * mult;
 }
 
@@ -72,7 +84,7 @@ double parse_latency_ns(std::string_view text, bool* relative) {
   if (unit == "ns") return value;
   if (unit == "us") return value * 1e3;
   if (unit == "ms") return value * 1e6;
-  throw logic_error("invalid latency '" + std::string(text) + "': expected ns, us or ms (e.g. 80ns)");
+  throw logic_error("invalid latency " + quote_input(text) + ": expected ns, us or ms (e.g. 80ns)");
 }
 
 std::uint64_t Budget::resolve(std::uint64_t reference) const {
@@ -91,16 +103,32 @@ std::string Budget::to_string() const {
   return "unlimited";
 }
 
+// Note [Budget typos]
+// ~~~~~~~~~~~~~~~~~~~
+// A budget that parses but cannot be meant must not run (nearly) untiered: "0.5" (a fraction of a
+// byte: 50%?), "50" (50 bytes, less than one page: 50%? 50G?) and "-5%" are errors that say what
+// would be accepted. A bare whole number of at least one page is still bytes (python/tierpack passes
+// budgets that way).
 Budget parse_budget(std::string_view text) {
+  constexpr std::uint64_t kPage = 4096;
+  const std::string hint = " (a size with a unit such as 24G, or a percentage of the peak such as 50%)";
   Budget b;
   if (!text.empty() && text.back() == '%') {
     auto [value, unit] = split_number(text.substr(0, text.size() - 1), "budget");
     if (!unit.empty() || value <= 0 || value > 100)
-      throw logic_error("invalid budget '" + std::string(text) + "': a percentage must be in (0, 100]");
+      throw logic_error("invalid budget " + quote_input(text) + ": a percentage must be in (0, 100]");
     b.fraction = value / 100.0;
   } else {
-    b.bytes = parse_bytes(text);
-    if (*b.bytes == 0) throw logic_error("invalid budget '" + std::string(text) + "': must be positive");
+    try {
+      b.bytes = parse_bytes(text);
+    } catch (const logic_error& e) {
+      throw logic_error(std::string(e.what()) + hint);
+    }
+    if (*b.bytes == 0) throw logic_error("invalid budget " + quote_input(text) + ": must be positive");
+    const bool bare = !text.empty() && std::isdigit(static_cast<unsigned char>(text.back()));
+    if (bare && *b.bytes < kPage)
+      throw logic_error("invalid budget " + quote_input(text) + ": " + std::string(text) +
+                        " bytes is less than one page; give a unit or a percentage" + hint);
   }
   return b;
 }

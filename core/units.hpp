@@ -32,6 +32,10 @@ struct Budget {
   std::string to_string() const;
 };
 
+/// A piece of user input quoted for a one-line message: 'text', cut to its first 60 characters with
+/// its length given when longer (a 10 KB bad value is not echoed whole).
+std::string quote_input(std::string_view text);
+
 /// Parses "24G" or "20%" into a Budget.
 Budget parse_budget(std::string_view text);
 

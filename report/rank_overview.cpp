@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/units.hpp"
 #include "core/version.hpp"
 #include "report/detail/file_sink.hpp"
@@ -95,10 +95,9 @@ std::string render_index(const std::vector<RankReport>& ranks) {
 }
 
 nlohmann::json read_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw format_error("cannot read " + path);
+  const std::string text = read_file(path);
   try {
-    return nlohmann::json::parse(in);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw format_error(path + ": " + e.what());
   }

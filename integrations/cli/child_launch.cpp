@@ -9,10 +9,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace tierpack::cli {
 namespace fs = std::filesystem;
@@ -64,9 +64,14 @@ bool looks_like_python(const std::string& program) {
 /// `#!/usr/bin/env python3`), or "" when it is not a Python script. Launchers such as `torchrun` are
 /// Python scripts: their workers inherit the bootstrap through PYTHONPATH.
 std::string shebang_python(const std::string& program) {
-  std::ifstream in(program);
   std::string line;
-  if (!in || !std::getline(in, line) || line.rfind("#!", 0) != 0) return "";
+  try {  // the first line only, from a regular file (a FIFO or device must not block or stream forever)
+    line = InputFile(program, UINT64_MAX).read(256);
+  } catch (const error&) {
+    return "";
+  }
+  line = line.substr(0, line.find('\n'));
+  if (line.rfind("#!", 0) != 0) return "";
   std::istringstream words(line.substr(2));
   std::string interp, arg;
   words >> interp >> arg;

@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/plan.hpp"
 #include "core/process_rank.hpp"
 #include "core/tier_spec.hpp"
@@ -73,8 +73,7 @@ int report_gpu_outcome(const std::string& stats_path, const std::string& who, bo
   for (const auto& [device, path] : gpu_stats_files(stats_path)) {
     nlohmann::json st;
     try {
-      std::ifstream in(path);
-      in >> st;
+      st = nlohmann::json::parse(read_file(path));
     } catch (const std::exception&) {
       continue;
     }
@@ -125,12 +124,10 @@ int report_outcome(const std::string& stats_path, const std::string& who, const 
                    bool stats_kept, bool gpu_ran = false) {
   nlohmann::json stats;
   bool have_stats = false;
-  if (std::ifstream in(stats_path); in) {
-    try {
-      in >> stats;
-      have_stats = stats.contains("tierpack_run");
-    } catch (const std::exception&) {
-    }
+  try {
+    stats = nlohmann::json::parse(read_file(stats_path));
+    have_stats = stats.contains("tierpack_run");
+  } catch (const std::exception&) {
   }
   if (!have_stats && gpu_ran) {
     std::fprintf(stderr,

@@ -12,6 +12,7 @@
 #include "alloc/host/host_os.hpp"
 #include "core/error.hpp"
 #include "core/file_envelope.hpp"
+#include "core/input_file.hpp"
 #include "core/tier_spec.hpp"
 #include "core/units.hpp"
 #include "placer/planner.hpp"
@@ -58,14 +59,17 @@ std::string node_counts_text(const std::map<int, std::uint64_t>& m, std::uint64_
 
 /// read_plan() without std::stringstream: in a process that loaded libjemalloc late, a stringstream
 /// buffer grown inside libstdc++ and freed by inlined code here reaches two different allocators
-/// (seen as a crash in jemalloc's sized delete). Plain fread into a vector keeps both on one side.
+/// (seen as a crash in jemalloc's sized delete). Plain reads into a vector keep both on one side; the
+/// file is opened and bounded like every input (Note [Bounded reads]).
 Plan read_plan_here(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw os_error("fopen(" + path + ")", errno);
+  InputFile in(path, kMaxJsonFileBytes);
   std::vector<char> text;
   char buf[65536];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.insert(text.end(), buf, buf + n);
-  std::fclose(f);
+  for (std::size_t n; (n = in.read_some(buf, sizeof buf)) > 0;) {
+    text.insert(text.end(), buf, buf + n);
+    if (text.size() > kMaxJsonFileBytes)
+      throw format_error(path + ": grew past the size tierpack reads while being read");
+  }
   return parse_plan(std::string_view(text.data(), text.size()), path);
 }
 

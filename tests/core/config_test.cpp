@@ -41,6 +41,18 @@ TEST(Config, UnknownKeyNamesKeyAndAcceptedKeys) {
   }
 }
 
+TEST(Config, SmallByteBudgetsSurviveFormatting) {
+  // `tierpack run --fast-budget 2K` passes the budget on in bytes; found by fuzz_config when bare
+  // numbers below one page became typos (Note [Budget typos]).
+  const Config c = parse_config("fast_budget:2K,gpu_budget:3648B");
+  const std::string text = format_config(c);
+  EXPECT_NE(text.find("fast_budget:2048B"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpu_budget:3648B"), std::string::npos) << text;
+  const Config d = parse_config(format_config(c));
+  EXPECT_EQ(d.fast_budget.resolve(0), 2048u);
+  EXPECT_EQ(d.gpu_budget.resolve(0), 3648u);
+}
+
 TEST(Config, BadValueNamesAcceptedValues) {
   try {
     parse_config("mode:fast");

@@ -117,6 +117,14 @@ TEST(TierSpec, BadSpecsNameTheBadPart) {
   }
 }
 
+TEST(TierSpec, ALongBadSpecIsNotEchoedWhole) {
+  // Issue 26: a 10 KB bad spec was echoed whole in the one-line error.
+  const std::string spec = "dram:16G,cxl:" + std::string(10000, '9') + "Q";
+  const std::string msg = error_of(spec);
+  EXPECT_LT(msg.size(), 400u) << msg;
+  EXPECT_NE(msg.find("characters)"), std::string::npos) << msg;
+}
+
 TEST(TierModelFile, RoundTripsThroughTopoJson) {
   const TierModel m = parse_tier_spec("gpu:24G,host:120G@55GB/s");
   const std::string path = temp_path("model.json");

@@ -45,6 +45,31 @@ TEST(Units, Budgets) {
   EXPECT_THROW(parse_budget("abc%"), logic_error);
 }
 
+// Issue 26, "config that lies": "0.5" was a 1-byte budget, "50" a 50-byte one (both ran all but
+// untiered), "-5%" said "expected a number", and a 10 KB bad value was echoed whole.
+TEST(Units, BudgetTyposAreErrorsThatSayWhatWouldBeAccepted) {
+  auto error_of = [](std::string_view text) {
+    try {
+      parse_budget(text);
+    } catch (const logic_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of("0.5").find("invalid size '0.5': not a whole number of bytes"), std::string::npos)
+      << error_of("0.5");
+  EXPECT_NE(error_of("0.5").find("50%"), std::string::npos) << error_of("0.5");
+  EXPECT_NE(error_of("50").find("50 bytes is less than one page"), std::string::npos) << error_of("50");
+  EXPECT_NE(error_of("-5%").find("must not be negative"), std::string::npos) << error_of("-5%");
+  EXPECT_NE(error_of("-5G").find("must not be negative"), std::string::npos) << error_of("-5G");
+  EXPECT_EQ(parse_budget("4096").resolve(1), 4096u);  // a bare whole number of at least a page is bytes
+  EXPECT_EQ(parse_budget("0.5G").resolve(1), 512ull << 20);
+  const std::string huge(10000, 'x');
+  const std::string msg = error_of(huge);
+  EXPECT_LT(msg.size(), 300u) << msg;
+  EXPECT_NE(msg.find("(10000 characters)"), std::string::npos) << msg;
+}
+
 TEST(Units, Formats) {
   EXPECT_EQ(format_bytes(12), "12 B");
   EXPECT_EQ(format_bytes(3ull << 29), "1.50 GiB");

@@ -5,6 +5,7 @@
 // argument, --help) from the day it is added; the table below adds its files.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "core/file_envelope.hpp"
+#include "core/profile.hpp"
 #include "tests/support/run_command.hpp"
 #include "tests/support/synthetic_profile.hpp"
 
@@ -147,6 +152,52 @@ TEST_F(CliBadInput, BadValuesAreUsageErrors) {
   expect_one_line_error("replay " + good + " --fast-budget 250%", 2, "--fast-budget");
   expect_one_line_error("topo --xml", 2, "--xml");
   expect_one_line_error("topo extra", 2, "extra");
+}
+
+// Issue 26, unbounded input: /dev/zero was read until memory ran out and a FIFO without a writer
+// blocked; both are refused at once, naming the path (`timeout` turns a hang into a failure here).
+TEST_F(CliBadInput, DevicesAndFifosAreRefusedWithoutReading) {
+  const std::string good = path("good.tpk"), fifo = path("no_writer.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& bad : {std::string("/dev/zero"), fifo}) {
+    expect_one_line_error("profile --summary " + bad, 1, bad + ": is a", "timeout 20");
+    expect_one_line_error("report " + bad + " -o " + path("r_dev1"), 1, bad + ": is a", "timeout 20");
+    expect_one_line_error("plan " + bad, 1, bad + ": is a", "timeout 20");
+    expect_one_line_error("replay " + bad, 1, bad + ": is a", "timeout 20");
+    expect_one_line_error("report " + good + " --plan " + bad + " -o " + path("r_dev2"), 1, bad + ": is a",
+                          "timeout 20");
+    expect_one_line_error("report " + good + " --run-stats " + bad + " -o " + path("r_dev3"), 1, bad + ": is a",
+                          "timeout 20");
+    expect_one_line_error("replay " + good + " --plan " + bad, 1, bad + ": is a", "timeout 20");
+  }
+  expect_one_line_error("plan " + good + " --tiers " + fifo, 1, fifo + ": is a FIFO", "timeout 20");
+}
+
+// Issue 26, overflow and impossible values: a tensor of 2^63-1 bytes with a valid checksum printed
+// "0 B" and overflowed the summary, the report and the planner; a negative step time read as years.
+TEST_F(CliBadInput, OutOfRangeFieldsAreRefusedNamingTheField) {
+  nlohmann::json j = tierpack::read_profile(path("good.tpk"));
+  j["tensors"][37]["bytes"] = INT64_MAX;
+  const std::string huge = path("huge_tensor.tpk");
+  tierpack::write_envelope(huge, "tierpack-profile", 1, j.dump());
+  const std::string field = "tensor 37: field 'bytes' = 9223372036854775807 is out of range (at most 2^48)";
+  expect_one_line_error("profile --summary " + huge, 1, field);
+  expect_one_line_error("report " + huge + " -o " + path("r_huge"), 1, field);
+  expect_one_line_error("plan " + huge, 1, field);
+  expect_one_line_error("replay " + huge, 1, field);
+
+  const std::string stats = path("negative_step.json");
+  std::ofstream(stats)
+      << R"({"format": "tierpack-run-stats", "version": 1, "iterations": [{"index": 0, "step_ns": -5}]})";
+  expect_one_line_error("report " + path("good.tpk") + " --run-stats " + stats + " -o " + path("r_neg"), 1,
+                        "iteration 0: field 'step_ns' = -5 is out of range");
+  std::ofstream(stats, std::ios::trunc)
+      << R"({"format": "tierpack-run-stats", "version": 1, "iterations": [{"index": "zero"}]})";
+  const CliRun r = tierpack("report " + path("good.tpk") + " --run-stats " + stats + " -o " + path("r_type"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("iteration 0: field 'index' = \"zero\" must be a whole number, not string"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
 }
 
 }  // namespace
