@@ -28,10 +28,10 @@ enum class SavedEventKind { pack, unpack };
 /// A pack or unpack call, in the order autograd made them (forward, then backward).
 struct SavedEvent {
   SavedEventKind kind = SavedEventKind::pack;
-  std::int32_t storage = 0;      ///< index into SavedTrace::storages
-  double t_ms = 0;               ///< GPU time of the compute stream at this call, from the forward's start
-  std::uint64_t live = 0;        ///< live bytes (PyTorch's allocated) at this call
-  std::uint64_t window_peak = 0; ///< most live bytes from this call to the next one (the last: to the step's end)
+  std::int32_t storage = 0;       ///< index into SavedTrace::storages
+  double t_ms = 0;                ///< GPU time of the compute stream at this call, from the forward's start
+  std::uint64_t live = 0;         ///< live bytes (PyTorch's allocated) at this call
+  std::uint64_t window_peak = 0;  ///< most live bytes from this call to the next one (the last: to the step's end)
 
   friend bool operator==(const SavedEvent&, const SavedEvent&) = default;
 };
@@ -40,8 +40,8 @@ struct SavedEvent {
 struct SavedTrace {
   std::vector<SavedStorage> storages;
   std::vector<SavedEvent> events;
-  double step_ms = 0;       ///< GPU time from the forward's start to the optimizer step's end
-  double optimizer_ms = 0;  ///< GPU time of the optimizer step (the end of step_ms)
+  double step_ms = 0;               ///< GPU time from the forward's start to the optimizer step's end
+  double optimizer_ms = 0;          ///< GPU time of the optimizer step (the end of step_ms)
   std::uint64_t context_bytes = 0;  ///< device memory the process holds outside PyTorch's allocator
 
   friend bool operator==(const SavedTrace&, const SavedTrace&) = default;
@@ -68,26 +68,26 @@ struct SavedMove {
 
 /// The placer's answer for one budget.
 struct SavedPlan {
-  std::uint64_t limit_bytes = 0;     ///< live bytes the plan keeps under
-  std::vector<SavedMove> moves;      ///< in the order of their copies out
-  std::uint64_t bytes_out = 0;       ///< copied out per iteration (= bytes back, but for never-used ones)
+  std::uint64_t limit_bytes = 0;  ///< live bytes the plan keeps under
+  std::vector<SavedMove> moves;   ///< in the order of their copies out
+  std::uint64_t bytes_out = 0;    ///< copied out per iteration (= bytes back, but for never-used ones)
   std::uint64_t bytes_in = 0;
-  std::uint64_t bytes_needed = 0;    ///< the most live bytes over the limit at any event, without moves
-  std::uint64_t planned_peak = 0;    ///< the most live bytes at any event with the moves
-  bool fits = true;                  ///< false: some event stays over the limit (nothing left to move)
-  std::int32_t over_at = -1;         ///< the first event over the limit when !fits
-  double predicted_ms = 0;           ///< the step with the moves' stalls (cost model, Note [Storage move cost])
-  double stall_ms = 0;               ///< of which compute waits for copies
-  double bound_ms = 0;               ///< the transfer bound at this limit (Note [Transfer bound])
+  std::uint64_t bytes_needed = 0;  ///< the most live bytes over the limit at any event, without moves
+  std::uint64_t planned_peak = 0;  ///< the most live bytes at any event with the moves
+  bool fits = true;                ///< false: some event stays over the limit (nothing left to move)
+  std::int32_t over_at = -1;       ///< the first event over the limit when !fits
+  double predicted_ms = 0;         ///< the step with the moves' stalls (cost model, Note [Storage move cost])
+  double stall_ms = 0;             ///< of which compute waits for copies
+  double bound_ms = 0;             ///< the transfer bound at this limit (Note [Transfer bound])
 
   friend bool operator==(const SavedPlan&, const SavedPlan&) = default;
 };
 
 /// JSON text of the values (docs/formats.md, "Saved-tensor trace and plan").
 std::string saved_trace_to_json(const SavedTrace& trace);
-SavedTrace saved_trace_from_json(const std::string& text);  ///< throws format_error naming the bad field
+SavedTrace saved_trace_from_json(const std::string& text);               ///< throws format_error naming the bad field
 SavedPlanOptions saved_plan_options_from_json(const std::string& text);  ///< throws format_error
 std::string saved_plan_to_json(const SavedPlan& plan);
-SavedPlan saved_plan_from_json(const std::string& text);    ///< throws format_error naming the bad field
+SavedPlan saved_plan_from_json(const std::string& text);  ///< throws format_error naming the bad field
 
 }  // namespace tierpack

@@ -38,8 +38,8 @@ namespace {
 constexpr std::int32_t kNone = -1;
 
 struct StorageSpan {
-  std::int32_t pack = kNone;       // first pack
-  std::int32_t use = kNone;        // first unpack after it
+  std::int32_t pack = kNone;  // first pack
+  std::int32_t use = kNone;   // first unpack after it
 };
 
 std::vector<StorageSpan> spans_of(const SavedTrace& trace) {
@@ -47,8 +47,8 @@ std::vector<StorageSpan> spans_of(const SavedTrace& trace) {
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const SavedEvent& e = trace.events[i];
     if (e.storage < 0 || static_cast<std::size_t>(e.storage) >= spans.size())
-      throw logic_error("saved-tensor plan: event " + std::to_string(i) + " names storage " + std::to_string(e.storage) +
-                        " of " + std::to_string(spans.size()));
+      throw logic_error("saved-tensor plan: event " + std::to_string(i) + " names storage " +
+                        std::to_string(e.storage) + " of " + std::to_string(spans.size()));
     StorageSpan& s = spans[static_cast<std::size_t>(e.storage)];
     const auto at = static_cast<std::int32_t>(i);
     if (e.kind == SavedEventKind::pack && s.pack == kNone) s.pack = at;
@@ -97,8 +97,8 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
       for (std::size_t s = 0; s < spans.size(); ++s) {
         const StorageSpan& sp = spans[s];
         const SavedStorage& st = trace.storages[s];
-        if (release[s] != kNone || !st.movable || st.bytes < options.min_bytes || sp.pack == kNone ||
-            sp.pack >= at || sp.pack >= backward || (sp.use != kNone && sp.use <= at))
+        if (release[s] != kNone || !st.movable || st.bytes < options.min_bytes || sp.pack == kNone || sp.pack >= at ||
+            sp.pack >= backward || (sp.use != kNone && sp.use <= at))
           continue;
         const std::int64_t use = sp.use == kNone ? std::numeric_limits<std::int64_t>::max() : sp.use;
         if (use > best_use || (use == best_use && sp.pack < spans[static_cast<std::size_t>(best)].pack)) {
@@ -114,7 +114,8 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
       release[static_cast<std::size_t>(best)] = at;
       absent += trace.storages[static_cast<std::size_t>(best)].bytes;
       const std::int32_t use = spans[static_cast<std::size_t>(best)].use;
-      if (use != kNone) returning[static_cast<std::size_t>(use)] += trace.storages[static_cast<std::size_t>(best)].bytes;
+      if (use != kNone)
+        returning[static_cast<std::size_t>(use)] += trace.storages[static_cast<std::size_t>(best)].bytes;
     }
   }
 
@@ -188,7 +189,8 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
     if (!in_range(mv.copy_at) || !in_range(mv.release_at) || (mv.fetch_at != kNone && !in_range(mv.fetch_at)) ||
         (mv.use_at != kNone && !in_range(mv.use_at)) || mv.storage < 0 ||
         static_cast<std::size_t>(mv.storage) >= trace.storages.size())
-      throw logic_error("saved-tensor plan: move " + std::to_string(m) + " refers to calls or a storage the trace lacks");
+      throw logic_error("saved-tensor plan: move " + std::to_string(m) +
+                        " refers to calls or a storage the trace lacks");
     copies[static_cast<std::size_t>(mv.copy_at)].push_back(m);
     releases[static_cast<std::size_t>(mv.release_at)].push_back(m);
     if (mv.fetch_at != kNone) fetches[static_cast<std::size_t>(mv.fetch_at)].push_back(m);

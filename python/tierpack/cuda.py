@@ -145,7 +145,7 @@ def install(budget=None, gpu: str | None = None, conf: str | None = None, path: 
         lib = _load(path)
         parts = [conf] if conf else ([os.environ["TIERPACK_CONF"]] if os.environ.get("TIERPACK_CONF") else [])
         if budget is not None:
-            parts.append("gpu_budget:" + (str(int(budget)) if isinstance(budget, (int, float)) else str(budget)))
+            parts.append("gpu_budget:" + (str(int(budget)) + "B" if isinstance(budget, (int, float)) else str(budget)))
         conf_text = ",".join(p for p in parts if p)
         gpu_text = gpu if gpu is not None else os.environ.get("TIERPACK_GPU")
         rc = lib.tierpack_gpu_configure(conf_text.encode() if conf_text else None,
