@@ -35,6 +35,12 @@ def _is_distributed_launcher():
     return len(parts) >= 3 and parts[-3:-1] == ["torch", "distributed"] and base in ("run.py", "launch.py")
 
 
+def _bad_configuration(e):
+    """A TIERPACK_CONF or TIERPACK_GPU key or value the parser refused (docs/config.md)."""
+    text = str(e)
+    return "TIERPACK_CONF:" in text or "TIERPACK_GPU:" in text
+
+
 def _enable_tierpack():
     if _is_distributed_launcher():
         # Keep TIERPACK_CONF for the workers (each one enables itself, with its own %r paths).
@@ -48,6 +54,11 @@ def _enable_tierpack():
             tierpack.cuda.install_from_env()
         tierpack.enable()
     except Exception as e:  # noqa: BLE001 - training must run even when tierpack cannot
+        if _bad_configuration(e):
+            # A typo in a budget or key must not train untiered for hours: stop before the script starts.
+            sys.stderr.write("tierpack: bad configuration, the program does not start: %s\n" % e)
+            sys.stderr.flush()
+            os._exit(2)
         sys.stderr.write("tierpack: not enabled: %s\n" % e)
 
 

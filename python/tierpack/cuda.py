@@ -212,7 +212,9 @@ def install_from_env() -> bool:
             return False
         install()
         return True
-    except Exception as e:  # the bootstrap must never stop the user's script
+    except ValueError:
+        raise  # a bad TIERPACK_CONF / TIERPACK_GPU: the bootstrap stops the program (docs/config.md)
+    except Exception as e:  # anything else must not stop the user's script
         print(f"tierpack: GPU tier NOT installed: {e}", file=sys.stderr)
         return False
 
