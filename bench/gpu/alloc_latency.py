@@ -21,7 +21,7 @@ def child(mode, lib, n):
     if mode == "tierpack":
         sys.path.insert(0, os.path.join(ROOT, "python"))
         import tierpack.cuda as tc
-        tc.install(path=lib, gpu="migrate:off")
+        tc.install(path=lib, gpu="mechanism:vmm,migrate:off")
     import torch
     torch.ones(1, device="cuda")
     out = {}

@@ -39,7 +39,7 @@ def run_rank(a):
     if a.child == "tierpack":
         sys.path.insert(0, os.path.join(ROOT, "python"))
         import tierpack.cuda as tc
-        tc.install(budget=int(a.alloc_budget), gpu=a.gpu_opts or None, path=a.lib)
+        tc.install(budget=int(a.alloc_budget), gpu="mechanism:vmm" + ("," + a.gpu_opts if a.gpu_opts else ""), path=a.lib)
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F

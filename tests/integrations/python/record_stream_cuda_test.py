@@ -26,7 +26,7 @@ def late_fill_then_reuse():
     """Returns (the reused tensor holds only zeros, the allocator's gated streams, same address)."""
     import tierpack.cuda as tc
 
-    tc.install(path=LIB, gpu="migrate:off")
+    tc.install(path=LIB, gpu="mechanism:vmm,migrate:off")
     main = torch.cuda.current_stream()
     side = torch.cuda.Stream()
     x = torch.zeros(64 * MiB // 4, device="cuda")

@@ -10,7 +10,7 @@ import torch
 
 import tierpack.cuda as tc
 
-tc.install(budget="2G", gpu="spill:off,migrate:off")
+tc.install(budget="2G", gpu="mechanism:vmm,spill:off,migrate:off")
 print("out of memory raises:", tc.oom_error_class())
 blocks = []
 try:
