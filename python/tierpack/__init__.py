@@ -228,13 +228,22 @@ def _install_python_hooks():
 _saved_hooks_on = False
 
 
+def _gpu_mover():
+    """The GPU tier's storage mover, when installed: autograd keeps one set of default saved-tensor hooks,
+    so while these hooks are on they hand every saved tensor on to the mover's."""
+    cuda = sys.modules.get("tierpack.cuda")
+    return cuda.storage_mover() if cuda is not None else None
+
+
 def _pack_saved(tensor):
     _mark(tensor, ROLE_SAVED_FOR_BACKWARD)
-    return tensor
+    mover = _gpu_mover()
+    return mover.pack(tensor) if mover is not None else tensor
 
 
 def _unpack_saved(tensor):
-    return tensor
+    mover = _gpu_mover()
+    return mover.unpack(tensor) if mover is not None else tensor
 
 
 def _sync_saved_tensor_hooks():
