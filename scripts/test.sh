@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: installs what is missing, builds tierpack and runs the whole test suite:
-#   1. the normal build (RelWithDebInfo) and every ctest test (GPU tests skip without a device);
-#   2. an ASan+UBSan build of the unit, CLI and reliability suites (TIERPACK_SANITIZE="address;undefined");
+#   1. the normal build (Release) and every ctest test (GPU tests skip without a device);
+#   2. an ASan+UBSan (Debug) build of the unit, CLI and reliability suites (TIERPACK_SANITIZE="address;undefined");
 #   3. a TSan build of the concurrency suites (TIERPACK_SANITIZE=thread);
 #   4. the libFuzzer targets (clang) for a bounded time each (TIERPACK_FUZZ_SECONDS, default 20).
 # docs/reliability.md says which guarantee each stage checks. Every build treats warnings as errors
@@ -22,7 +22,7 @@ jobs=$(nproc)
 export CCACHE_DIR=${CCACHE_DIR:-$PWD/.cache/ccache}
 
 echo "== build (build/)"
-cmake -S . -B build -G Ninja -DTIERPACK_WERROR=ON \
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIERPACK_WERROR=ON \
       -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build build -j "$jobs"
 echo "== tests (build/)"
