@@ -64,7 +64,8 @@ if(TIERPACK_WITH_TORCH)
   # built with, or the layouts of torch's structs differ between it and us (a Debug build read torch's
   # RecordFunction wrongly: UBSan "load of value 44 ... for type 'bool'"). Debian's libtorch and the pip
   # wheels are built with NDEBUG; the C++11 ABI flag comes from TorchConfig (TORCH_CXX_FLAGS), else from the
-  # Python's torch. Torch headers come only through the imported torch and c10 targets, so they carry them.
+  # Python's torch. Every target that includes torch headers links the imported torch or c10 target, so those
+  # carry them.
   set(TIERPACK_TORCH_CXX11_ABI "${_torch_py_abi}")
   if(TORCH_CXX_FLAGS MATCHES "-D_GLIBCXX_USE_CXX11_ABI=([01])")
     set(TIERPACK_TORCH_CXX11_ABI ${CMAKE_MATCH_1})
