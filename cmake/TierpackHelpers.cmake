@@ -1,7 +1,11 @@
-# Helpers that give every tierpack target the same shape: C++20, warnings as errors for our code,
-# optional sanitizers, include root at the repository top (headers are "component/name.hpp").
+# Helpers that give every tierpack target the same shape: C++20, warnings for our code (errors with
+# TIERPACK_WERROR, which scripts/test.sh turns on), optional sanitizers, include root at the repository
+# top (headers are "component/name.hpp").
 
-set(TIERPACK_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Werror)
+set(TIERPACK_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor)
+if(TIERPACK_WERROR)
+  list(APPEND TIERPACK_WARNINGS -Werror)
+endif()
 set(TIERPACK_SANITIZE_FLAGS "")
 if(TIERPACK_SANITIZE)
   string(REPLACE ";" "," _san "${TIERPACK_SANITIZE}")

@@ -105,15 +105,17 @@ std::string format_summary(const ExperimentResult& r) {
     for (const auto& p : policies)
       if ((any = find(r, b, p))) break;
     o += "| " + b + " (" + format_bytes(any ? any->budget_bytes : 0) + ") |";
-    for (const auto& p : policies) o += " " + cell(find(r, b, p)) + " |";
+    for (const auto& p : policies) o.append(" ").append(cell(find(r, b, p))).append(" |");
     const ResultRow* ag = find(r, b, "page-agnostic");
     const ResultRow* aw = find(r, b, "page-aware");
     auto migrated = [](const ResultRow* x) { return x && x->available ? format_bytes(x->bytes_migrated()) : std::string("-"); };
     auto mixed = [](const ResultRow* x) { return x && x->available ? std::to_string(x->mixed_class_pages) : std::string("-"); };
-    o += " " + migrated(ag) + " / " + migrated(aw) + " | " + mixed(ag) + " / " + mixed(aw) + " |\n";
+    o.append(" ").append(migrated(ag)).append(" / ").append(migrated(aw)).append(" | ");
+    o.append(mixed(ag)).append(" / ").append(mixed(aw)).append(" |\n");
   }
-  o += "\nCells: step time / all-fast step time (" + std::string(real ? "measured" : "predicted") +
-       "); n/a: not available (see notes); migrated: bytes moved between the tiers per iteration; mixed pages: pages "
+  o += "\nCells: step time / all-fast step time (";
+  o += real ? "measured" : "predicted";
+  o += "); n/a: not available (see notes); migrated: bytes moved between the tiers per iteration; mixed pages: pages "
        "holding live tensors of different lifetime classes at once.\n";
 
   o += "\n## All figures\n\n| budget | policy | step | slowdown | migrated to fast | to slow | " +

@@ -56,7 +56,10 @@ std::string device_text(int device) { return device < 0 ? "host" : "cuda:" + std
 
 std::string flags_text(const TensorRecord& t) {
   std::string s;
-  auto add = [&s](const char* f) { s += (s.empty() ? "" : ",") + std::string(f); };
+  auto add = [&s](const char* f) {
+    if (!s.empty()) s += ',';
+    s += f;
+  };
   if (t.has(kTensorParameter)) add("param");
   if (t.has(kTensorGradient)) add("grad");
   if (t.has(kTensorOptimizerState)) add("optim");
@@ -78,7 +81,8 @@ std::string tensor_list(const std::vector<std::uint32_t>& ids, const Profile& p,
   for (std::size_t i = 0; i < ids.size() && i < 4; ++i) {
     const auto& t = p.tensors[ids[i]];
     if (!s.empty()) s += " ";
-    s += "#" + std::to_string(t.id) + "(" + std::string(to_string(cls[t.id])) + "," + format_bytes(t.bytes) + ")";
+    s += '#';
+    s += std::to_string(t.id) + "(" + std::string(to_string(cls[t.id])) + "," + format_bytes(t.bytes) + ")";
   }
   if (ids.size() > 4) s += " +" + std::to_string(ids.size() - 4);
   return s;

@@ -227,9 +227,17 @@ std::string section_top_tensors(const ReportModel& m) {
   for (const auto& r : m.top_tensors) {
     char gs[32];
     std::snprintf(gs, sizeof gs, "%.4g", r.byte_seconds() / (1024.0 * 1024 * 1024));
-    t.row().text("#" + std::to_string(r.id)).num(std::to_string(r.seq), static_cast<double>(r.seq)).bytes(r.bytes)
-        .time(r.end_ns - r.begin_ns).num(gs, r.byte_seconds()).html(class_cell(r.cls))
-        .code(r.alloc_op.empty() ? "(before the iteration)" : r.alloc_op).count(r.uses).text(r.where).text(flags_text(r.flags))
+    t.row()
+        .text(std::string("#").append(std::to_string(r.id)))
+        .num(std::to_string(r.seq), static_cast<double>(r.seq))
+        .bytes(r.bytes)
+        .time(r.end_ns - r.begin_ns)
+        .num(gs, r.byte_seconds())
+        .html(class_cell(r.cls))
+        .code(r.alloc_op.empty() ? "(before the iteration)" : r.alloc_op)
+        .count(r.uses)
+        .text(r.where)
+        .text(flags_text(r.flags))
         .end_row();
   }
   o << t.done() << "</section>\n";
@@ -350,10 +358,16 @@ std::string section_savings(const ReportModel& m) {
     t.row().text(r.label).text(r.source == "planner" ? "planner prediction" : r.source == "plan" ? "given plan's prediction" : "measured");
     if (r.budget_bytes) t.bytes(r.budget_bytes); else t.text("-");
     t.bytes(r.fast_peak_bytes).bytes(r.saved_bytes).text(r.fits ? "yes" : "no");
-    t.bytes(r.bytes_to_slow).bytes(r.bytes_to_fast).count(r.moves).time(r.copy_ns).time(r.step_ns)
-        .num((r.step_ns > s.iteration_ns ? "+" : "") + percent(r.step_ns - s.iteration_ns, s.iteration_ns),
+    t.bytes(r.bytes_to_slow)
+        .bytes(r.bytes_to_fast)
+        .count(r.moves)
+        .time(r.copy_ns)
+        .time(r.step_ns)
+        .num(std::string(r.step_ns > s.iteration_ns ? "+" : "")
+                 .append(percent(r.step_ns - s.iteration_ns, s.iteration_ns)),
              r.step_ns / std::max(s.iteration_ns, 1.0))
-        .time(r.stall_ns).text(r.note);
+        .time(r.stall_ns)
+        .text(r.note);
     t.end_row();
   }
   o << t.done() << "</section>\n";

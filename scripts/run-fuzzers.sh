@@ -4,6 +4,7 @@
 #   scripts/run-fuzzers.sh [-t SECONDS] [TARGET...]     (default: 30 s each, all targets)
 # New inputs the fuzzer finds go to build-fuzz/corpus/<target>/ (the checked-in seeds in
 # tests/fuzz/corpus/ stay as they are); a crashing input is saved as build-fuzz/<target>-crash-*.
+# TIERPACK_WERROR=ON (scripts/test.sh sets it) makes compiler warnings errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${TIERPACK_FUZZ_SECONDS:-30}
@@ -22,7 +23,8 @@ command -v clang++ >/dev/null || { echo "run-fuzzers.sh: clang++ not found (apt-
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIERPACK_BUILD_FUZZERS=ON \
-  -DTIERPACK_WITH_TORCH=OFF -DTIERPACK_BUILD_BENCH=OFF -DTIERPACK_WITH_CUDA=OFF "${launcher[@]}" >/dev/null
+  -DTIERPACK_WITH_TORCH=OFF -DTIERPACK_BUILD_BENCH=OFF -DTIERPACK_WITH_CUDA=OFF \
+  -DTIERPACK_WERROR="${TIERPACK_WERROR:-OFF}" "${launcher[@]}" >/dev/null
 cmake --build build-fuzz --target fuzzers -j "$(nproc)"
 
 if [ ${#targets[@]} -eq 0 ]; then

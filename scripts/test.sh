@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # README command 2: installs what is missing, builds tierpack and runs the whole test suite:
-#   1. the normal build (RelWithDebInfo) and every ctest test (GPU tests skip without a device);
-#   2. an ASan+UBSan build of the unit, CLI and reliability suites (TIERPACK_SANITIZE="address;undefined");
+#   1. the normal build (Release) and every ctest test (GPU tests skip without a device);
+#   2. an ASan+UBSan (Debug) build of the unit, CLI and reliability suites (TIERPACK_SANITIZE="address;undefined");
 #   3. a TSan build of the concurrency suites (TIERPACK_SANITIZE=thread);
 #   4. the libFuzzer targets (clang) for a bounded time each (TIERPACK_FUZZ_SECONDS, default 20).
-# docs/reliability.md says which guarantee each stage checks.
+# docs/reliability.md says which guarantee each stage checks. Every build treats warnings as errors
+# (TIERPACK_WERROR=ON; off by default for users).
 # Usage: scripts/test.sh [--no-sanitize]   (build dirs: build/, build-asan/, build-tsan/, build-fuzz/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,8 @@ jobs=$(nproc)
 export CCACHE_DIR=${CCACHE_DIR:-$PWD/.cache/ccache}
 
 echo "== build (build/)"
-cmake -S . -B build -G Ninja -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIERPACK_WERROR=ON \
+      -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build build -j "$jobs"
 echo "== tests (build/)"
 ctest --test-dir build -j "$jobs" --output-on-failure --no-tests=error
@@ -75,7 +77,7 @@ if [ "$sanitize" = 1 ]; then
                gpu_runtime_tests report_tests cli_plan_replay_tests
                reliability_twin_tests reliability_host_tests reliability_session_tests reliability_cli_tests)
   echo "== build with ASan+UBSan (build-asan/: ${asan_suites[*]})"
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTIERPACK_SANITIZE="address;undefined" \
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTIERPACK_SANITIZE="address;undefined" -DTIERPACK_WERROR=ON \
         -DTIERPACK_WITH_TORCH=OFF -DTIERPACK_WITH_CUDA=OFF -DTIERPACK_BUILD_BENCH=OFF \
         -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
   cmake --build build-asan -j "$jobs" --target "${asan_suites[@]}" tierpack_cli
@@ -93,7 +95,7 @@ if [ "$sanitize" = 1 ]; then
   tsan_suites=(alloc_host_tests migrate_host_tests gpu_alloc_tests gpu_migrate_tests
                reliability_twin_tests reliability_host_tests reliability_session_tests)
   echo "== build with TSan (build-tsan/: ${tsan_suites[*]})"
-  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIERPACK_SANITIZE=thread \
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIERPACK_SANITIZE=thread -DTIERPACK_WERROR=ON \
         -DTIERPACK_WITH_TORCH=OFF -DTIERPACK_WITH_CUDA=OFF -DTIERPACK_BUILD_BENCH=OFF \
         -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
   cmake --build build-tsan -j "$jobs" --target "${tsan_suites[@]}"
@@ -101,6 +103,6 @@ if [ "$sanitize" = 1 ]; then
   run_suites build-tsan tsan "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1" "${tsan_suites[@]}"
 
   echo "== fuzzers (build-fuzz/, ${TIERPACK_FUZZ_SECONDS:-20} s each)"
-  TIERPACK_FUZZ_SECONDS=${TIERPACK_FUZZ_SECONDS:-20} scripts/run-fuzzers.sh
+  TIERPACK_WERROR=ON TIERPACK_FUZZ_SECONDS=${TIERPACK_FUZZ_SECONDS:-20} scripts/run-fuzzers.sh
 fi
 echo "== all tests passed"

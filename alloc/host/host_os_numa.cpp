@@ -84,9 +84,11 @@ class LinuxNumaOs final : public HostOs {
 
 }  // namespace
 
+// Never destroyed: the session's atexit handler (Note [Process lifetime]) still uses it after the static
+// destructors registered later have run (a destroyed one gave "pure virtual method called").
 HostOs& system_os() noexcept {
-  static LinuxNumaOs os;
-  return os;
+  static LinuxNumaOs* const os = new LinuxNumaOs;
+  return *os;
 }
 
 }  // namespace tierpack::host

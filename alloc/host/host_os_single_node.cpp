@@ -44,9 +44,11 @@ class SingleNodeOs final : public HostOs {
 
 }  // namespace
 
+// Never destroyed: the session's atexit handler (Note [Process lifetime]) still uses it after the static
+// destructors registered later have run (a destroyed one gave "pure virtual method called").
 HostOs& system_os() noexcept {
-  static SingleNodeOs os;
-  return os;
+  static SingleNodeOs* const os = new SingleNodeOs;
+  return *os;
 }
 
 }  // namespace tierpack::host

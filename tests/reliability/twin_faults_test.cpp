@@ -73,7 +73,7 @@ class TwinFaults : public ::testing::Test {
   };
   Group& make_group(std::size_t chunks, std::uint64_t seed) {
     Group g;
-    g.arena = alloc_->create_arena("g" + std::to_string(groups_.size()));
+    g.arena = alloc_->create_arena(std::string("g").append(std::to_string(groups_.size())));
     g.seed = seed;
     for (std::size_t i = 0; i < chunks; ++i) {
       g.blocks.push_back(alloc_->allocate(kChunk, s_, g.arena));
