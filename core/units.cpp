@@ -53,10 +53,11 @@ std::uint64_t parse_bytes(std::string_view text) {
                       " (use B, K, M, G or T, e.g. 24G)");
   const double bytes = value * mult;
   if (bytes >= 1.8e19) throw logic_error("invalid size " + quote_input(text) + ": too large");
-  // "0.5" rounded to 1 byte: a fraction of a byte is a typo (for 50%?), not a size.
-  if (bytes != std::floor(bytes))
+  // "0.5" rounded to 1 byte: a fraction of a byte written as bytes is a typo (for 50%?), not a size. With a
+  // unit ("0.67G") the fraction is the unit's and rounds down to whole bytes.
+  if (mult == 1 && bytes != std::floor(bytes))
     throw logic_error("invalid size " + quote_input(text) + ": not a whole number of bytes");
-  return static_cast<std::uint64_t>(std::llround(bytes));
+  return static_cast<std::uint64_t>(std::floor(bytes));
 }
 
 double parse_bandwidth(std::string_view text) {

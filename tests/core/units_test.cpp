@@ -64,6 +64,9 @@ TEST(Units, BudgetTyposAreErrorsThatSayWhatWouldBeAccepted) {
   EXPECT_NE(error_of("-5G").find("must not be negative"), std::string::npos) << error_of("-5G");
   EXPECT_EQ(parse_budget("4096").resolve(1), 4096u);  // a bare whole number of at least a page is bytes
   EXPECT_EQ(parse_budget("0.5G").resolve(1), 512ull << 20);
+  // A fraction of a unit rounds down to whole bytes (bench/gpu's --context 0.67G): only bytes must be whole.
+  EXPECT_EQ(parse_bytes("0.67G"), static_cast<std::uint64_t>(0.67 * (1ull << 30)));
+  EXPECT_NE(error_of("0.5B").find("not a whole number of bytes"), std::string::npos) << error_of("0.5B");
   const std::string huge(10000, 'x');
   const std::string msg = error_of(huge);
   EXPECT_LT(msg.size(), 300u) << msg;
