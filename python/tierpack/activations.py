@@ -317,9 +317,6 @@ class StorageMover:
                         states.append(v)
         self._state_tensors = states
 
-    def note_parameters(self, params):
-        self._parameters = {_untyped(p).data_ptr() for p in params if p.device.type == self.device_type}
-
     def _eligible(self, t):
         torch = self.torch
         if t.device.type != self.device_type or (self.device is not None and t.device != self.device):
