@@ -237,6 +237,14 @@ class StorageMoverTest(unittest.TestCase):
             self.assertEqual((h["bytes_out"], h["released"]), (0, 0), h)
         self.assertEqual(mover.phase, "planned")
 
+    def test_nothing_moves_when_the_peak_fits_the_budget_but_not_its_fill(self):
+        # The live peak is 97% of the budget: over `fill` (95%) but under 98%, so nothing has to move.
+        peak = self.saved_peak()
+        mover, dev = make_mover(int(peak / 0.97))
+        train(self.ITER, mover)
+        self.assertEqual(mover.plan["moves"], [])
+        self.assertEqual(mover.history[-1]["mode"], "idle")
+
     def test_a_plan_moves_storages_and_keeps_live_bytes_under_the_limit(self):
         peak = self.saved_peak()
         ref = self.reference()
