@@ -180,6 +180,8 @@ def run_child(a):
                            "bytes_out_per_step": sum(h["bytes_out"] for h in timed) / n,
                            "bytes_in_per_step": sum(h["bytes_in"] for h in timed) / n,
                            "fetched_late_per_step": sum(h["fetched_late"] for h in timed) / n,
+                           "hook_host_ms_per_step": sum(h["host_ms"] for h in timed) / n,
+                           "hook_calls_per_step": sum(h["calls"] for h in timed) / n,
                            "divergences": sum(h["divergences"] for h in timed),
                            "modes": [h["mode"] for h in st["iterations"]],
                            "iterations": st["iterations"]}

@@ -88,6 +88,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 
 MiB = 1 << 20
 
@@ -138,7 +139,7 @@ class _Handle:
 
 class _Counters:
     FIELDS = ("saved_storages", "saved_bytes", "bytes_out", "bytes_in", "released", "fetched_late", "divergences",
-              "peak_live")
+              "peak_live", "calls", "host_ms")
 
     def __init__(self):
         for f in self.FIELDS:
@@ -353,6 +354,13 @@ class StorageMover:
             self._on_call("pack", rec, True)
 
     def pack(self, t):
+        t0 = time.perf_counter()
+        try:
+            return self._pack(t)
+        finally:
+            self.counters.host_ms += (time.perf_counter() - t0) * 1e3
+
+    def _pack(self, t):
         if t.grad_fn is not None:
             # An op's own output (PyTorch 2 detaches the others): what the hooks keep must not lead back to
             # the graph that keeps it (a reference cycle only Python's collector would free).
@@ -389,6 +397,7 @@ class StorageMover:
         recorded iteration's sample."""
         i = self._call
         self._call += 1
+        self.counters.calls += 1
         if self._events is not None:
             self._sample(kind, rec, movable_first_pack)
         if self.plan is not None and not self._diverged:
@@ -480,6 +489,13 @@ class StorageMover:
     def unpack(self, x):
         if not isinstance(x, _Handle):
             return x
+        t0 = time.perf_counter()
+        try:
+            return self._unpack(x)
+        finally:
+            self.counters.host_ms += (time.perf_counter() - t0) * 1e3
+
+    def _unpack(self, x):
         with self._lock:
             rec = x.rec
             self._backward = True
