@@ -276,7 +276,11 @@ class StorageMover:
             if self.stats_out and self.device is not None:
                 self._write_stats()
             self.iteration += 1
-            self._iteration_start = end
+            # The next iteration starts now, after this bookkeeping (a recorded iteration's ends with a
+            # synchronisation per call): marked at the top, the timed iteration's GPU times counted the GPU
+            # idling through it (the likely cause of its 240 ms against the default's 144 ms on GPT-2 large,
+            # bench/results/gpu-h200-2026-12-01, call 4; not measured again since).
+            self._iteration_start = self.transport.mark() if self.transport is not None else None
             self._begin_iteration()
 
     def _release_all(self):
