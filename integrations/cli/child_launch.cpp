@@ -2,6 +2,7 @@
 #include "integrations/cli/child_launch.hpp"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -124,7 +125,8 @@ TierpackPaths find_tierpack_paths() {
   const fs::path source;
 #endif
   for (const fs::path& dir : {installed, source}) {
-    if (!dir.empty() && is_file(dir / "tierpack" / "__init__.py") && is_file(dir / "sitecustomize" / "sitecustomize.py")) {
+    if (!dir.empty() && is_file(dir / "tierpack" / "__init__.py") &&
+        is_file(dir / "sitecustomize" / "sitecustomize.py")) {
       p.python_dir = fs::weakly_canonical(dir).string();
       p.sitecustomize_dir = fs::weakly_canonical(dir / "sitecustomize").string();
       break;
@@ -133,7 +135,8 @@ TierpackPaths find_tierpack_paths() {
   return p;
 }
 
-ChildLaunch prepare_child(const std::vector<std::string>& command, const std::string& conf, const TierpackPaths& paths) {
+ChildLaunch prepare_child(const std::vector<std::string>& command, const std::string& conf,
+                          const TierpackPaths& paths) {
   TIERPACK_EXPECTS(!command.empty(), "empty command");
   ChildLaunch c;
   c.argv = command;
@@ -163,14 +166,22 @@ ChildLaunch prepare_child(const std::vector<std::string>& command, const std::st
   }
   // Both paths dlopen() the integration late: libjemalloc needs static TLS room then.
   const char* tunables = std::getenv("GLIBC_TUNABLES");
-  c.env["GLIBC_TUNABLES"] = (tunables && *tunables) ? std::string(tunables) + ":" + kStaticTlsTunable : kStaticTlsTunable;
+  c.env["GLIBC_TUNABLES"] =
+      (tunables && *tunables) ? std::string(tunables) + ":" + kStaticTlsTunable : kStaticTlsTunable;
   return c;
 }
 
 namespace {
 volatile sig_atomic_t g_child = 0;
-void forward_signal(int sig) {
-  if (g_child > 0) ::kill(static_cast<pid_t>(g_child), sig);
+// Note [Signals to tierpack]
+// A SIGTERM aimed at tierpack is passed on to the child. So is a SIGINT sent to tierpack alone (`kill -INT`,
+// si_code <= 0: sent by a process); a Ctrl-C from the terminal (si_code SI_KERNEL) reaches the child by
+// itself (same process group), so passing it on would interrupt the child's own clean-up. The child gets
+// SIGTERM if tierpack dies first (PR_SET_PDEATHSIG), so a killed launcher leaves no orphan training on.
+void forward_signal(int sig, siginfo_t* info, void*) {
+  if (g_child <= 0) return;
+  if (sig == SIGINT && info && info->si_code > 0) return;
+  ::kill(static_cast<pid_t>(g_child), sig);
 }
 }  // namespace
 
@@ -178,23 +189,26 @@ int run_child(const ChildLaunch& launch) {
   std::vector<char*> argv;
   for (const auto& a : launch.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw os_error("fork", errno);
   if (pid == 0) {
+    // Note [Signals to tierpack]: the child dies with its launcher (checked again in case it already died).
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(128 + SIGTERM);
     for (const auto& [k, v] : launch.env) ::setenv(k.c_str(), v.c_str(), 1);
     ::execv(argv[0], argv.data());
     std::fprintf(stderr, "tierpack: cannot run %s: %s\n", argv[0], std::strerror(errno));
     ::_exit(127);
   }
   g_child = pid;
-  // Ctrl-C reaches the child from the terminal (same process group): tierpack only waits for it to
-  // finish writing. A SIGTERM aimed at tierpack is passed on.
-  struct sigaction sa {}, ign {}, old_int {}, old_term {};
-  sa.sa_handler = forward_signal;
+  // Note [Signals to tierpack]: tierpack waits for the child to finish writing; signals go to it.
+  struct sigaction sa {
+  }, old_int{}, old_term{};
+  sa.sa_sigaction = forward_signal;
+  sa.sa_flags = SA_SIGINFO;
   ::sigemptyset(&sa.sa_mask);
-  ign.sa_handler = SIG_IGN;
-  ::sigemptyset(&ign.sa_mask);
-  ::sigaction(SIGINT, &ign, &old_int);
+  ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {

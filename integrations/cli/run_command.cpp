@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -121,7 +123,7 @@ int report_gpu_outcome(const std::string& stats_path, const std::string& who, bo
 /// plan was applied, 1 otherwise (the reason printed). A run whose host side was not enabled but
 /// whose GPU tier ran (reported by report_gpu_outcome: `gpu_ran`) is not a failure.
 int report_outcome(const std::string& stats_path, const std::string& who, const std::string& profile_out,
-                   bool stats_kept, bool gpu_ran = false) {
+                   bool stats_kept, bool gpu_ran = false, int child_status = 0) {
   nlohmann::json stats;
   bool have_stats = false;
   try {
@@ -135,6 +137,12 @@ int report_outcome(const std::string& stats_path, const std::string& who, const 
                  "ran\n",
                  who.c_str());
     return 0;
+  }
+  if (!have_stats && child_status != 0) {
+    // The command died or failed before tierpack wrote anything: say that, not "not enabled".
+    std::fprintf(stderr, "tierpack run: error: %sthe run wrote no statistics: the command ended with %s first\n",
+                 who.c_str(), describe_status(child_status).c_str());
+    return 1;
   }
   if (!have_stats) {
     std::fprintf(stderr,
@@ -256,11 +264,23 @@ int run_run(const std::vector<std::string>& argv) {
   // distributed launcher every rank writes its own (`%r`, Note [Per-rank files] in core/process_rank.hpp).
   const auto rank = process_rank_from_env();
   const int my_rank = rank ? rank->rank : 0;
-  std::string stats_tmp;
+  std::string stats_tmp, stats_dir;
+  struct RemoveDir {
+    std::string dir;
+    ~RemoveDir() {
+      std::error_code ec;
+      if (!dir.empty()) fs::remove_all(dir, ec);
+    }
+  } cleanup;
   if (auto s = args.get("--stats")) {
     c.stats_out = absolute(*s, "--stats");
   } else {
-    stats_tmp = (fs::temp_directory_path() / ("tierpack-run-" + std::to_string(::getpid()) + ".%r.json")).string();
+    // A private directory (mkdtemp): no name another user can guess or plant, removed at the end.
+    std::string tmpl = (fs::temp_directory_path() / "tierpack-run-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw os_error("mkdtemp " + tmpl, errno);
+    stats_dir = tmpl;
+    cleanup.dir = stats_dir;
+    stats_tmp = (fs::path(stats_dir) / "stats.%r.json").string();
     c.stats_out = stats_tmp;
   }
   const bool per_rank_stats = has_rank_pattern(c.stats_out) && !rank;
@@ -294,13 +314,13 @@ int run_run(const std::vector<std::string>& argv) {
     const std::string who = several ? "rank " + std::to_string(f.rank) + ": " : std::string();
     const std::string profile = c.profile_out.empty() ? std::string() : expand_rank_pattern(c.profile_out, f.rank);
     const bool gpu_ran = report_gpu_outcome(f.path, who, !stats_tmp.empty(), profile) > 0;
-    outcome = std::max(outcome, report_outcome(f.path, who, profile, stats_tmp.empty(), gpu_ran));
+    outcome = std::max(outcome, report_outcome(f.path, who, profile, stats_tmp.empty(), gpu_ran, status));
     if (!stats_tmp.empty()) fs::remove(f.path, ec);
   }
   if (stats_files.empty()) {
     const std::string path = expand_rank_pattern(c.stats_out, 0);
     const bool gpu_ran = report_gpu_outcome(path, "", !stats_tmp.empty(), expand_rank_pattern(c.profile_out, 0)) > 0;
-    outcome = report_outcome(path, "", "", true, gpu_ran);
+    outcome = report_outcome(path, "", "", true, gpu_ran, status);
   }
   if (outcome != 0) return status != 0 ? status : outcome;
   return status;
