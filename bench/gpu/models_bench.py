@@ -6,7 +6,7 @@ Models (random init, bf16 autocast, AdamW, fixed seeds, no dropout; built on the
   llama     a Llama-style decoder (transformers LlamaForCausalLM: RMSNorm, SwiGLU, rotary), 24 x 1536,
             FFN 4096, 16 heads, vocab 32000 (~0.78B), batch 8, seq 1024
   t5        an encoder-decoder (transformers T5ForConditionalGeneration, gated-GELU, T5 v1.1 large shape:
-            24 + 24 x 1024, FFN 2816, 16 heads, vocab 32128 (~0.78B)), batch 16, 512 tokens in and out
+            24 + 24 x 1024, FFN 2816, 16 heads, vocab 32128 (~0.78B)), batch 8, 512 tokens in and out (batch 16 needed 69.7 GiB)
   resnet50  torchvision ResNet-50, batch 256, 224 x 224, channels-last
 
 Modes, each in a fresh process:
@@ -86,10 +86,10 @@ def build(torch, name, ckpt):
         if ckpt:
             model.gradient_checkpointing_enable()
         model.config.use_cache = False
-        src = [torch.randint(0, 32128, (16, 512), device="cuda", generator=g) for _ in range(4)]
-        tgt = [torch.randint(0, 32128, (16, 512), device="cuda", generator=g) for _ in range(4)]
+        src = [torch.randint(0, 32128, (8, 512), device="cuda", generator=g) for _ in range(4)]
+        tgt = [torch.randint(0, 32128, (8, 512), device="cuda", generator=g) for _ in range(4)]
         return (model, lambda i: (src[i % 4], tgt[i % 4]),
-                lambda m, x: m(input_ids=x[0], labels=x[1]).loss, 16 * 1024, "tokens")
+                lambda m, x: m(input_ids=x[0], labels=x[1]).loss, 8 * 1024, "tokens")
     if name == "resnet50":
         import torch.nn as nn
         import torchvision
