@@ -357,12 +357,16 @@ class StorageMover:
             self._states.append(rec)
             self._on_call("pack", rec, True)
 
-    def pack(self, t):
+    def _timed(self, fn, arg):
+        """fn(arg), its host time counted in this iteration's host_ms (the hooks' own cost)."""
         t0 = time.perf_counter()
         try:
-            return self._pack(t)
+            return fn(arg)
         finally:
             self.counters.host_ms += (time.perf_counter() - t0) * 1e3
+
+    def pack(self, t):
+        return self._timed(self._pack, t)
 
     def _pack(self, t):
         if t.grad_fn is not None:
@@ -491,13 +495,7 @@ class StorageMover:
 
     # ------------------------------------------------------------------------------------- unpack
     def unpack(self, x):
-        if not isinstance(x, _Handle):
-            return x
-        t0 = time.perf_counter()
-        try:
-            return self._unpack(x)
-        finally:
-            self.counters.host_ms += (time.perf_counter() - t0) * 1e3
+        return self._timed(self._unpack, x) if isinstance(x, _Handle) else x
 
     def _unpack(self, x):
         with self._lock:
