@@ -119,7 +119,8 @@ def run_child(a):
     if a.mode.startswith("tierpack"):
         sys.path.insert(0, os.path.join(ROOT, "python"))
         import tierpack.cuda as tc
-        tc.install(budget=int(a.alloc_budget), gpu="mechanism:storage", path=a.lib)
+        tc.install(budget=int(a.alloc_budget), gpu="mechanism:storage" + ("," + a.gpu_options if a.gpu_options else ""),
+                   path=a.lib)
     if a.deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import torch
@@ -168,10 +169,17 @@ def run_child(a):
         losses.append(loss.item())
     peak = sampler.peak_bytes()
     med = statistics.median(times)
+    mem = torch.cuda.memory_stats()
+    keys = ("allocated_bytes.all.current", "allocated_bytes.all.peak", "reserved_bytes.all.current",
+            "reserved_bytes.all.peak", "inactive_split_bytes.all.current", "inactive_split_bytes.all.peak",
+            "num_alloc_retries", "num_device_alloc", "num_device_free", "num_sync_all_streams")
+    torch_stats = {k: mem.get(k) for k in keys}
+    profile = stream_profile(torch, lambda: step(a.warmup + a.steps), a.profile) if a.profile else None
     res = {"model": a.model, "mode": a.mode, "budget": a.budget, "alloc_budget": a.alloc_budget,
            "median_step_s": med, "units_per_s": units / med, "unit": unit, "peak_bytes": peak, "losses": losses,
            "warmup_step_s": warm, "step_s": times, "context_bytes": context,
-           "torch_max_reserved": torch.cuda.max_memory_reserved()}
+           "torch_max_reserved": torch.cuda.max_memory_reserved(), "torch_stats": torch_stats,
+           "stream_profile": profile, "gpu_options": a.gpu_options}
     if tc is not None:
         st = tc.stats()
         timed = st["iterations"][-a.steps:]
@@ -182,6 +190,7 @@ def run_child(a):
                            "fetched_late_per_step": sum(h["fetched_late"] for h in timed) / n,
                            "hook_host_ms_per_step": sum(h["host_ms"] for h in timed) / n,
                            "hook_calls_per_step": sum(h["calls"] for h in timed) / n,
+                           "peak_reserved_per_step": max(h.get("peak_reserved", 0) for h in timed),
                            "divergences": sum(h["divergences"] for h in timed),
                            "modes": [h["mode"] for h in st["iterations"]],
                            "iterations": st["iterations"]}
@@ -189,6 +198,60 @@ def run_child(a):
         res["pinned_d2h_Bps"], res["pinned_h2d_Bps"] = pinned_bandwidth(torch)
     sampler.stop = True
     print("RESULT " + json.dumps(res), flush=True)
+
+
+def stream_profile(torch, one_step, path):
+    """One more step under torch.profiler: per CUDA stream, the time its kernels and copies kept it busy, and
+    for the stream that ran the most kernels (compute) the time it sat idle within the step; copies' bytes
+    each way. The trace goes to `path` (Chrome format) when it ends in .json."""
+    import tempfile
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        one_step()
+        torch.cuda.synchronize()
+    wall = (time.perf_counter() - t0) * 1e3
+    out = path if path.endswith(".json") else tempfile.mktemp(suffix=".json")
+    prof.export_chrome_trace(out)
+    with open(out) as f:
+        evs = json.load(f)["traceEvents"]
+    if out != path:
+        os.unlink(out)
+    streams, lo, hi = {}, None, None
+    for e in evs:
+        if e.get("ph") != "X" or e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        st = (e.get("args") or {}).get("stream")
+        s = streams.setdefault(st, {"spans": [], "kernels": 0, "d2h_bytes": 0, "h2d_bytes": 0, "copies": 0})
+        s["spans"].append((e["ts"], e["ts"] + e["dur"]))
+        name = e.get("name", "")
+        if e["cat"] == "kernel":
+            s["kernels"] += 1
+        elif "DtoH" in name or "Device -> Pinned" in name:
+            s["d2h_bytes"] += (e.get("args") or {}).get("bytes", 0); s["copies"] += 1
+        elif "HtoD" in name or "Pinned -> Device" in name:
+            s["h2d_bytes"] += (e.get("args") or {}).get("bytes", 0); s["copies"] += 1
+        lo = e["ts"] if lo is None else min(lo, e["ts"])
+        hi = e["ts"] + e["dur"] if hi is None else max(hi, e["ts"] + e["dur"])
+    summary = {"wall_ms": wall, "gpu_span_ms": ((hi or 0) - (lo or 0)) / 1e3, "streams": {}}
+    for st, s in streams.items():
+        busy, end = 0.0, None
+        for a0, b0 in sorted(s["spans"]):
+            if end is None or a0 > end:
+                busy += b0 - a0; end = b0
+            elif b0 > end:
+                busy += b0 - end; end = b0
+        summary["streams"][str(st)] = {"busy_ms": busy / 1e3, "kernels": s["kernels"], "copies": s["copies"],
+                                       "d2h_gb": s["d2h_bytes"] / 1e9, "h2d_gb": s["h2d_bytes"] / 1e9}
+    if streams:
+        comp = max(streams, key=lambda k: streams[k]["kernels"])
+        c = summary["streams"][str(comp)]
+        c["compute"] = True
+        c["idle_ms"] = summary["gpu_span_ms"] - c["busy_ms"]
+    print("PROFILE " + json.dumps(summary), flush=True)
+    return summary
 
 
 def pinned_bandwidth(torch):
@@ -214,6 +277,10 @@ def pinned_bandwidth(torch):
 def child(a, model, mode, warmup, budget=None, alloc_budget=None, compile_budget=None):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", "--model", model, "--mode", mode,
            "--steps", str(a.steps), "--warmup", str(warmup), "--lib", a.lib]
+    if a.gpu_options and mode.startswith("tierpack"):
+        cmd += ["--gpu-options", a.gpu_options]
+    if a.profile:
+        cmd += ["--profile", a.profile]
     if budget is not None:
         cmd += ["--budget", str(int(budget)), "--alloc-budget", str(int(alloc_budget))]
     if compile_budget is not None:
@@ -306,6 +373,9 @@ def main():
     ap.add_argument("--lib", default=os.path.join(ROOT, "build", "lib", "libtierpack_cuda.so"))
     ap.add_argument("--child-timeout", type=float, default=240)
     ap.add_argument("--deterministic", action="store_true")
+    ap.add_argument("--gpu-options", default="", help="more TIERPACK_GPU options for the tierpack modes (e.g. limit:hard)")
+    ap.add_argument("--profile", default="", help="profile one more step per cell under torch.profiler: 'summary' "
+                    "prints its per-stream busy times, a path ending in .json also keeps the trace")
     ap.add_argument("--json", help="write every result and the table rows here")
     ap.add_argument("--logs", help="write each child's output here")
     ap.add_argument("--commit", default=os.environ.get("TIERPACK_COMMIT", ""))

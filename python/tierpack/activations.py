@@ -139,7 +139,7 @@ class _Handle:
 
 class _Counters:
     FIELDS = ("saved_storages", "saved_bytes", "bytes_out", "bytes_in", "released", "fetched_late", "divergences",
-              "peak_live", "calls", "host_ms")
+              "peak_live", "peak_reserved", "calls", "host_ms")
 
     def __init__(self):
         for f in self.FIELDS:
@@ -169,7 +169,7 @@ class StorageMover:
     def __init__(self, torch, transport, planner, budget_bytes, allocated, max_allocated, reset_peak,
                  set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.95,
                  divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
-                 empty_cache=None, optimizer_state=False, capacity=None, log=None):
+                 empty_cache=None, optimizer_state=False, capacity=None, log=None, max_reserved=None):
         self.torch = torch
         self._make_transport = transport
         self._planner = planner
@@ -180,6 +180,7 @@ class StorageMover:
         self.stats_out = stats_out or ""
         self._allocated, self._max_allocated, self._reset_peak = allocated, max_allocated, reset_peak
         self._set_limit = set_limit
+        self._max_reserved = max_reserved
         self._empty_cache = empty_cache
         # Note [Recording]: the timing iteration moves nothing when the recorded live peak fits the device.
         self._pressure_in_timing = None if capacity is None else (
@@ -244,6 +245,8 @@ class StorageMover:
             mode = "idle" if self._idle else self.phase
             if self.device is not None:
                 self.counters.peak_live = int(self._max_allocated(self.device))
+                if self._max_reserved is not None:
+                    self.counters.peak_reserved = int(self._max_reserved(self.device))
             if self._recording and self._events:
                 self._finish_trace(end)
                 if self._pressure_in_timing is not None:

@@ -254,14 +254,17 @@ def _install_storage_mover(torch, lib, options):
         allocated = lambda d: stats(index(d))["allocated_bytes"]["all"]["current"]  # noqa: E731
         max_allocated = lambda d: stats(index(d))["allocated_bytes"]["all"]["peak"]  # noqa: E731
         reset_peak = lambda d: reset(index(d))  # noqa: E731
+        max_reserved = lambda d: stats(index(d))["reserved_bytes"]["all"]["peak"]  # noqa: E731
     else:
         allocated, max_allocated = torch.cuda.memory_allocated, torch.cuda.max_memory_allocated
+        max_reserved = torch.cuda.max_memory_reserved
         reset_peak = torch.cuda.reset_peak_memory_stats
 
     _offloader = StorageMover(
         torch, lambda device: CudaTransport(torch, device), plan_with_library(lib),
         budget_bytes=options["budget_bytes"], budget_fraction=options["budget_fraction"],
         allocated=allocated, max_allocated=max_allocated, reset_peak=reset_peak, set_limit=set_limit,
+        max_reserved=max_reserved,
         capacity=lambda d: torch.cuda.get_device_properties(d).total_memory, fill=options["fill"],
         record_iteration=max(3, int(options["warmup_iterations"]) + 2), divergences=options["divergences"],
         empty_cache=torch.cuda.empty_cache, optimizer_state=True,
