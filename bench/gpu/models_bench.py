@@ -175,6 +175,17 @@ def run_child(a):
             "num_alloc_retries", "num_device_alloc", "num_device_free", "num_sync_all_streams")
     torch_stats = {k: mem.get(k) for k in keys}
     profile = stream_profile(torch, lambda: step(a.warmup + a.steps), a.profile) if a.profile else None
+    if a.snapshot:
+        # One more step with the allocator's history (every alloc, free, map and unmap; no stacks), as a pickle
+        # for torch.cuda.memory's tools (https://pytorch.org/memory_viz).
+        import pickle
+        torch.cuda.synchronize()
+        torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", max_entries=400000)
+        step(a.warmup + a.steps + 1)
+        torch.cuda.synchronize()
+        with open(a.snapshot, "wb") as f:
+            pickle.dump(torch.cuda.memory._snapshot(), f)
+        torch.cuda.memory._record_memory_history(enabled=None)
     res = {"model": a.model, "mode": a.mode, "budget": a.budget, "alloc_budget": a.alloc_budget,
            "median_step_s": med, "units_per_s": units / med, "unit": unit, "peak_bytes": peak, "losses": losses,
            "warmup_step_s": warm, "step_s": times, "context_bytes": context,
@@ -281,6 +292,8 @@ def child(a, model, mode, warmup, budget=None, alloc_budget=None, compile_budget
         cmd += ["--gpu-options", a.gpu_options]
     if a.profile:
         cmd += ["--profile", a.profile]
+    if a.snapshot and mode.startswith("tierpack"):
+        cmd += ["--snapshot", "%s.%s.%s.pickle" % (a.snapshot, model, "%d" % (budget or 0))]
     if budget is not None:
         cmd += ["--budget", str(int(budget)), "--alloc-budget", str(int(alloc_budget))]
     if compile_budget is not None:
@@ -373,6 +386,8 @@ def main():
     ap.add_argument("--lib", default=os.path.join(ROOT, "build", "lib", "libtierpack_cuda.so"))
     ap.add_argument("--child-timeout", type=float, default=240)
     ap.add_argument("--deterministic", action="store_true")
+    ap.add_argument("--snapshot", default="", help="the allocator's history of one more step per tierpack cell, "
+                    "to <this>.<model>.<budget bytes>.pickle")
     ap.add_argument("--gpu-options", default="", help="more TIERPACK_GPU options for the tierpack modes (e.g. limit:hard)")
     ap.add_argument("--profile", default="", help="profile one more step per cell under torch.profiler: 'summary' "
                     "prints its per-stream busy times, a path ending in .json also keeps the trace")

@@ -609,6 +609,10 @@ class StorageMover:
         step = max(el(start, end) - sum(stall_at.values()), t_prev)
         opt = el(self._optimizer_start, end) if self._optimizer_start is not None else 0.0
         opt = min(max(opt, 0.0), step - t_prev) if step > t_prev else 0.0
+        reuse = getattr(self.transport, "reuse_marks", None)
+        if reuse is not None:  # the next timed iteration records these again (their times are read)
+            reuse([e["mark"] for e in ev] + [m for _, a, b in self._stalls for m in (a, b)] + [self._optimizer_start])
+        self._stalls = []
         self._optimizer_start = None
         return {"t_ms": out, "step_ms": step, "optimizer_ms": opt}
 
