@@ -10,6 +10,6 @@ C=$(cat $D/COMMIT)
 B="python3 bench/gpu/models_bench.py --lib $TIERPACK_CUDA_LIB --steps 5 --warmup 2 --tierpack-warmup 6 --child-timeout 70 --commit $C --logs /tmp/logs --modes default,tierpack --budgets 75"
 mkdir -p /tmp/snap
 timeout 90 $B --models gpt2 --snapshot /tmp/snap/es --json $OUT/call2_es.json 2>&1 | tee $OUT/call2_bench.txt
-PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False timeout 90 $B --models gpt2,llama --json $OUT/call2_noes.json 2>&1 | tee -a $OUT/call2_bench.txt
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False timeout 150 $B --models gpt2,llama --json $OUT/call2_noes.json 2>&1 | tee -a $OUT/call2_bench.txt
 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True,roundup_power2_divisions:4 timeout 90 $B --models gpt2 --json $OUT/call2_round.json 2>&1 | tee -a $OUT/call2_bench.txt
 tar czf $OUT/call2_logs.tgz -C /tmp logs snap 2>/dev/null; ls -la $OUT
