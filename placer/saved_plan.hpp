@@ -23,7 +23,9 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
 void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options, SavedPlan& plan);
 
 /// The transfer bound at `limit_bytes` of live bytes: the least step any runtime that only places these
-/// tensors can take (bench/gpu/transfer_bound.py, Note [Transfer bound]), from the trace's live curve.
-double saved_transfer_bound_ms(const SavedTrace& trace, std::uint64_t limit_bytes, double d2h_bytes_per_s);
+/// tensors can take, from the trace's live curve, counting both directions (Note [Two-way transfer bound]
+/// in saved_plan.cpp; bench/gpu/transfer_bound.py counts the device-to-host one alone).
+double saved_transfer_bound_ms(const SavedTrace& trace, std::uint64_t limit_bytes, double d2h_bytes_per_s,
+                               double h2d_bytes_per_s);
 
 }  // namespace tierpack::placer

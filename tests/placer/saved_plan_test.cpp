@@ -290,3 +290,21 @@ TEST(SavedTraceJson, ReadersNameTheFieldThatIsWrong) {
   EXPECT_THROW(saved_plan_options_from_json("{\"limit_bytes\":\"1G\",\"d2h_bytes_per_s\":1,\"h2d_bytes_per_s\":1}"),
                format_error);
 }
+
+// Note [Two-way transfer bound], by hand: 1 GB over a 2 GB limit from the pack (0 ms) to the unpack
+// (10 ms), a 22 ms step with a 2 ms optimizer step, 50 GB/s each way (20 ms a copy). Out before the
+// peak and back after it: min over tau of max(2 + tau, 20) + max(22 - tau, 20) - 2 = 38 ms (tau in
+// [2, 18]); the device-to-host direction alone gives 22 + (20 - (2 + 10)) = 30 ms.
+TEST(SavedPlan, TransferBoundCountsBothDirections) {
+  SavedTrace t;
+  t.storages.push_back({1'000'000'000, true});
+  t.events.push_back({SavedEventKind::pack, 0, 0.0, 3'000'000'000, 3'000'000'000});
+  t.events.push_back({SavedEventKind::unpack, 0, 10.0, 3'000'000'000, 3'000'000'000});
+  t.step_ms = 22;
+  t.optimizer_ms = 2;
+  EXPECT_NEAR(saved_transfer_bound_ms(t, 2'000'000'000, 50e9, 50e9), 38.0, 1e-9);
+  // Twice the bandwidth back: the copy back (10 ms) fits after the peak; out still needs 20 ms before it.
+  EXPECT_NEAR(saved_transfer_bound_ms(t, 2'000'000'000, 50e9, 100e9), 30.0, 1e-9);
+  EXPECT_NEAR(saved_transfer_bound_ms(t, 3'000'000'000, 50e9, 50e9), 22.0, 1e-9);  // nothing over the limit
+  EXPECT_THROW(saved_transfer_bound_ms(t, 2'000'000'000, 50e9, 0.0), logic_error);
+}

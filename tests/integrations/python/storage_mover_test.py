@@ -290,6 +290,39 @@ class StorageMoverTest(unittest.TestCase):
         recorded = max(e["window_peak"] for e in mover.trace()["events"])
         self.assertEqual(recorded, peak)
 
+    def test_the_timed_iteration_moves_nothing_under_the_device_size(self):
+        # Note [Recording]: the iteration after the recorded one only times the calls; with the device's
+        # size over the recorded peak it moves nothing (it moved everything once, by a flag read too late).
+        peak = self.saved_peak()
+        mover, dev = make_mover(int(peak * 0.6), capacity=lambda d: 1 << 40)
+        train(5, mover)
+        timed = mover.history[mover.record_iteration]  # iteration record_iteration + 1
+        self.assertEqual((timed["bytes_out"], timed["released"]), (0, 0), mover.history)
+        self.assertGreater(mover.history[mover.record_iteration - 1]["released"], 0)  # the recorded one moved
+
+    def test_reserved_memory_over_the_budget_plans_again_under_a_lower_limit(self):
+        # Note [Reserved memory]: an allocator holding a fixed 15% of the budget over its live peak.
+        peak = self.saved_peak()
+        budget = int(peak * 0.7)
+        gap = int(budget * 0.15)
+        ref = self.reference()
+        dev = Device()
+        mover, dev = make_mover(budget, device=dev, max_reserved=lambda d: dev.max_allocated() + gap)
+        got = train(self.ITER + 3, mover)
+        self.check_same(train(self.ITER + 3), got)
+        self.assertEqual(ref[0], got[0][:self.ITER])
+        self.assertLess(mover.plan["limit_bytes"], int(budget * 0.95))
+        last = mover.history[-1]
+        self.assertLessEqual(last["peak_reserved"], budget + max(st["bytes"] for st in mover.trace()["storages"]), mover.history)
+        self.assertLess(mover.reserved_replans_left, 4)
+        # No replan left: the run goes on over the budget and says so.
+        logs = []
+        mover, dev2 = make_mover(budget, reserved_replans=0)
+        mover.log = logs.append
+        mover._max_reserved = lambda d: dev2.max_allocated() + gap
+        train(self.ITER, mover)
+        self.assertTrue(any("over the budget" in m for m in logs), logs)
+
     def test_views_of_one_storage_are_one_record(self):
         mover, dev = make_mover(1 << 40)
         train(3, mover, views=True)
