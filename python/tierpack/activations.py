@@ -718,7 +718,17 @@ class StorageMover:
         self.log("storage mover: PyTorch's allocator held %.2f GiB (%.2f GiB live) over a %.2f GiB budget: planning "
                  "again under %.2f GiB of live bytes" % (self.counters.peak_reserved / gib, self.counters.peak_live / gib,
                                                          self.budget / gib, limit / gib))
+        kept = (self.plan, self._actions, self._idle, self.plan_summary)
         self._make_plan(limit)
+        if self.plan is not None and not self.plan["fits"]:
+            # Not enough movable bytes under the lower limit: the plan that fitted stays (a plan that does
+            # not fit leaves live bytes over its limit wherever it falls short).
+            self.plan, self._actions, self._idle, self.plan_summary = kept
+            self._check_plan = False
+            self.reserved_replans_left = 0
+            self.log("storage mover: no plan fits under %.2f GiB (too few movable bytes): the plan under %.2f GiB "
+                     "stays, and the run stays %.2f GiB over the budget" % (limit / gib, self.plan["limit_bytes"] / gib,
+                                                                          over / gib))
 
     def _plan_actions(self, plan):
         """Per call: (storages copied out, let go, fetched) there."""

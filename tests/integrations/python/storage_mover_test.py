@@ -315,6 +315,15 @@ class StorageMoverTest(unittest.TestCase):
         last = mover.history[-1]
         self.assertLessEqual(last["peak_reserved"], budget + max(st["bytes"] for st in mover.trace()["storages"]), mover.history)
         self.assertLess(mover.reserved_replans_left, 4)
+        # A lower limit no plan fits: the plan that fitted stays, and the log says the run stays over.
+        logs = []
+        mover, dev3 = make_mover(budget)
+        mover.log = logs.append
+        mover._max_reserved = lambda d: dev3.max_allocated() + budget  # never under the budget
+        train(self.ITER, mover)
+        self.assertTrue(mover.plan["fits"], mover.plan_summary)
+        self.assertEqual(mover.reserved_replans_left, 0)
+        self.assertTrue(any("the plan under" in m for m in logs), logs)
         # No replan left: the run goes on over the budget and says so.
         logs = []
         mover, dev2 = make_mover(budget, reserved_replans=0)
