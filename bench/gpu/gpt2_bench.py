@@ -88,29 +88,42 @@ def build_model(torch, layers, d, heads, vocab, seq, ckpt):
 
 # ------------------------------------------------------------------------------------- memory sampler
 class NvmlSampler:
-    """Device memory in use (NVML), sampled every millisecond; the peak since reset()."""
+    """Device memory in use (NVML), sampled every millisecond; the peak since reset().
 
-    def __init__(self):
-        import pynvml
-        pynvml.nvmlInit()
-        self.nv = pynvml
-        self.h = pynvml.nvmlDeviceGetHandleByIndex(int(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or 0))
+    A sample taken before a reset never counts after it: the sampling thread read the peak, asked NVML
+    (which takes a while) and wrote the maximum back, so a reset during that call was undone and the warm-up's
+    peak came back as the timed steps' (bench/results/gpu-h200-2026-12-01-2, calls 4-5: T5 39.7 GiB with
+    its allocator holding 30.1 GiB)."""
+
+    def __init__(self, used=None):
+        if used is None:
+            import pynvml
+            pynvml.nvmlInit()
+            h = pynvml.nvmlDeviceGetHandleByIndex(int(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or 0))
+            used = lambda: pynvml.nvmlDeviceGetMemoryInfo(h).used  # noqa: E731
+        self.used = used
+        self._m = threading.Lock()
+        self._generation = 0
         self.base = self.used()
         self.peak = 0
         self.stop = False
         self.t = threading.Thread(target=self.run, daemon=True)
         self.t.start()
 
-    def used(self):
-        return self.nv.nvmlDeviceGetMemoryInfo(self.h).used
-
     def run(self):
         while not self.stop:
-            self.peak = max(self.peak, self.used())
+            with self._m:
+                gen = self._generation
+            u = self.used()
+            with self._m:
+                if gen == self._generation:
+                    self.peak = max(self.peak, u)
             time.sleep(0.001)
 
     def reset(self):
-        self.peak = self.used()
+        with self._m:
+            self._generation += 1
+            self.peak = self.used()
 
     def peak_bytes(self):
         return max(self.peak - self.base, 0)
