@@ -71,12 +71,16 @@ build() {
   deps=$(cd "$deps" && pwd)
   [ -f "$deps/usr/include/jemalloc/jemalloc.h" ] || { echo "gpu-machine-build: $deps has no usr/include/jemalloc/jemalloc.h" >&2; exit 1; }
   "$python" -c 'import torch' || { echo "gpu-machine-build: $python cannot import torch" >&2; exit 1; }
+  # The carried shared libraries' directory goes into the installed RUNPATHs: CMake leaves out link
+  # directories inside the build tree (where an unpacked archive lies), so it is named here.
+  local deps_lib
+  deps_lib=$(dirname "$(find "$deps/usr/lib" -name libjemalloc.so.2 | head -n 1)")
   local gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
   [ -f "$build_dir/CMakeCache.txt" ] && gen=()
   echo "== configure ($build_dir; torch of $python; libraries from $deps)"
   cmake -S "$repo" -B "$build_dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DTIERPACK_PYTHON="$python" \
-        -DCMAKE_PREFIX_PATH="$deps/usr" -DPKG_CONFIG_USE_CMAKE_PREFIX_PATH=OFF \
+        -DCMAKE_PREFIX_PATH="$deps/usr" -DPKG_CONFIG_USE_CMAKE_PREFIX_PATH=OFF -DCMAKE_INSTALL_RPATH="$deps_lib" \
         -DTIERPACK_WITH_CUDA=ON -DTIERPACK_WITH_TORCH=ON -DTIERPACK_WITH_NUMA=ON \
         -DTIERPACK_BUILD_TESTS=OFF -DTIERPACK_BUILD_BENCH=OFF ${CMAKE_ARGS:-}
   [ "$configure_only" = 0 ] || return 0
