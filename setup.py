@@ -85,6 +85,25 @@ def check_reused_build_dir(build_dir):
                            % (build_dir, built, sys.executable, mine))
 
 
+def is_off(value):
+    return value is None or value.upper() in ("", "OFF", "0", "FALSE", "NO", "N") or value.upper().endswith("-NOTFOUND")
+
+
+def check_gpu_tier(build_dir):
+    """A build without the GPU tier for a torch with CUDA is refused, unless asked for (-DTIERPACK_WITH_CUDA=OFF)."""
+    if not is_off(cache_value(build_dir, "TIERPACK_WITH_CUDA")) or is_off(cache_value(build_dir, "TIERPACK_WITH_TORCH")):
+        return
+    if "-DTIERPACK_WITH_CUDA=OFF" in shlex.split(os.environ.get("CMAKE_ARGS", "")):
+        return
+    cuda = subprocess.run([sys.executable, "-c", "import torch; print(torch.version.cuda or '')"],
+                          capture_output=True, text=True).stdout.strip()
+    if cuda:
+        raise RuntimeError("%s builds tierpack without its GPU tier (no CUDA compiler found), but %s's torch has "
+                           "CUDA %s: put nvcc on PATH or name it (CMAKE_ARGS=-DCMAKE_CUDA_COMPILER=/path/to/nvcc), "
+                           "or build without the GPU tier on purpose (CMAKE_ARGS=-DTIERPACK_WITH_CUDA=OFF)"
+                           % (build_dir, sys.executable, cuda))
+
+
 def configure(build_dir):
     args = ["cmake", "-S", ROOT, "-B", build_dir,
             "-DCMAKE_BUILD_TYPE=" + os.environ.get("TIERPACK_BUILD_TYPE", "Release"),
@@ -112,6 +131,7 @@ class BuildWithCMake(build_py):
         else:
             build_dir = os.path.join(ROOT, "build-pip", "cmake")
             configure(build_dir)
+        check_gpu_tier(build_dir)
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
         run(["cmake", "--build", build_dir, "--target", "tierpack_runtime", "-j", jobs])
 
