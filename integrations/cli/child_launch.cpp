@@ -156,7 +156,8 @@ ChildLaunch prepare_child(const std::vector<std::string>& command, const std::st
   c.env["TIERPACK_CONF"] = conf;
   c.env["TIERPACK_LIB"] = paths.torch_lib;
   const char* cuda_env = std::getenv("TIERPACK_CUDA_LIB");
-  if (!paths.cuda_lib.empty() && !(cuda_env && *cuda_env)) c.env["TIERPACK_CUDA_LIB"] = paths.cuda_lib;  // this build's GPU tier
+  if (!paths.cuda_lib.empty() && !(cuda_env && *cuda_env))
+    c.env["TIERPACK_CUDA_LIB"] = paths.cuda_lib;  // this build's GPU tier
   const std::string interpreter = looks_like_python(c.argv[0]) ? c.argv[0] : shebang_python(c.argv[0]);
   c.python = !interpreter.empty();
   if (c.python) {
@@ -171,8 +172,8 @@ ChildLaunch prepare_child(const std::vector<std::string>& command, const std::st
         }
       throw error(interpreter + " cannot import torch" + hint);
     }
-    const std::string path_head = paths.package_beside_bootstrap ? paths.sitecustomize_dir
-                                                                 : paths.sitecustomize_dir + ":" + paths.python_dir;
+    const std::string path_head =
+        paths.package_beside_bootstrap ? paths.sitecustomize_dir : paths.sitecustomize_dir + ":" + paths.python_dir;
     c.env["PYTHONPATH"] = prepend(path_head, std::getenv("PYTHONPATH"));
     c.how = "Python: bootstrap through sitecustomize (" + paths.sitecustomize_dir + ")";
   } else {
