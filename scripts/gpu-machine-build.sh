@@ -79,7 +79,7 @@ build() {
   command -v ninja >/dev/null && gen=(-G Ninja)
   [ -f "$build_dir/CMakeCache.txt" ] && gen=()
   echo "== configure ($build_dir; torch of $python; libraries from $deps)"
-  cmake -S "$repo" -B "$build_dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DTIERPACK_PYTHON="$python" \
+  cmake -S "$repo" -B "$build_dir" "${gen[@]}" --no-warn-unused-cli -DCMAKE_BUILD_TYPE=Release -DTIERPACK_PYTHON="$python" \
         -DCMAKE_PREFIX_PATH="$deps/usr" -DPKG_CONFIG_USE_CMAKE_PREFIX_PATH=OFF -DCMAKE_INSTALL_RPATH="$deps_lib" \
         -DTIERPACK_WITH_CUDA=ON -DTIERPACK_WITH_TORCH=ON -DTIERPACK_WITH_NUMA=ON \
         -DTIERPACK_BUILD_TESTS=OFF -DTIERPACK_BUILD_BENCH=OFF ${CMAKE_ARGS:-}
