@@ -1,21 +1,28 @@
 # Third-party dependencies, all from Debian packages (scripts/install-deps.sh installs them).
-find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
-find_package(nlohmann_json 3.10 REQUIRED)
-pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.1)
-pkg_check_modules(JEMALLOC REQUIRED IMPORTED_TARGET jemalloc)
-if(TIERPACK_WITH_NUMA)
-  pkg_check_modules(NUMA REQUIRED IMPORTED_TARGET numa)
+find_package(nlohmann_json 3.10 QUIET)
+if(NOT nlohmann_json_FOUND)
+  message(FATAL_ERROR "tierpack: nlohmann_json >= 3.10 not found: install the Debian/Ubuntu package nlohmann-json3-dev "
+                      "(apt-get install nlohmann-json3-dev), or put its prefix on CMAKE_PREFIX_PATH")
 endif()
+include(TierpackSystemLibraries)  # hwloc, jemalloc, libnuma
 if(TIERPACK_WITH_CUDA)
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
 endif()
 if(TIERPACK_BUILD_TESTS)
-  find_package(GTest REQUIRED)
+  find_package(GTest QUIET)
+  if(NOT GTest_FOUND)
+    message(FATAL_ERROR "tierpack: GoogleTest not found (the test suites): install the Debian/Ubuntu packages "
+                        "libgtest-dev libgmock-dev, or configure with -DTIERPACK_BUILD_TESTS=OFF")
+  endif()
 endif()
 if(TIERPACK_BUILD_BENCH)
-  find_package(benchmark REQUIRED)
+  find_package(benchmark QUIET)
+  if(NOT benchmark_FOUND)
+    message(FATAL_ERROR "tierpack: Google Benchmark not found (the benchmark programs): install the Debian/Ubuntu "
+                        "package libbenchmark-dev, or configure with -DTIERPACK_BUILD_BENCH=OFF")
+  endif()
 endif()
 if(TIERPACK_WITH_TORCH)
   # Torch is the one of the Python named by TIERPACK_PYTHON (default: $ENV{TIERPACK_PYTHON}), else of the

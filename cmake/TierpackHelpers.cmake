@@ -43,13 +43,14 @@ function(tierpack_add_library name)
                                               $<INSTALL_INTERFACE:include/tierpack> $<INSTALL_INTERFACE:include>)
   target_link_libraries(${target} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
-  install(TARGETS ${target} EXPORT tierpackTargets ARCHIVE DESTINATION lib LIBRARY DESTINATION lib)
+  install(TARGETS ${target} EXPORT tierpackTargets ARCHIVE DESTINATION lib COMPONENT tierpack_dev
+                                                   LIBRARY DESTINATION lib COMPONENT tierpack_dev)
   if(NOT ARG_HEADER_DIR)
     set(ARG_HEADER_DIR ${CMAKE_CURRENT_SOURCE_DIR})
   endif()
   file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${ARG_HEADER_DIR})
-  install(DIRECTORY ${ARG_HEADER_DIR}/ DESTINATION include/tierpack/${rel} FILES_MATCHING PATTERN "*.hpp"
-          PATTERN "detail" EXCLUDE)
+  install(DIRECTORY ${ARG_HEADER_DIR}/ DESTINATION include/tierpack/${rel} COMPONENT tierpack_dev
+          FILES_MATCHING PATTERN "*.hpp" PATTERN "detail" EXCLUDE)
 endfunction()
 
 # tierpack_add_test(<name> SOURCES ... DEPS ... [LABELS ...])

@@ -10,6 +10,7 @@ pkgs=(build-essential cmake ninja-build ccache pkg-config git
       libnuma-dev libhwloc-dev hwloc libjemalloc-dev nlohmann-json3-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       libtorch-dev python3-torch python3-numpy
+      python3-pip python3-venv python3-setuptools python3-wheel
       clang libclang-rt-14-dev clang-format clang-tidy numactl gdb)
 for arg in "$@"; do
   case "$arg" in

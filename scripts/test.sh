@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: installs what is missing, builds tierpack and runs the whole test suite:
-#   1. the normal build (Release) and every ctest test (GPU tests skip without a device);
+#   1. the normal build (Release) and every ctest test (GPU tests skip without a device), then
+#      `pip install --no-build-isolation .` from that build into a fresh virtualenv (scripts/test-pip-install.sh);
 #   2. an ASan+UBSan (Debug) build of the unit, CLI and reliability suites (TIERPACK_SANITIZE="address;undefined");
 #   3. a TSan build of the concurrency suites (TIERPACK_SANITIZE=thread);
 #   4. the libFuzzer targets (clang) for a bounded time each (TIERPACK_FUZZ_SECONDS, default 20).
@@ -27,6 +28,8 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DTIERPACK_WERROR=ON \
 cmake --build build -j "$jobs"
 echo "== tests (build/)"
 ctest --test-dir build -j "$jobs" --output-on-failure --no-tests=error
+echo "== pip install into a fresh virtualenv (from build/)"
+scripts/test-pip-install.sh build
 
 if [ "$sanitize" = 1 ]; then
   # Sanitizer stages (issue 9; docs/reliability.md). Each builds only the suites it runs, without

@@ -117,6 +117,18 @@ TierpackPaths find_tierpack_paths() {
     throw error("libtierpack_torch.so not found next to " + exe_dir.string() +
                 " (build tierpack with -DTIERPACK_WITH_TORCH=ON, or set TIERPACK_LIB)");
   p.preload_lib = (fs::path(p.torch_lib).parent_path() / "libtierpack_preload.so").string();
+  if (const fs::path cuda = fs::path(p.torch_lib).parent_path() / "libtierpack_cuda.so"; is_file(cuda))
+    p.cuda_lib = cuda.string();
+  // Installed by pip (setup.py): this binary is <site-packages>/tierpack/bin/tierpack, the bootstrap is
+  // tierpack/_bootstrap/sitecustomize.py and loads the package around it (nothing else of site-packages
+  // goes on the child's PYTHONPATH).
+  const fs::path package = exe_dir / "..";
+  if (is_file(package / "__init__.py") && is_file(package / "_bootstrap" / "sitecustomize.py")) {
+    p.python_dir = fs::weakly_canonical(package).string();
+    p.sitecustomize_dir = fs::weakly_canonical(package / "_bootstrap").string();
+    p.package_beside_bootstrap = true;
+    return p;
+  }
   // Install tree first (<prefix>/lib/tierpack/python), then the source tree this binary was built from.
   const fs::path installed = exe_dir / ".." / "lib" / "tierpack" / "python";
 #ifdef TIERPACK_SOURCE_PYTHON_DIR
@@ -143,6 +155,9 @@ ChildLaunch prepare_child(const std::vector<std::string>& command, const std::st
   c.argv[0] = resolve_program(command[0]);
   c.env["TIERPACK_CONF"] = conf;
   c.env["TIERPACK_LIB"] = paths.torch_lib;
+  const char* cuda_env = std::getenv("TIERPACK_CUDA_LIB");
+  if (!paths.cuda_lib.empty() && !(cuda_env && *cuda_env))
+    c.env["TIERPACK_CUDA_LIB"] = paths.cuda_lib;  // this build's GPU tier
   const std::string interpreter = looks_like_python(c.argv[0]) ? c.argv[0] : shebang_python(c.argv[0]);
   c.python = !interpreter.empty();
   if (c.python) {
@@ -157,7 +172,9 @@ ChildLaunch prepare_child(const std::vector<std::string>& command, const std::st
         }
       throw error(interpreter + " cannot import torch" + hint);
     }
-    c.env["PYTHONPATH"] = prepend(paths.sitecustomize_dir + ":" + paths.python_dir, std::getenv("PYTHONPATH"));
+    const std::string path_head =
+        paths.package_beside_bootstrap ? paths.sitecustomize_dir : paths.sitecustomize_dir + ":" + paths.python_dir;
+    c.env["PYTHONPATH"] = prepend(path_head, std::getenv("PYTHONPATH"));
     c.how = "Python: bootstrap through sitecustomize (" + paths.sitecustomize_dir + ")";
   } else {
     if (!is_file(paths.preload_lib)) throw error("the preload library " + paths.preload_lib + " is missing");

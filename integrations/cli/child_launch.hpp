@@ -21,8 +21,12 @@ void apply_child_flags(const Args& args, Config& config);
 struct TierpackPaths {
   std::string torch_lib;          ///< libtierpack_torch.so
   std::string preload_lib;        ///< libtierpack_preload.so (the LD_PRELOAD shim), next to it
-  std::string python_dir;         ///< holds the `tierpack` package
+  std::string cuda_lib;           ///< libtierpack_cuda.so next to it, when built (else "")
+  std::string python_dir;         ///< holds the `tierpack` package (or is it, see below)
   std::string sitecustomize_dir;  ///< holds the bootstrap sitecustomize.py
+  /// pip's layout: python_dir is the package itself and the bootstrap (its _bootstrap/) loads it; only
+  /// sitecustomize_dir goes on the child's PYTHONPATH.
+  bool package_beside_bootstrap = false;
 };
 
 /// Finds them relative to this executable ($TIERPACK_LIB overrides the library). Throws

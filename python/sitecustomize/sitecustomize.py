@@ -3,6 +3,8 @@
 # is enabled right after torch's own initialisation and before the script's first tensor. Any other
 # sitecustomize on the path (e.g. Debian's /etc/python3.X/sitecustomize.py) still runs: it is found
 # and executed first. Without TIERPACK_CONF this file only chains.
+# Installed by pip, this file is tierpack/_bootstrap/sitecustomize.py and the `tierpack` package around it
+# is the one it enables (the CLI puts only this directory on PYTHONPATH; _import_tierpack).
 import os
 import sys
 
@@ -41,12 +43,32 @@ def _bad_configuration(e):
     return "TIERPACK_CONF:" in text or "TIERPACK_GPU:" in text
 
 
+def _import_tierpack():
+    """The tierpack package: the one this file sits in (pip's layout, tierpack/_bootstrap/), else the one
+    on sys.path (the CLI put its directory on PYTHONPATH)."""
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    init = os.path.join(package_dir, "__init__.py")
+    if "tierpack" not in sys.modules and os.path.basename(package_dir) == "tierpack" and os.path.isfile(init):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("tierpack", init, submodule_search_locations=[package_dir])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["tierpack"] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop("tierpack", None)
+            raise
+        return module
+    import tierpack
+    return tierpack
+
+
 def _enable_tierpack():
     if _is_distributed_launcher():
         # Keep TIERPACK_CONF for the workers (each one enables itself, with its own %r paths).
         return
     try:
-        import tierpack
+        tierpack = _import_tierpack()
         # `tierpack run --gpu-budget`: the GPU tier must be PyTorch's CUDA allocator before the first
         # CUDA tensor, and it reads TIERPACK_CONF, which enable() removes from the environment.
         if "gpu_budget:" in os.environ.get("TIERPACK_CONF", ""):

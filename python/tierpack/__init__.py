@@ -11,17 +11,39 @@ everything up through a sitecustomize bootstrap. A script may still call:
 Every function here is a no-op (returning False / None) when tierpack is not enabled, so scripts can
 call tierpack.step() unconditionally.
 
-The native side is libtierpack_torch.so, found through $TIERPACK_LIB, the install tree
-(<prefix>/lib/libtierpack_torch.so next to <prefix>/lib/tierpack/python/tierpack) or this package's
-directory.
+The native side is libtierpack_torch.so, found through $TIERPACK_LIB, else next to this package:
+tierpack/lib/ when pip installed it, <prefix>/lib/ when `cmake --install` did, build/lib/ in the source
+tree (tierpack/_libs.py).
+
+``tierpack.__version__`` is the project's VERSION (CMakeLists.txt), the one `tierpack --version` prints.
 """
 import atexit
 import ctypes
 import json
 import os
+import re
 import sys
 
-__all__ = ["enable", "enabled", "step", "finish", "status", "library_path", "TierpackError"]
+from tierpack import _libs
+
+__all__ = ["enable", "enabled", "step", "finish", "status", "library_path", "TierpackError", "__version__"]
+
+
+def _source_tree_version():
+    """The VERSION of the project() in the repository's CMakeLists.txt (the package run from the source tree)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        with open(os.path.join(here, os.pardir, os.pardir, "CMakeLists.txt")) as f:
+            match = re.search(r"project\(tierpack\s+VERSION\s+([0-9][0-9.]*)", f.read())
+    except OSError:
+        match = None
+    return match.group(1) if match else "unknown"
+
+
+try:
+    from tierpack._version import __version__  # written by the build (CMake, setup.py)
+except ImportError:
+    __version__ = _source_tree_version()
 
 ROLE_SAVED_FOR_BACKWARD = 0
 ROLE_PARAMETER = 1
@@ -43,11 +65,11 @@ def library_path():
     if os.environ.get("TIERPACK_LIB"):
         candidates.append(os.environ["TIERPACK_LIB"])
     candidates += [
-        os.path.join(here, "..", "..", "..", "libtierpack_torch.so"),  # <prefix>/lib/tierpack/python/tierpack
+        _libs.installed_library("libtierpack_torch.so"),  # tierpack/lib, <prefix>/lib, build/lib
         os.path.join(here, "libtierpack_torch.so"),
     ]
     for c in candidates:
-        if os.path.isfile(c):
+        if c and os.path.isfile(c):
             return os.path.abspath(c)
     return None
 
