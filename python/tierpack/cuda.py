@@ -46,15 +46,14 @@ def library_path() -> str:
     env = os.environ.get("TIERPACK_CUDA_LIB")
     if env:
         return env
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [
-        os.path.join(here, "..", "..", "build", "lib", "libtierpack_cuda.so"),
-        os.path.join(here, "..", "..", "..", "..", "lib", "libtierpack_cuda.so"),
-        os.path.join(sys.prefix, "lib", "libtierpack_cuda.so"),
-    ]
-    for c in candidates:
-        if os.path.exists(c):
-            return os.path.normpath(c)
+    from tierpack._libs import installed_library
+
+    installed = installed_library("libtierpack_cuda.so")  # pip's, cmake --install's, or the build tree's
+    if installed:
+        return installed
+    c = os.path.join(sys.prefix, "lib", "libtierpack_cuda.so")
+    if os.path.exists(c):
+        return c
     found = ctypes.util.find_library("tierpack_cuda")
     if found:
         return found
