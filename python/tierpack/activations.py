@@ -86,7 +86,7 @@ the host-to-device stream, so the optimizer keeps the same tensor objects. The p
 every state still away (late) and makes the compute stream wait for their copies, so the step never reads
 a state that is not there. The parameters themselves stay (they are read in forward and backward).
 
-What never moves: storages under ``min_bytes`` (1 MiB), the optimizer's parameters (known by their
+What never moves: storages under ``min_bytes`` (1 MiB; the hooks hand them back at once, untraced), the optimizer's parameters (known by their
 storage from the optimizer-step hook: letting go of them frees nothing), tensors that are not plain
 strided tensors of the device (subclasses, conjugate or negative views, sparse), and storages first saved
 during backward (a reentrant checkpoint's recomputation). Only tensors saved on the thread that installed
@@ -395,6 +395,11 @@ class StorageMover:
             t = t.detach()
         if self._idle or (self.budget is None and self.fraction is None) or not self._eligible(t):
             return t
+        storage = _untyped(t)
+        if storage.nbytes() < self.min_bytes:
+            # Never moves: no record and no call (T5-style models save thousands of small storages, and each
+            # call costs the host tens of microseconds: bench/results/gpu-h200-2026-12-01-2, call 4).
+            return t
         with self._lock:
             if self.device is None:
                 self.device = t.device
@@ -402,7 +407,6 @@ class StorageMover:
                 self._iteration_start = self.transport.mark()
             if not self._started:
                 self._start()
-            storage = _untyped(t)
             key = storage.data_ptr()
             rec = self._records.get(key)
             if rec is not None and self.plan is not None and not self._diverged:

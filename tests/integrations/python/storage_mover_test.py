@@ -184,9 +184,10 @@ def make_mover(budget, device=None, transport=None, **kw):
     device = device or Device()
     lib = ctypes.CDLL(LIB)
     kw.setdefault("optimizer_state", True)
+    kw.setdefault("min_bytes", 16 << 10)
     mover = StorageMover(torch, lambda d: transport or SlowTransport(), plan_with_library(lib), budget_bytes=budget,
                          allocated=device.allocated, max_allocated=device.max_allocated, reset_peak=device.reset_peak,
-                         set_limit=device.set_limit, device_type="cpu", min_bytes=16 << 10, log=lambda m: None, **kw)
+                         set_limit=device.set_limit, device_type="cpu", log=lambda m: None, **kw)
     device.mover = mover
     poke(mover, device)
     return mover, device
@@ -332,8 +333,18 @@ class StorageMoverTest(unittest.TestCase):
         train(self.ITER, mover)
         self.assertTrue(any("over the budget" in m for m in logs), logs)
 
-    def test_views_of_one_storage_are_one_record(self):
+    def test_small_storages_are_handed_back_untraced(self):
+        # Storages under min_bytes never move: no record, no call (their host cost was T5's step).
         mover, dev = make_mover(1 << 40)
+        train(3, mover)
+        small = mover.min_bytes
+        self.assertTrue(all(st["bytes"] >= small for st in mover.trace()["storages"]), mover.trace()["storages"])
+        mover2, dev2 = make_mover(1 << 40, min_bytes=1 << 40)  # every storage is small
+        self.check_same(train(3), train(3, mover2))
+        self.assertEqual(mover2.history[-1]["calls"], 0)
+
+    def test_views_of_one_storage_are_one_record(self):
+        mover, dev = make_mover(1 << 40, min_bytes=1 << 10)  # the views' storage: 10 KiB
         train(3, mover, views=True)
         ev = mover.trace()["events"]
         packs = [e for e in ev if e["kind"] == "pack"]
