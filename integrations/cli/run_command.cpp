@@ -94,6 +94,14 @@ int report_gpu_outcome(const std::string& stats_path, const std::string& who, bo
               format_bytes(last.value("bytes_to_host", std::uint64_t{0})) + " to host, " +
               format_bytes(last.value("bytes_to_device", std::uint64_t{0})) + " back, " +
               std::to_string(last.value("stalls", 0)) + " stall(s)";
+      // What the device held (PyTorch's reserved bytes) against the budget: Note [Reserved memory].
+      if (last.contains("peak_reserved"))
+        line += ", PyTorch's allocator held " + format_bytes(last.value("peak_reserved", std::uint64_t{0})) + " (" +
+                format_bytes(last.value("peak_live", std::uint64_t{0})) + " live)" +
+                (last.value("peak_reserved", std::uint64_t{0}) > st.value("budget", std::uint64_t{0}) &&
+                         st.value("budget", std::uint64_t{0}) > 0
+                     ? ", OVER the budget"
+                     : "");
     }
     if (st.contains("verify"))
       line += "; " + std::to_string(st["verify"].value("rewrites", 0)) +

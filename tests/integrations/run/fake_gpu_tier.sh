@@ -9,12 +9,23 @@ stats=$(printf '%s\n' "$TIERPACK_CONF" | tr ',' '\n' | sed -n 's/^stats_out://p'
 [ -n "$stats" ] || { echo "fake_gpu_tier: no stats_out in TIERPACK_CONF" >&2; exit 3; }
 stats=$(printf '%s' "$stats" | sed 's/%r/0/g')
 gpu="${stats%.*}.gpu0.json"
+if [ "$1" = storage ]; then
+  # The storage mover's file (python/tierpack/activations.py): $2 is what PyTorch's allocator held at most
+  # in the last iteration (Note [Reserved memory]), under a 1 GiB budget.
+  cat > "$gpu" <<JSON
+{"device": 0, "mechanism": "storage", "phase": "planned", "budget": 1073741824,
+ "plan": {"moves": 3, "fits": true},
+ "iterations": [{"iteration": 7, "mode": "planned", "bytes_to_host": 1048576, "bytes_to_device": 1048576,
+                 "stalls": 0, "divergences": 0, "peak_live": 805306368, "peak_reserved": $2}]}
+JSON
+else
 cat > "$gpu" <<JSON
 {"device": 0, "phase": "planned", "budget": 1073741824, "divergence": "",
  "plan": {"groups": 3, "moves": 6},
  "verify": {"mode": "sampled", "rewrites": 2, "repairs": 1},
  "iterations": [{"iteration": 5, "phase": "planned", "bytes_to_host": 1048576, "bytes_to_device": 1048576, "stalls": 1}]}
 JSON
+fi
 # Its run statistics for the report (Note [GPU run statistics]) and, with profile_out, its profile's
 # file (the CLI only checks that it exists).
 cat > "${stats%.*}.gpu0.run.json" <<JSON
