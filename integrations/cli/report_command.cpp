@@ -60,14 +60,17 @@ OneReport write_one(const std::string& profile_path, const std::optional<std::st
   one.profile = read_profile(profile_path);
   inputs.profile = &one.profile;
   std::optional<Plan> plan;
+  // A plan or statistics of another profile is refused before anything is written (Note [Profile identity]).
   if (plan_path) {
     plan = read_plan(*plan_path);
+    check_profile_identity(one.profile, profile_path, plan->profile_id, "plan", *plan_path);
     inputs.plan = &*plan;
     inputs.plan_path = *plan_path;
   }
   std::optional<RunStats> run;
   if (stats_path) {
     run = read_run_stats(*stats_path);
+    check_profile_identity(one.profile, profile_path, run->profile_id, "run statistics", *stats_path);
     inputs.run_stats = &*run;
     inputs.run_stats_path = *stats_path;
   }

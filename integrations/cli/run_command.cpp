@@ -9,14 +9,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "core/config.hpp"
+#include "core/discovery/topology_discovery.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/plan.hpp"
 #include "core/process_rank.hpp"
+#include "core/run_stats.hpp"
 #include "core/tier_spec.hpp"
 #include "core/units.hpp"
 #include "integrations/cli/args.hpp"
@@ -158,22 +161,51 @@ int report_outcome(const std::string& stats_path, const std::string& who, const 
                  plan_error.empty() ? "the run ended before the profiled iterations were complete" : plan_error.c_str());
     return 1;
   }
-  std::uint64_t to_fast = 0, to_slow = 0, late = 0, fallbacks = 0;
-  int planned = 0;
+  // Note [What the run summary says] in integrations/run/run_controller.hpp: applied means followed.
+  // The counters are the statistics' own (Note [Run counters] in core/run_stats.hpp), as the report reads them.
+  RunStats rs;
+  try {
+    from_json(stats, rs);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tierpack run: error: %sthe run statistics %s cannot be read: %s\n", who.c_str(),
+                 stats_path.c_str(), e.what());
+    return 1;
+  }
+  const RunCounters counters = run_counters(rs);
+  int planned = 0, followed = 0, off_at = -1;
+  std::string off_why, first_left;
   for (const auto& it : run["iterations"]) {
     if (!it.value("planned", false)) continue;
     ++planned;
-    to_fast += it["moves"].value("bytes_to_fast", std::uint64_t{0});
-    to_slow += it["moves"].value("bytes_to_slow", std::uint64_t{0});
-    late += it["moves"].value("moves_late", std::uint64_t{0});
-    fallbacks += it.value("over_budget", std::uint64_t{0});
+    const std::string divergence = it.value("divergence", std::string());
+    if (it.value("plan_followed", divergence.empty())) ++followed;
+    else if (first_left.empty())
+      first_left = "iteration " + std::to_string(it.value("index", -1)) + ": " +
+                   (divergence.empty() ? std::string("the plan was off") : divergence);
+    if (it.value("plan_turned_off", false) && off_at < 0) off_at = it.value("index", -1), off_why = divergence;
   }
+  std::string what;
+  if (off_at >= 0) what = "; turned off at iteration " + std::to_string(off_at) + ": " + off_why;
+  else if (followed < planned) what = "; left it in " + std::to_string(planned - followed) + " (first " + first_left + ")";
+  const int apply_from = run.value("apply_from", -1);
+  if (planned > 0 && followed == 0) {
+    const std::string id = run.value("profile_id", std::string());
+    std::fprintf(stderr, "tierpack run: error: %sthe plan%s was followed in none of the %d iteration(s) from iteration %d%s\n",
+                 who.c_str(), id.empty() ? "" : (" (made from profile " + id + ")").c_str(), planned, apply_from,
+                 what.c_str());
+    return 1;
+  }
+  std::string peak;
+  if (counters.fast_peak_bytes)
+    peak = ", fast peak " + format_bytes(counters.fast_peak_bytes) + " of budget " + format_bytes(counters.budget_bytes) +
+           (counters.over_budget_bytes() ? " (over it by " + format_bytes(counters.over_budget_bytes()) + ")" : "");
   std::fprintf(stderr,
-               "tierpack run: %splan applied from iteration %d for %d iteration(s): moved %s to the fast tier, %s to the "
-               "slow tier, %llu late move(s), %llu allocation(s) over budget\n",
-               who.c_str(), run.value("apply_from", -1), planned, format_bytes(to_fast).c_str(),
-               format_bytes(to_slow).c_str(), static_cast<unsigned long long>(late),
-               static_cast<unsigned long long>(fallbacks));
+               "tierpack run: %splan applied from iteration %d for %d of %d iteration(s)%s: moved %s to the fast tier, "
+               "%s to the slow tier, %s, %llu budget fallback(s) (allocations sent to the slow tier, the fast tier "
+               "full)%s\n",
+               who.c_str(), apply_from, followed, planned, what.c_str(), format_bytes(counters.bytes_to_fast).c_str(),
+               format_bytes(counters.bytes_to_slow).c_str(), counters.late_text().c_str(),
+               static_cast<unsigned long long>(counters.budget_fallbacks), peak.c_str());
   const std::string plan_file = run.value("plan_file", std::string());
   std::error_code ec;
   if (!profile_out.empty() && fs::exists(profile_out, ec) && !stats_kept)

@@ -7,6 +7,8 @@
 #       one-node - no --tiers, no budget: this machine's tiers; on one node nothing moves
 #       plan     - --plan from a first run: applied from iteration 0, still the same losses
 #       libtorch - build/bin/train_cpu (LD_PRELOAD, periodicity boundaries): same losses, routed by plan
+#       foreign  - --plan made for another batch size (issue 26): the runtime turns it off, and the final
+#                  line says so (one line, exit 1, the plan's profile named) instead of "plan applied"
 set -euo pipefail
 build=$1 src=$2 case=$3
 tp=$build/bin/tierpack
@@ -78,7 +80,32 @@ case $case in
       # Iteration 0 allocates the optimizer state: it differs from the profiled one; the others follow the plan.
       [ "$(stat "$work/stats2.json" 'all(i["routed_by_plan"] == i["allocations"] for i in planned[1:])')" = True ] ||
         fail "--plan: iterations after the first not routed by the plan"
+      # The final line counts what really happened: iteration 0 left the plan, 1-4 followed it.
+      grep -q "tierpack run: plan applied from iteration 0 for 4 of 5 iteration(s); left it in 1 (first iteration 0: allocation" \
+        "$work/err2.txt" || fail "--plan: the final line does not say 4 of 5"
+      # The statistics carry the plan's profile: the report takes them with the first run's profile.
+      "$tp" report "$work/run.tpk" --plan "$work/run.plan.json" --run-stats "$work/stats2.json" -o "$work/report2" >/dev/null ||
+        fail "tierpack report rejected the statistics of a run of the profile's own plan"
     fi
+    ;;
+  foreign)
+    "$tp" run --tiers preset:ddr5-cxl --fast-budget 50% -o "$work/run.tpk" -- $py "$ex" --iters 4 >/dev/null 2>"$work/err.txt" ||
+      { cat "$work/err.txt"; fail "tierpack run failed"; }
+    set +e
+    "$tp" run --plan "$work/run.plan.json" --stats "$work/stats2.json" -- $py "$ex" --iters 5 --batch 8 >"$work/run2.txt" 2>"$work/err2.txt"
+    status=$?
+    set -e
+    cat "$work/err2.txt"
+    [ "$status" = 1 ] || fail "a plan of another batch size: exit $status, not 1"
+    id=$($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["profile_id"])' "$work/run.plan.json")
+    [ -n "$id" ] || fail "the plan carries no profile identity"
+    [ "$(grep -c '^tierpack run: ' "$work/err2.txt" | tr -d ' ')" -ge 1 ] || fail "no summary line"
+    grep -q "^tierpack run: error: the plan (made from profile $id) was followed in none of the 5 iteration(s) from iteration 0; turned off at iteration 1: allocation" \
+      "$work/err2.txt" || fail "the final line does not say the plan was turned off"
+    grep -q "plan applied" "$work/err2.txt" && fail "'plan applied' printed for a plan that was turned off"
+    [ "$(stat "$work/stats2.json" 'r["plan_turned_off_at"] == 1 and r["iterations_followed"] == 0 and j["profile_id"] == r["profile_id"] != ""')" = True ] ||
+      fail "the statistics do not say the plan was turned off"
+    grep -q "^iter " "$work/run2.txt" || fail "the training did not run"
     ;;
   libtorch)
     "$build/bin/train_cpu" 8 >"$work/plain.txt"
