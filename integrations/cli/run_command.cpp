@@ -231,6 +231,72 @@ Budget budget_flag(const Args& args, const std::string& flag) {
   return b;
 }
 
+// Note [Checked before launching]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A training command may run for hours; whatever can be found wrong without it is found before it starts
+// (issue 26, late failure): the flags (usage errors, exit 2), the plan file (read and validated), the
+// outputs (-o's profile, the plan written next to it, --stats: each must be writable now, else exit 1
+// naming the path, as for `tierpack profile`), and the tiers: a --fast-budget needs a second host tier to
+// place what does not fit on, so on a machine with one host memory tier and no --tiers (or a --tiers with
+// one) the run would train to the end and only then fail. It fails now, with the command that works
+// (an emulated CXL tier: Note [Tiers this machine lacks] in integrations/run/run_controller.hpp).
+
+/// Fails now (os_error naming the path, exit 1) when `path` cannot be written. A file that was not there
+/// is removed again.
+void check_writable(const std::string& path) {
+  std::error_code ec;
+  const bool existed = fs::exists(path, ec);
+  std::FILE* f = std::fopen(path.c_str(), "ab");
+  if (!f) throw os_error("open " + path + " for writing", errno);
+  std::fclose(f);
+  if (!existed) fs::remove(path, ec);
+}
+
+/// `command` as a user would type it, cut short.
+std::string shell_words(const std::vector<std::string>& command) {
+  std::string out;
+  for (const auto& w : command) {
+    const bool quote = w.empty() || w.find_first_of(" \t'\"$`\\|&;<>()*?[]{}") != std::string::npos;
+    std::string q = w;
+    if (quote) {
+      q = "'";
+      for (char ch : w) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+      q += "'";
+    }
+    out += (out.empty() ? "" : " ") + q;
+    if (out.size() > 160) return out.substr(0, 157) + "...";
+  }
+  return out;
+}
+
+/// A fast budget with no second host tier to move to (Note [Checked before launching]): a usage error
+/// that names the command that works here.
+void check_budget_has_a_slow_tier(const Args& args, const std::optional<TierModel>& given) {
+  const auto budget = args.get("--fast-budget");
+  if (!budget || args.has("--plan")) return;
+  TierModel model;
+  std::string where;
+  if (given) {
+    model = *given;
+    where = "--tiers " + *args.get("--tiers") + " has";
+  } else {
+    try {
+      DiscoveryOptions o;
+      o.gpus = false;
+      model = discover_topology(o);
+    } catch (const std::exception&) {
+      return;  // the child discovers again and says what failed
+    }
+    where = "this machine has";
+  }
+  const auto host = model.of_kind(TierKind::host_dram).size() + model.of_kind(TierKind::far_memory).size();
+  if (host >= 2) return;
+  throw usage_error("--fast-budget " + *budget + ": " + where + " one host memory tier, so what does not fit the budget has "
+                    "no other tier to go to (the run would fail after training); to try tierpack here with an emulated "
+                    "CXL tier (real budget and moves, no slower memory): tierpack run --tiers preset:ddr5-cxl --fast-budget " +
+                    *budget + " -- " + shell_words(args.child));
+}
+
 std::string absolute(const std::string& path, const char* what) {
   const std::string out = fs::absolute(path).lexically_normal().string();
   if (out.find(',') != std::string::npos) throw usage_error(std::string(what) + " cannot contain ','");
@@ -254,6 +320,7 @@ int run_run(const std::vector<std::string>& argv) {
   c.profile_iterations = count_flag(args, "--profile-iterations", 1, 1);
   apply_child_flags(args, c);
 
+  std::optional<TierModel> given_tiers;
   if (auto tiers = args.get("--tiers")) {
     if (args.has("--plan")) throw usage_error("--tiers and --plan: the plan carries its tiers");
     TierModel model;
@@ -267,6 +334,7 @@ int run_run(const std::vector<std::string>& argv) {
     }
     if (model.of_kind(TierKind::host_dram).empty() && model.of_kind(TierKind::far_memory).empty())
       throw usage_error("--tiers: '" + *tiers + "' has no host memory tier (dram, cxl, ...) to place CPU tensors on");
+    given_tiers = model;
     if (tiers->find(',') != std::string::npos && tiers->find('+') == std::string::npos &&
         !fs::exists(*tiers)) {
       std::string joined = *tiers;
@@ -316,6 +384,15 @@ int run_run(const std::vector<std::string>& argv) {
     c.stats_out = stats_tmp;
   }
   const bool per_rank_stats = has_rank_pattern(c.stats_out) && !rank;
+
+  // Note [Checked before launching]: what would fail after the training fails now.
+  check_budget_has_a_slow_tier(args, given_tiers);
+  check_writable(expand_rank_pattern(c.stats_out, my_rank));
+  if (!c.profile_out.empty()) {
+    const std::string profile = expand_rank_pattern(c.profile_out, my_rank);
+    check_writable(profile);
+    check_writable(fs::path(profile).replace_extension().string() + ".plan.json");  // RunController::plan_path
+  }
 
   const TierpackPaths paths = find_tierpack_paths();
   const ChildLaunch launch = prepare_child(args.child, format_config(c), paths);
