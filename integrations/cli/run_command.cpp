@@ -32,7 +32,7 @@ namespace tierpack::cli {
 const char* const kRunUsage =
     "usage: tierpack run [--fast-budget SIZE|PCT] [--tiers SPEC|FILE|preset:NAME] [--plan plan.json]\n"
     "                    [--warmup N] [--profile-iterations N] [-o run.tpk] [--stats stats.json]\n"
-    "                    [--gpu-budget SIZE|PCT] [--page-tracer KIND] [--quiet] -- command ...\n"
+    "                    [--gpu-budget SIZE|PCT] [--page-tracer KIND] [--quiet] [--json] -- command ...\n"
     "  Runs a PyTorch (Python or LibTorch) training command with its CPU tensors placed on host memory\n"
     "  tiers (DRAM and CXL / far NUMA nodes). Phases, each announced by a 'tierpack:' status line:\n"
     "    1. warm-up and profiling: the first iteration(s) are profiled in the process;\n"
@@ -52,7 +52,8 @@ const char* const kRunUsage =
     "  --stats FILE         write the run statistics (JSON; `tierpack report --run-stats FILE`)\n"
     "  --gpu-budget B       passed to the child for the GPU tier (tierpack.cuda, CUDA machines only)\n"
     "  --page-tracer KIND   host page tracer while profiling: auto, mprotect, uffd, off\n"
-    "  --quiet              no status lines from the child\n";
+    "  --quiet              no status lines from the child\n"
+    "  --json               also print the outcome as one JSON object, the last line of stdout (docs/run.md)\n";
 
 namespace {
 namespace fs = std::filesystem;
@@ -126,7 +127,12 @@ int report_gpu_outcome(const std::string& stats_path, const std::string& who, bo
 /// plan was applied, 1 otherwise (the reason printed). A run whose host side was not enabled but
 /// whose GPU tier ran (reported by report_gpu_outcome: `gpu_ran`) is not a failure.
 int report_outcome(const std::string& stats_path, const std::string& who, const std::string& profile_out,
-                   bool stats_kept, bool gpu_ran = false, int child_status = 0) {
+                   bool stats_kept, bool gpu_ran = false, int child_status = 0, nlohmann::json* out = nullptr) {
+  // With --json the outcome line and its numbers are kept in `out` as well.
+  auto say = [&](const char* outcome, const std::string& line) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+    if (out) (*out)["outcome"] = outcome, (*out)["line"] = line;
+  };
   nlohmann::json stats;
   bool have_stats = false;
   try {
@@ -135,30 +141,27 @@ int report_outcome(const std::string& stats_path, const std::string& who, const 
   } catch (const std::exception&) {
   }
   if (!have_stats && gpu_ran) {
-    std::fprintf(stderr,
-                 "tierpack run: %sthe host side of tierpack was not enabled (see the messages above); only the GPU tier "
-                 "ran\n",
-                 who.c_str());
+    say("gpu tier only", "tierpack run: " + who +
+                             "the host side of tierpack was not enabled (see the messages above); only the GPU tier ran");
     return 0;
   }
   if (!have_stats && child_status != 0) {
     // The command died or failed before tierpack wrote anything: say that, not "not enabled".
-    std::fprintf(stderr, "tierpack run: error: %sthe run wrote no statistics: the command ended with %s first\n",
-                 who.c_str(), describe_status(child_status).c_str());
+    say("no statistics", "tierpack run: error: " + who + "the run wrote no statistics: the command ended with " +
+                             describe_status(child_status) + " first");
     return 1;
   }
   if (!have_stats) {
-    std::fprintf(stderr,
-                 "tierpack run: error: %sthe run wrote no statistics (tierpack was not enabled in the command: see the "
-                 "messages above; torch never loaded, or no iteration ended)\n",
-                 who.c_str());
+    say("no statistics", "tierpack run: error: " + who +
+                             "the run wrote no statistics (tierpack was not enabled in the command: see the messages "
+                             "above; torch never loaded, or no iteration ended)");
     return 1;
   }
   const auto& run = stats["tierpack_run"];
   const std::string plan_error = run.value("plan_error", std::string());
   if (!run.value("plan_applied", false)) {
-    std::fprintf(stderr, "tierpack run: error: %sno plan was applied: %s\n", who.c_str(),
-                 plan_error.empty() ? "the run ended before the profiled iterations were complete" : plan_error.c_str());
+    say("no plan applied", "tierpack run: error: " + who + "no plan was applied: " +
+                               (plan_error.empty() ? "the run ended before the profiled iterations were complete" : plan_error));
     return 1;
   }
   // Note [What the run summary says] in integrations/run/run_controller.hpp: applied means followed.
@@ -167,8 +170,7 @@ int report_outcome(const std::string& stats_path, const std::string& who, const 
   try {
     from_json(stats, rs);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tierpack run: error: %sthe run statistics %s cannot be read: %s\n", who.c_str(),
-                 stats_path.c_str(), e.what());
+    say("no statistics", "tierpack run: error: " + who + "the run statistics " + stats_path + " cannot be read: " + e.what());
     return 1;
   }
   const RunCounters counters = run_counters(rs);
@@ -188,24 +190,39 @@ int report_outcome(const std::string& stats_path, const std::string& who, const 
   if (off_at >= 0) what = "; turned off at iteration " + std::to_string(off_at) + ": " + off_why;
   else if (followed < planned) what = "; left it in " + std::to_string(planned - followed) + " (first " + first_left + ")";
   const int apply_from = run.value("apply_from", -1);
+  if (out) {
+    *out = {{"apply_from", apply_from},
+            {"iterations_under_plan", planned},
+            {"iterations_followed", followed},
+            {"plan_turned_off_at", off_at},
+            {"plan_turned_off_why", off_why},
+            {"profile_id", run.value("profile_id", std::string())},
+            {"bytes_to_fast", counters.bytes_to_fast},
+            {"bytes_to_slow", counters.bytes_to_slow},
+            {"late_prefetches", counters.late_prefetches},
+            {"stall_ns", counters.stall_ns_measured ? nlohmann::json(counters.stall_ns) : nlohmann::json(nullptr)},
+            {"budget_fallbacks", counters.budget_fallbacks},
+            {"fast_peak_bytes", counters.fast_peak_bytes},
+            {"fast_budget_bytes", counters.budget_bytes},
+            {"over_budget_bytes", counters.over_budget_bytes()}};
+  }
   if (planned > 0 && followed == 0) {
     const std::string id = run.value("profile_id", std::string());
-    std::fprintf(stderr, "tierpack run: error: %sthe plan%s was followed in none of the %d iteration(s) from iteration %d%s\n",
-                 who.c_str(), id.empty() ? "" : (" (made from profile " + id + ")").c_str(), planned, apply_from,
-                 what.c_str());
+    say("plan not followed", "tierpack run: error: " + who + "the plan" + (id.empty() ? "" : " (made from profile " + id + ")") +
+                                 " was followed in none of the " + std::to_string(planned) + " iteration(s) from iteration " +
+                                 std::to_string(apply_from) + what);
     return 1;
   }
   std::string peak;
   if (counters.fast_peak_bytes)
     peak = ", fast peak " + format_bytes(counters.fast_peak_bytes) + " of budget " + format_bytes(counters.budget_bytes) +
            (counters.over_budget_bytes() ? " (over it by " + format_bytes(counters.over_budget_bytes()) + ")" : "");
-  std::fprintf(stderr,
-               "tierpack run: %splan applied from iteration %d for %d of %d iteration(s)%s: moved %s to the fast tier, "
-               "%s to the slow tier, %s, %llu budget fallback(s) (allocations sent to the slow tier, the fast tier "
-               "full)%s\n",
-               who.c_str(), apply_from, followed, planned, what.c_str(), format_bytes(counters.bytes_to_fast).c_str(),
-               format_bytes(counters.bytes_to_slow).c_str(), counters.late_text().c_str(),
-               static_cast<unsigned long long>(counters.budget_fallbacks), peak.c_str());
+  say(followed == planned ? "plan applied" : "plan applied in part",
+      "tierpack run: " + who + "plan applied from iteration " + std::to_string(apply_from) + " for " +
+          std::to_string(followed) + " of " + std::to_string(planned) + " iteration(s)" + what + ": moved " +
+          format_bytes(counters.bytes_to_fast) + " to the fast tier, " + format_bytes(counters.bytes_to_slow) +
+          " to the slow tier, " + counters.late_text() + ", " + std::to_string(counters.budget_fallbacks) +
+          " budget fallback(s) (allocations sent to the slow tier, the fast tier full)" + peak);
   const std::string plan_file = run.value("plan_file", std::string());
   std::error_code ec;
   if (!profile_out.empty() && fs::exists(profile_out, ec) && !stats_kept)
@@ -308,7 +325,7 @@ std::string absolute(const std::string& path, const char* what) {
 int run_run(const std::vector<std::string>& argv) {
   const Args args = parse_args(argv, {.valued = {"--fast-budget", "--tiers", "--plan", "--warmup", "--profile-iterations",
                                                  "-o", "--stats", "--gpu-budget", "--page-tracer"},
-                                      .switches = {"--quiet", "--verbose"},
+                                      .switches = {"--quiet", "--verbose", "--json"},
                                       .allow_child = true});
   if (args.child.empty()) throw usage_error("missing the command to run: tierpack run --fast-budget 4G -- python train.py");
 
@@ -419,20 +436,37 @@ int run_run(const std::vector<std::string>& argv) {
     stats_files.push_back({my_rank, expand_rank_pattern(c.stats_out, my_rank)});
   const bool several = per_rank_stats || rank.has_value();
   int outcome = 0;
+  const bool json = args.has("--json");
+  nlohmann::json ranks = nlohmann::json::array();
   for (const auto& f : stats_files) {
     const std::string who = several ? "rank " + std::to_string(f.rank) + ": " : std::string();
     const std::string profile = c.profile_out.empty() ? std::string() : expand_rank_pattern(c.profile_out, f.rank);
     const bool gpu_ran = report_gpu_outcome(f.path, who, !stats_tmp.empty(), profile) > 0;
-    outcome = std::max(outcome, report_outcome(f.path, who, profile, stats_tmp.empty(), gpu_ran, status));
+    nlohmann::json one = nlohmann::json::object();
+    outcome = std::max(outcome, report_outcome(f.path, who, profile, stats_tmp.empty(), gpu_ran, status, &one));
+    one["rank"] = f.rank;
     if (!stats_tmp.empty()) fs::remove(f.path, ec);
+    else one["stats"] = f.path;
+    ranks.push_back(std::move(one));
   }
   if (stats_files.empty()) {
     const std::string path = expand_rank_pattern(c.stats_out, 0);
     const bool gpu_ran = report_gpu_outcome(path, "", !stats_tmp.empty(), expand_rank_pattern(c.profile_out, 0)) > 0;
-    outcome = report_outcome(path, "", "", true, gpu_ran, status);
+    nlohmann::json one = nlohmann::json::object();
+    outcome = report_outcome(path, "", "", true, gpu_ran, status, &one);
+    ranks.push_back(std::move(one));
   }
-  if (outcome != 0) return status != 0 ? status : outcome;
-  return status;
+  const int exit_status = outcome != 0 ? (status != 0 ? status : outcome) : status;
+  if (json) {
+    // One JSON object on the last line of stdout, after the command's own output (docs/run.md).
+    std::fflush(stdout);
+    std::printf("%s\n", nlohmann::json{{"exit_status", exit_status},
+                                       {"command_ended_with", describe_status(status)},
+                                       {"ranks", ranks}}
+                             .dump()
+                             .c_str());
+  }
+  return exit_status;
 }
 
 }  // namespace tierpack::cli

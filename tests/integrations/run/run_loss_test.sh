@@ -66,6 +66,17 @@ case $case in
       # prefetch lands: only iterations whose moves all completed must stay within the budget.
       [ "$(stat "$work/stats.json" 'all(i["fast_peak_bytes"] <= j["fast_budget_bytes"] for i in planned if i["moves"]["moves_partial"] == 0)')" = True ] ||
         fail "the fast tier went over its budget"
+      # `--json` (issue 26): the same outcome as one JSON object, the last line of stdout, after the losses.
+      "$tp" run --json --quiet "${flags[@]}" -- $py "$ex" --iters 4 >"$work/json.txt" 2>/dev/null || fail "tierpack run --json failed"
+      tail -1 "$work/json.txt" | $py -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+r = j["ranks"][0]
+assert j["exit_status"] == 0 and r["outcome"] == "plan applied", j
+assert r["iterations_under_plan"] == r["iterations_followed"] == 2 and r["plan_turned_off_at"] == -1, r
+assert r["stall_ns"] is None and r["late_prefetches"] >= 0 and len(r["profile_id"]) == 16, r
+assert r["line"].startswith("tierpack run: ") and "plan applied from iteration 2 for 2 of 2" in r["line"], r
+' || fail "run --json: wrong outcome object"
       # The report reads the statistics (measured next to planned).
       "$tp" report "$work/run.tpk" --plan "$work/run.plan.json" --run-stats "$work/stats.json" -o "$work/report" >/dev/null ||
         fail "tierpack report rejected the run statistics"
