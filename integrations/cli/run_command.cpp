@@ -39,7 +39,7 @@ const char* const kRunUsage =
     "    2. plan: the placer packs tensors into page groups and schedules moves under the fast budget;\n"
     "    3. apply: from the next iteration on, CPU tensors come from page-group arenas on their planned\n"
     "       NUMA node and op events move groups between nodes ahead of use;\n"
-    "    4. exit: one line per iteration (allocations, budget fallbacks, bytes moved, late moves) and\n"
+    "    4. exit: one line per iteration (allocations, budget fallbacks, bytes moved, late prefetches) and\n"
     "       the run statistics file.\n"
     "  --fast-budget B      budget of the fast tier (DRAM): 4G, 512M, or a percentage of the profiled peak\n"
     "  --tiers T            tier model to plan for (default: this machine's NUMA nodes); tiers whose NUMA\n"
@@ -206,7 +206,12 @@ int report_outcome(const std::string& stats_path, const std::string& who, const 
             {"fast_budget_bytes", counters.budget_bytes},
             {"over_budget_bytes", counters.over_budget_bytes()}};
   }
-  if (planned > 0 && followed == 0) {
+  if (planned == 0) {
+    say("no plan applied", "tierpack run: error: " + who + "no plan was applied: the run ended before iteration " +
+                               std::to_string(apply_from) + ", the first under the plan");
+    return 1;
+  }
+  if (followed == 0) {
     const std::string id = run.value("profile_id", std::string());
     say("plan not followed", "tierpack run: error: " + who + "the plan" + (id.empty() ? "" : " (made from profile " + id + ")") +
                                  " was followed in none of the " + std::to_string(planned) + " iteration(s) from iteration " +

@@ -7,6 +7,8 @@
 #       one-node - no --tiers, no budget: this machine's tiers; on one node nothing moves
 #       plan     - --plan from a first run: applied from iteration 0, still the same losses
 #       libtorch - build/bin/train_cpu (LD_PRELOAD, periodicity boundaries): same losses, routed by plan
+#       short    - the run ends with the profiled iteration (issue 26): no iteration ran under the plan, so the
+#                  final line is an error that says so, not "plan applied ... for 0 iteration(s)"
 #       foreign  - --plan made for another batch size (issue 26): the runtime turns it off, and the final
 #                  line says so (one line, exit 1, the plan's profile named) instead of "plan applied"
 set -euo pipefail
@@ -98,6 +100,18 @@ assert r["line"].startswith("tierpack run: ") and "plan applied from iteration 2
       "$tp" report "$work/run.tpk" --plan "$work/run.plan.json" --run-stats "$work/stats2.json" -o "$work/report2" >/dev/null ||
         fail "tierpack report rejected the statistics of a run of the profile's own plan"
     fi
+    ;;
+  short)
+    set +e
+    "$tp" run --tiers preset:ddr5-cxl --fast-budget 50% -- $py "$ex" --iters 2 >"$work/run.txt" 2>"$work/err.txt"
+    status=$?
+    set -e
+    cat "$work/err.txt"
+    [ "$status" = 1 ] || fail "a run that ended before the plan applied: exit $status, not 1"
+    [ "$(grep -c '^iter ' "$work/run.txt")" = 2 ] || fail "the training did not run its 2 iterations"
+    grep -Eq "^tierpack run: error: (rank 0: )?no plan was applied: the run ended before iteration 2, the first under the plan" \
+      "$work/err.txt" || fail "the final line does not say no iteration ran under the plan"
+    grep -q "plan applied" "$work/err.txt" && fail "'plan applied' printed for a plan no iteration ran under"
     ;;
   foreign)
     "$tp" run --tiers preset:ddr5-cxl --fast-budget 50% -o "$work/run.tpk" -- $py "$ex" --iters 4 >/dev/null 2>"$work/err.txt" ||
