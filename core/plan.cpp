@@ -82,6 +82,7 @@ void to_json(nlohmann::json& j, const Plan& p) {
                      {"policy", p.policy},
                      {"profile_command", p.profile_command},
                      {"profile_signature", p.profile_signature},
+                     {"profile_id", p.profile_id},
                      {"device", p.device},
                      {"fast_tier", p.fast_tier},
                      {"slow_tier", p.slow_tier},
@@ -156,6 +157,8 @@ void from_json(const nlohmann::json& j, Plan& p) {
   get_or(j, "policy", p.policy);
   get_or(j, "profile_command", p.profile_command);
   get_or(j, "profile_signature", p.profile_signature);
+  get_or(j, "profile_id", p.profile_id);
+  check_profile_id("profile_id", p.profile_id);
   get_or(j, "device", p.device, -1, kMaxDevice);
   get(j, "fast_tier", p.fast_tier);
   get(j, "slow_tier", p.slow_tier);

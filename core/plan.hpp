@@ -69,6 +69,8 @@ struct Plan {
   std::string policy = "page-aware";      ///< which packing/assignment policy produced it
   std::string profile_command;            ///< from the profile, for humans
   std::uint64_t profile_signature = 0;    ///< allocation-sequence signature the plan was made for
+  std::string profile_id;                 ///< identity of the profile it was made from ("" unknown;
+                                          ///< Note [Profile identity] in core/profile.hpp)
   int device = -1;                        ///< device whose tensors it places (-1 host)
   TierId fast_tier = kNoTier;
   TierId slow_tier = kNoTier;

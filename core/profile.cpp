@@ -2,7 +2,9 @@
 #include "core/profile.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <random>
 
 #include "core/detail/json_util.hpp"
 #include "core/file_envelope.hpp"
@@ -104,6 +106,7 @@ void to_json(nlohmann::json& j, const Profile& p) {
     j["meta"]["rank"] = m.rank;
     j["meta"]["world_size"] = m.world_size;
   }
+  if (!m.id.empty()) j["meta"]["id"] = m.id;  // Note [Profile identity]
 }
 
 void from_json(const nlohmann::json& j, IterationInfo& info) {
@@ -132,7 +135,9 @@ void from_json(const nlohmann::json& j, Profile& p) {
   try {
     const auto& m = j.at("meta");
     check_keys(m, {"tool_version", "command", "framework", "page_tracer", "host_page_size", "created_unix",
-                   "iterations_observed", "profiled_iteration", "iteration_source", "rank", "world_size"});
+                   "iterations_observed", "profiled_iteration", "iteration_source", "rank", "world_size", "id"});
+    get_or(m, "id", p.meta.id);
+    check_profile_id("id", p.meta.id);
     get_or(m, "tool_version", p.meta.tool_version);
     get_or(m, "command", p.meta.command);
     get_or(m, "framework", p.meta.framework);
@@ -158,6 +163,28 @@ void from_json(const nlohmann::json& j, Profile& p) {
   get_records(j, "pages", "page record", p.pages, false);
   get_records(j, "iterations", "iteration", p.iterations, false);
   get_records(j, "divergences", "divergence", p.divergences, false);
+}
+
+std::string new_profile_id() {
+  std::random_device rd;
+  const std::uint64_t high = rd(), low = rd();
+  const auto now = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return detail::hex16(((high << 32) | low) ^ (now * 0x9e3779b97f4a7c15ull));
+}
+
+std::string check_profile_identity(const Profile& profile, std::string_view profile_file, std::string_view made_from,
+                                   std::string_view what, std::string_view file) {
+  const std::string& id = profile.meta.id;
+  if (!made_from.empty() && !id.empty()) {
+    if (made_from == id) return {};
+    throw logic_error(std::string(file) + " is the " + std::string(what) + " of profile " + std::string(made_from) +
+                      ", not of " + std::string(profile_file) + " (profile " + id + "): give the " +
+                      std::string(what) + " made from that profile");
+  }
+  return std::string(file) + ": identity unknown (" +
+         (made_from.empty() ? std::string("written before files carried their profile's identity")
+                            : std::string(profile_file) + " was written before profiles carried one") +
+         "): not checked against " + std::string(profile_file);
 }
 
 void write_profile(const Profile& p, const std::string& path) {

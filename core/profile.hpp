@@ -15,6 +15,7 @@
 namespace tierpack {
 
 struct ProfileMeta {
+  std::string id;               ///< the profile's identity (Note [Profile identity]); "" unknown
   std::string tool_version;     ///< tierpack version that wrote it
   std::string command;          ///< profiled command line
   std::string framework;        ///< "torch 2.11.0", "libtorch 1.13.0", "synthetic"
@@ -72,6 +73,26 @@ struct Profile {
 
 void to_json(nlohmann::json& j, const Profile& p);
 void from_json(const nlohmann::json& j, Profile& p);
+
+// Note [Profile identity]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A profile carries an identity (meta.id, 16 hex digits): the profiler draws it at random when it first
+// takes a snapshot of a recording and keeps it for every later snapshot of that recording, so the profile
+// `tierpack run -o` writes at exit has the identity of the snapshot it planned from. Everything made from a
+// profile carries its identity: a plan (`profile_id`, copied by the planner) and a run's statistics
+// (`profile_id`, the applied plan's). `report`, `replay` (and the run, through its plan) compare it with the
+// profile they are given and refuse another profile's file (check_profile_identity). A file written before
+// identities existed (a profile without meta.id, a plan or statistics without profile_id, and so a plan
+// made now from such a profile) has "identity unknown": it is read, with a warning that says so, and only
+// the older checks apply (replay's structural check, the report's allocation-signature warning).
+
+/// A fresh random identity (16 hex digits).
+std::string new_profile_id();
+/// Checks that a file made from a profile (`what`: "plan", "run statistics"; `file` names it) belongs to
+/// `profile` (read from `profile_file`): throws logic_error naming both identities when `made_from` is
+/// another profile's; returns a warning when either identity is unknown ("" when they match).
+std::string check_profile_identity(const Profile& profile, std::string_view profile_file, std::string_view made_from,
+                                   std::string_view what, std::string_view file);
 
 /// Writes a profile file (header line + JSON payload + CRC; docs/formats.md). Throws os_error.
 void write_profile(const Profile& p, const std::string& path);

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/file_envelope.hpp"
 #include "core/input_file.hpp"
+#include "core/units.hpp"
 
 namespace tierpack {
 namespace {
@@ -31,7 +32,9 @@ void to_json(nlohmann::json& j, const RunStats& s) {
                      {"bytes_to_fast", it.bytes_to_fast},
                      {"bytes_to_slow", it.bytes_to_slow},
                      {"stalls", it.stalls},
-                     {"stall_ns", it.stall_ns}});
+                     {"stall_ns", it.stall_ns},
+                     {"budget_fallbacks", it.budget_fallbacks},
+                     {"fast_peak_bytes", it.fast_peak_bytes}});
   nlohmann::json occ = nlohmann::json::array();
   for (const auto& o : s.occupancy) occ.push_back({{"t_ns", o.t_ns}, {"tier", o.tier}, {"bytes", o.bytes}});
   nlohmann::json moves = nlohmann::json::array();
@@ -49,8 +52,10 @@ void to_json(nlohmann::json& j, const RunStats& s) {
   j = nlohmann::json{{"format", kFormat},
                      {"version", RunStats::kFormatVersion},
                      {"source", s.source},
+                     {"profile_id", s.profile_id},
                      {"fast_budget_bytes", s.fast_budget_bytes},
                      {"sampled_iteration", s.sampled_iteration},
+                     {"stall_ns_measured", s.stall_ns_measured},
                      {"iterations", iters},
                      {"occupancy", occ},
                      {"moves", moves},
@@ -59,13 +64,16 @@ void to_json(nlohmann::json& j, const RunStats& s) {
 
 void from_json(const nlohmann::json& j, RunIteration& r) {
   using namespace detail;
-  check_keys(j, {"index", "step_ns", "bytes_to_fast", "bytes_to_slow", "stalls", "stall_ns"});
+  check_keys(j, {"index", "step_ns", "bytes_to_fast", "bytes_to_slow", "stalls", "stall_ns", "budget_fallbacks",
+                 "fast_peak_bytes"});
   get(j, "index", r.index, 0, std::numeric_limits<std::int32_t>::max());
   get_or(j, "step_ns", r.step_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
   get_or(j, "bytes_to_fast", r.bytes_to_fast, std::uint64_t{0}, kMaxTotalBytes, kMaxTotalBytesText);
   get_or(j, "bytes_to_slow", r.bytes_to_slow, std::uint64_t{0}, kMaxTotalBytes, kMaxTotalBytesText);
   get_or(j, "stalls", r.stalls);
   get_or(j, "stall_ns", r.stall_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
+  get_or(j, "budget_fallbacks", r.budget_fallbacks);
+  get_or(j, "fast_peak_bytes", r.fast_peak_bytes, std::uint64_t{0}, kMaxTotalBytes, kMaxTotalBytesText);
 }
 
 void from_json(const nlohmann::json& j, OccupancySample& o) {
@@ -101,12 +109,39 @@ void from_json(const nlohmann::json& j, RunStats& s) {
   using namespace detail;
   s = RunStats{};
   get_or(j, "source", s.source);
+  get_or(j, "profile_id", s.profile_id);
+  check_profile_id("profile_id", s.profile_id);
   get_or(j, "fast_budget_bytes", s.fast_budget_bytes, std::uint64_t{0}, kMaxTotalBytes, kMaxTotalBytesText);
   get_or(j, "sampled_iteration", s.sampled_iteration, -1, std::numeric_limits<std::int32_t>::max());
+  // Files from before the key: `tierpack run` (the host runtime) never measured stall time.
+  s.stall_ns_measured = s.source != "tierpack run";
+  get_or(j, "stall_ns_measured", s.stall_ns_measured);
   get_records(j, "iterations", "iteration", s.iterations, false);
   get_records(j, "occupancy", "occupancy sample", s.occupancy, false);
   get_records(j, "moves", "move", s.moves, false);
   get_records(j, "stalls", "stall", s.stalls, false);
+}
+
+RunCounters run_counters(const RunStats& s) {
+  RunCounters c;
+  c.iterations = s.iterations.size();
+  c.stall_ns_measured = s.stall_ns_measured;
+  c.budget_bytes = s.fast_budget_bytes;
+  for (const RunIteration& it : s.iterations) {
+    c.bytes_to_fast += it.bytes_to_fast;
+    c.bytes_to_slow += it.bytes_to_slow;
+    c.late_prefetches += it.stalls;
+    c.stall_ns += it.stall_ns;
+    c.budget_fallbacks += it.budget_fallbacks;
+    c.fast_peak_bytes = std::max(c.fast_peak_bytes, it.fast_peak_bytes);
+  }
+  return c;
+}
+
+std::string RunCounters::late_text() const {
+  return std::to_string(late_prefetches) + " late prefetch(es), " +
+         (stall_ns_measured ? format_duration_ns(static_cast<double>(stall_ns)) + " waiting for them"
+                            : std::string("stall time not measured (the runtime does not wait for moves)"));
 }
 
 RunStats read_run_stats(const std::string& path) {

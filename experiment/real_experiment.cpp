@@ -206,7 +206,7 @@ ExperimentResult run_real_experiment(const Profile& profile_in, const RealOption
           // Mixed-class pages: the plan's own count (its groups are what the runtime allocates).
           const auto predicted = placer::replay_plan(profile, plan, model);
           row.mixed_class_pages = predicted.mixed_class_pages;
-          row.note = rt.plan_summary() + "; per iteration: " + std::to_string(n ? late / n : 0) + " late move(s), " +
+          row.note = rt.plan_summary() + "; per iteration: " + std::to_string(n ? late / n : 0) + " late prefetch(es), " +
                      std::to_string(n ? fallbacks / n : 0) + " budget fallback(s)";
           if (!placement.stats.empty() && !placement.stats.back().divergence.empty())
             row.note += "; diverged: " + placement.stats.back().divergence;

@@ -65,6 +65,7 @@ Plan make_plan(const Profile& profile, const TierModel& model, const PlanOptions
   plan.policy = opts.policy;
   plan.profile_command = profile.meta.command;
   plan.profile_signature = profile_signature(profile);
+  plan.profile_id = profile.meta.id;
   plan.device = opts.device;
   plan.fast_tier = tiers.fast;
   plan.slow_tier = tiers.slow == kNoTier ? tiers.fast : tiers.slow;

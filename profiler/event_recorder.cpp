@@ -162,6 +162,7 @@ struct EventRecorder::Impl {
   bool finalized = false;  ///< topology and page join applied to `built`
   Profile built;
   std::uint64_t profiled_signature = 0;
+  std::string profile_id;  ///< drawn at the first snapshot, kept for every later one (Note [Profile identity])
   // The recorded iteration between stop_recording() and the first snapshot() (build_profile()).
   std::vector<OpBuild> done_ops;
   std::vector<TensorRecord> done_tensors;
@@ -823,6 +824,8 @@ Profile EventRecorder::snapshot() {
       t.tier = kNoTier;
     }
   }
+  if (m.profile_id.empty()) m.profile_id = new_profile_id();
+  p.meta.id = m.profile_id;
   p.meta.tool_version = TIERPACK_VERSION;
   p.meta.command = options_.command;
   p.meta.framework = options_.framework;

@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/units.hpp"
 #include "profiler/tensor_lifetime.hpp"
 
@@ -94,13 +96,88 @@ std::string hex(std::uint64_t v) {
   return buf;
 }
 
+/// Tensor indices by bytes x lifetime, largest first (the top-tensors table of both forms).
+std::vector<std::uint32_t> by_weight(const Profile& p) {
+  std::vector<std::uint32_t> order(p.tensors.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto weight = [&](std::uint32_t i) {
+    return static_cast<long double>(p.tensors[i].bytes) * static_cast<long double>(lifetime_ns(p.tensors[i], p));
+  };
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return weight(a) > weight(b); });
+  return order;
+}
+
 }  // namespace
+
+nlohmann::json profile_summary_json(const Profile& p, const SummaryOptions& opt) {
+  using nlohmann::json;
+  const auto cls = estimate_classes(p.tensors, p.ops);
+  const auto& m = p.meta;
+  json peaks = json::object();
+  std::map<int, bool> devices;
+  for (const auto& t : p.tensors) devices[t.device] = true;
+  for (const auto& [dev, unused] : devices) peaks[device_text(dev)] = p.peak_bytes(dev);
+  std::array<std::uint64_t, kTensorClassCount> count{}, bytes{}, touched{};
+  for (std::size_t i = 0; i < p.tensors.size(); ++i) {
+    const auto c = static_cast<std::size_t>(cls[i]);
+    ++count[c];
+    bytes[c] += p.tensors[i].bytes;
+    touched[c] += p.tensors[i].pages_touched;
+  }
+  json classes = json::array();
+  for (std::size_t c = 0; c < kTensorClassCount; ++c)
+    classes.push_back({{"class", to_string(static_cast<TensorClass>(c))}, {"tensors", count[c]}, {"bytes", bytes[c]},
+                       {"pages_touched", touched[c]}});
+  json top = json::array();
+  const auto order = by_weight(p);
+  for (std::size_t k = 0; k < order.size() && k < opt.top_tensors; ++k) {
+    const auto& r = p.tensors[order[k]];
+    top.push_back({{"id", r.id}, {"seq", r.seq}, {"device", device_text(r.device)}, {"bytes", r.bytes},
+                   {"lifetime_ns", lifetime_ns(r, p)}, {"birth_op", r.birth_op}, {"death_op", r.death_op},
+                   {"class", to_string(cls[r.id])}, {"alloc_op", r.alloc_op}, {"uses", r.uses.size()},
+                   {"pages", r.pages}, {"pages_touched", r.pages_touched}, {"pages_written", r.pages_written},
+                   {"flags", flags_text(r)}});
+  }
+  std::size_t shared = 0, false_shared = 0, hidden = 0, hidden_tensors = 0;
+  for (const auto& pg : p.pages) {
+    shared += pg.tensors.size() > 1 ? 1 : 0;
+    false_shared += pg.false_shared ? 1 : 0;
+    hidden += pg.hidden_windows > 0 ? 1 : 0;
+  }
+  for (const auto& t : p.tensors) hidden_tensors += t.has(kTensorHiddenAccess) ? 1 : 0;
+  json iterations = json::array();
+  for (const auto& it : p.iterations)
+    iterations.push_back({{"index", it.index}, {"duration_ns", it.duration_ns}, {"allocations", it.allocations},
+                          {"signature", hex(it.signature)}, {"matches_profiled", it.matches_profiled}});
+  json divergences = json::array();
+  for (const auto& d : p.divergences) divergences.push_back({{"iteration", d.iteration}, {"seq", d.seq}, {"reason", d.reason}});
+  return {{"id", m.id.empty() ? json(nullptr) : json(m.id)},
+          {"command", m.command},
+          {"framework", m.framework},
+          {"tool_version", m.tool_version},
+          {"page_tracer", m.page_tracer},
+          {"host_page_size", m.host_page_size},
+          {"profiled_iteration", m.profiled_iteration},
+          {"iterations_observed", m.iterations_observed},
+          {"iteration_source", m.iteration_source},
+          {"iteration_ns", p.iteration_ns},
+          {"ops", p.ops.size()},
+          {"tensors", p.tensors.size()},
+          {"peak_bytes", peaks},
+          {"classes", classes},
+          {"top_tensors", top},
+          {"pages", {{"shared", shared}, {"false_shared", false_shared}, {"hidden_access", hidden}}},
+          {"hidden_access_tensors", hidden_tensors},
+          {"iterations", iterations},
+          {"divergences", divergences}};
+}
 
 std::string format_profile_summary(const Profile& p, const SummaryOptions& opt) {
   std::ostringstream out;
   const auto cls = estimate_classes(p.tensors, p.ops);
   const auto& m = p.meta;
   out << "profile: " << (m.command.empty() ? "(no command)" : m.command) << "\n";
+  out << "  identity " << (m.id.empty() ? "unknown (written before profiles carried one)" : m.id) << "\n";
   out << "  framework " << (m.framework.empty() ? "?" : m.framework) << ", tierpack " << m.tool_version
       << ", page tracer " << (m.page_tracer.empty() ? "none" : m.page_tracer) << ", page size " << m.host_page_size << "\n";
   out << "  iteration " << m.profiled_iteration << " of " << m.iterations_observed << " observed (boundaries: "
@@ -130,12 +207,7 @@ std::string format_profile_summary(const Profile& p, const SummaryOptions& opt) 
 
   // ---- top tensors by bytes x lifetime ----
   {
-    std::vector<std::uint32_t> order(p.tensors.size());
-    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    auto weight = [&](std::uint32_t i) {
-      return static_cast<long double>(p.tensors[i].bytes) * static_cast<long double>(lifetime_ns(p.tensors[i], p));
-    };
-    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return weight(a) > weight(b); });
+    const auto order = by_weight(p);
     Table t;
     t.row({"id", "seq", "device", "bytes", "lifetime", "ops", "class", "allocated by", "uses", "pages", "touched",
            "written", "flags"});

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/profile.hpp"
 
 namespace tierpack {
@@ -16,5 +18,9 @@ struct SummaryOptions {
 };
 
 std::string format_profile_summary(const Profile& profile, const SummaryOptions& options = {});
+/// The same summary as one JSON object (`tierpack profile --summary FILE --json`): the profile's identity
+/// and meta, peaks per device, lifetime classes, top tensors, page counts, iterations, divergences.
+/// Keys: docs/profiling.md ("Summary as JSON").
+nlohmann::json profile_summary_json(const Profile& profile, const SummaryOptions& options = {});
 
 }  // namespace tierpack

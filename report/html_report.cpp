@@ -366,8 +366,11 @@ std::string section_savings(const ReportModel& m) {
         .num(std::string(r.step_ns > s.iteration_ns ? "+" : "")
                  .append(percent(r.step_ns - s.iteration_ns, s.iteration_ns)),
              r.step_ns / std::max(s.iteration_ns, 1.0))
-        .time(r.stall_ns)
-        .text(r.note);
+        ;
+    // Note [Run counters]: a run that does not wait has late prefetches, not a stall time of 0.
+    if (r.stall_measured) t.time(r.stall_ns);
+    else t.text("not measured (" + detail::json_number(r.late_prefetches, 1) + " late prefetches/iteration)");
+    t.text(r.note);
     t.end_row();
   }
   o << t.done() << "</section>\n";

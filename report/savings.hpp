@@ -27,6 +27,8 @@ struct SavingsRow {
   double copy_ns = 0;             ///< busier direction alone at the link bandwidth
   double step_ns = 0;             ///< predicted (planner, plan) or measured mean (run)
   double stall_ns = 0;
+  bool stall_measured = true;     ///< false: a run whose runtime does not wait (Note [Run counters])
+  double late_prefetches = 0;     ///< measured run: per iteration (Note [Run counters])
   std::string note;               ///< why there is no plan, or the planner's notes
 };
 

@@ -454,16 +454,17 @@ void fill_savings(ReportModel& m) {
     row.source = "run";
     row.budget_bytes = m.run->fast_budget_bytes;
     const double k = static_cast<double>(m.run->iterations.size());
-    double to_fast = 0, to_slow = 0, step = 0, stall = 0;
-    for (const auto& it : m.run->iterations)
-      to_fast += static_cast<double>(it.bytes_to_fast), to_slow += static_cast<double>(it.bytes_to_slow),
-          step += static_cast<double>(it.step_ns), stall += static_cast<double>(it.stall_ns);
-    row.bytes_to_fast = static_cast<std::uint64_t>(to_fast / k);
-    row.bytes_to_slow = static_cast<std::uint64_t>(to_slow / k);
+    const RunCounters c = run_counters(*m.run);  // Note [Run counters]: the definitions the CLI uses
+    double step = 0;
+    for (const auto& it : m.run->iterations) step += static_cast<double>(it.step_ns);
+    row.bytes_to_fast = static_cast<std::uint64_t>(static_cast<double>(c.bytes_to_fast) / k);
+    row.bytes_to_slow = static_cast<std::uint64_t>(static_cast<double>(c.bytes_to_slow) / k);
+    row.stall_measured = c.stall_ns_measured;
+    row.late_prefetches = static_cast<double>(c.late_prefetches) / k;
     row.moves = m.run->moves.size();
     row.copy_ns = s.bandwidth > 0 ? static_cast<double>(std::max(row.bytes_to_fast, row.bytes_to_slow)) / s.bandwidth * 1e9 : 0;
     row.step_ns = step / k;
-    row.stall_ns = stall / k;
+    row.stall_ns = static_cast<double>(c.stall_ns) / k;
     if (!m.memory.empty() && m.memory.back().source == "run") {
       row.fast_peak_bytes = m.memory.back().fast_peak;
       row.saved_bytes = dev.peak_bytes > row.fast_peak_bytes ? dev.peak_bytes - row.fast_peak_bytes : 0;
@@ -581,12 +582,19 @@ void fill_sentences(ReportModel& m) {
                   duration_short(pr.step_ns) + " vs " + duration_short(pr.baseline_step_ns) + " profiled.");
   }
   if (m.run && !m.run->iterations.empty()) {
+    // Note [Run counters]: the words and sums `tierpack run` prints.
+    const RunCounters c = run_counters(*m.run);
+    std::string line = "Measured under tierpack (" + with_commas(m.run->iterations.size()) + " iterations): mean step ";
     for (const auto& row : m.savings.rows)
-      if (row.source == "run")
-        out.push_back("Measured under tierpack (" + with_commas(m.run->iterations.size()) + " iterations): mean step " +
-                      duration_short(row.step_ns) + ", " + bytes_short(row.bytes_to_fast) + " to fast / " +
-                      bytes_short(row.bytes_to_slow) + " to slow per iteration, stalls " + duration_short(row.stall_ns) +
-                      " per iteration.");
+      if (row.source == "run") line += duration_short(row.step_ns);
+    line += ", " + bytes_short(c.bytes_to_fast / c.iterations) + " to fast / " + bytes_short(c.bytes_to_slow / c.iterations) +
+            " to slow per iteration; in all " + c.late_text() + ", " + with_commas(c.budget_fallbacks) +
+            " budget fallback(s)";
+    if (c.fast_peak_bytes)
+      line += ", fast peak " + bytes_short(c.fast_peak_bytes) +
+              (c.budget_bytes ? " of budget " + bytes_short(c.budget_bytes) : std::string()) +
+              (c.over_budget_bytes() ? " (over it by " + bytes_short(c.over_budget_bytes()) + ")" : std::string());
+    out.push_back(line + ".");
   }
 }
 
@@ -633,6 +641,17 @@ ReportModel build_model(const ReportInputs& inputs, const ReportOptions& options
   fill_pages(m);
   fill_migrations(m);
   if (!m.devices.empty()) fill_savings(m);
+  // Note [Profile identity]: another profile's plan or statistics never get here (the CLI refuses them,
+  // and so does this call); one whose identity is unknown is shown with a warning.
+  if (m.plan)
+    if (auto w = check_profile_identity(*m.profile, inputs.profile_path, m.plan->profile_id, "plan", inputs.plan_path);
+        !w.empty())
+      m.warnings.push_back(std::move(w));
+  if (m.run)
+    if (auto w = check_profile_identity(*m.profile, inputs.profile_path, m.run->profile_id, "run statistics",
+                                        inputs.run_stats_path);
+        !w.empty())
+      m.warnings.push_back(std::move(w));
   if (m.plan && m.plan->profile_signature != 0 && !m.profile->iterations.empty()) {
     bool known = false;
     for (const auto& it : m.profile->iterations) known = known || it.signature == m.plan->profile_signature;

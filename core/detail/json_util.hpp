@@ -284,6 +284,25 @@ inline void check_page_size(std::string_view key, std::uint64_t v) {
     throw format_error("field '" + std::string(key) + "' = " + std::to_string(v) + " is not a power of two");
 }
 
+/// 16 lower-case hex digits (a profile identity: Note [Profile identity] in core/profile.hpp).
+inline std::string hex16(std::uint64_t v) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<std::size_t>(i)] = kDigits[v & 0xf];
+  return s;
+}
+
+/// Checks a profile identity read under `key`: empty (unknown) or 1-64 characters of [0-9a-z-], so
+/// that it can be printed in a one-line message as it is.
+inline void check_profile_id(std::string_view key, const std::string& v) {
+  const bool ok = v.size() <= 64 && std::all_of(v.begin(), v.end(), [](char c) {
+                    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '-';
+                  });
+  if (!ok)
+    throw format_error("field '" + std::string(key) + "' = " + shown(nlohmann::json(v)) +
+                       " is not a profile identity (up to 64 of 0-9, a-z, '-')");
+}
+
 /// Reads a required string key and converts it with parse (which throws logic_error on a bad name).
 template <class F>
 auto get_parsed(const nlohmann::json& j, std::string_view key, F&& parse) {

@@ -1,6 +1,7 @@
 // `tierpack experiment`: a workload (a profile, or a command profiled first) under every placement
 // policy and fast-tier budget, on the calibrated model or on real NUMA nodes; writes results.csv,
 // summary.md and SVG plots into the output folder (experiment/).
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -87,6 +88,43 @@ int run_experiment(const std::vector<std::string>& argv) {
     throw usage_error("--mode real: this build has no host tiers (migrate/ was not built)");
 #endif
   }
+  // Everything checkable is checked before the work (issue 26, late failure): profiling the command and
+  // the experiment can take long, a bad --measured or --compute-time value must not wait for them.
+  std::vector<experiment::Measurement> measured;
+  if (auto m = args.get("--measured")) {
+    if (mode != "model") throw usage_error("--measured validates the model: use it with --mode model");
+    try {
+      measured = experiment::parse_measurements(*m);
+    } catch (const logic_error& e) {
+      throw usage_error(std::string("--measured: ") + e.what());
+    }
+  }
+  double compute_ns = 0;
+  if (auto ct = args.get("--compute-time")) {
+    if (mode != "model") throw usage_error("--compute-time scales the model's op times: use it with --mode model");
+    try {
+      compute_ns = parse_latency_ns(*ct);
+    } catch (const logic_error& e) {
+      throw usage_error(std::string("--compute-time: ") + e.what());
+    }
+    if (!(compute_ns > 0)) throw usage_error("--compute-time: must be positive, not '" + *ct + "'");
+  }
+  try {
+    (void)load_tier_model(*args.get("--tiers"));
+  } catch (const format_error&) {
+    throw;  // a tier-model file that cannot be read is a failure, not a usage error
+  } catch (const logic_error& e) {
+    throw usage_error(std::string("--tiers: ") + e.what());
+  }
+  {
+    // The results directory must be writable now, not after the work.
+    std::filesystem::create_directories(*out);
+    const std::string probe = (std::filesystem::path(*out) / ".tierpack-write-check").string();
+    std::FILE* f = std::fopen(probe.c_str(), "wb");
+    if (!f) throw os_error("open " + probe + " for writing", errno);
+    std::fclose(f);
+    std::filesystem::remove(probe);
+  }
 
   // The workload: a profile file, or the command profiled now.
   std::string workload;
@@ -107,15 +145,8 @@ int run_experiment(const std::vector<std::string>& argv) {
   }
   Profile profile = read_profile(workload);
   std::string time_note;
-  if (auto ct = args.get("--compute-time")) {
-    if (mode != "model") throw usage_error("--compute-time scales the model's op times: use it with --mode model");
-    double ns = 0;
-    try {
-      ns = parse_latency_ns(*ct);
-    } catch (const logic_error& e) {
-      throw usage_error(std::string("--compute-time: ") + e.what());
-    }
-    if (!(ns > 0)) throw usage_error("--compute-time: must be positive, not '" + *ct + "'");
+  if (compute_ns > 0) {
+    const double ns = compute_ns;
     if (profile.iteration_ns == 0) throw usage_error("--compute-time: the profile has no iteration time to scale");
     time_note = "op times scaled by " + std::to_string(ns / static_cast<double>(profile.iteration_ns)).substr(0, 8) +
                 " so that the profiled iteration (" + format_duration_ns(static_cast<double>(profile.iteration_ns)) +
@@ -133,19 +164,12 @@ int run_experiment(const std::vector<std::string>& argv) {
     mo.plan = in.options;
     mo.progress = progress;
     result = experiment::run_model_experiment(profile, in.model, mo);
-    if (auto m = args.get("--measured")) {
-      std::vector<experiment::Measurement> measured;
-      try {
-        measured = experiment::parse_measurements(*m);
-      } catch (const logic_error& e) {
-        throw usage_error(std::string("--measured: ") + e.what());
-      }
+    if (!measured.empty()) {
       progress("validating the model against " + std::to_string(measured.size()) + " measurement(s)");
       result.validation = experiment::validate(profile, in.model, in.options, measured, args.get_or("--measured-source", "--measured"));
     }
   } else {
 #ifdef TIERPACK_HAVE_EXPERIMENT_HOST
-    if (args.has("--measured")) throw usage_error("--measured validates the model: use it with --mode model");
     experiment::RealOptions ro;
     ro.budgets = budgets;
     ro.policies = policies;

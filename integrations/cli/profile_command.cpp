@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/process_rank.hpp"
@@ -19,7 +21,7 @@ const char* const kProfileUsage =
     "usage: tierpack profile -o run.tpk [--warmup N] [--iterations N] [--max-iterations N]\n"
     "                        [--page-tracer auto|mprotect|uffd|off] [--window-depth N] [--quiet|--verbose]\n"
     "                        -- command ...\n"
-    "       tierpack profile --summary run.tpk [--top N]\n"
+    "       tierpack profile --summary run.tpk [--top N] [--json]\n"
     "  Runs a PyTorch training command and records one iteration: tensors (size, birth, death, the ops\n"
     "  that used them), ops, host pages touched per op, page false sharing, hidden accesses, and\n"
     "  whether later iterations allocate the same way. Python commands are bootstrapped through a\n"
@@ -38,6 +40,7 @@ const char* const kProfileUsage =
     "  --verbose            also the page tracer's counters (windows, faults, pages) at the end\n"
     "  --summary FILE       print a readable summary of a profile instead\n"
     "  --top N              rows in the summary's top-tensors table (default 15)\n"
+    "  --json               the summary as one JSON object (keys: docs/profiling.md)\n"
     "  Iteration boundaries: the end of torch's Optimizer.step, tierpack.step() / tierpack::step(),\n"
     "  or a period found in the allocation sequence.\n";
 
@@ -48,7 +51,8 @@ int summary(const Args& args) {
   SummaryOptions opt;
   opt.top_tensors = static_cast<std::size_t>(count_flag(args, "--top", 15, 1));
   const Profile p = read_profile(*args.get("--summary"));
-  std::fputs(format_profile_summary(p, opt).c_str(), stdout);
+  if (args.has("--json")) std::fputs((profile_summary_json(p, opt).dump(1) + "\n").c_str(), stdout);
+  else std::fputs(format_profile_summary(p, opt).c_str(), stdout);
   return 0;
 }
 
@@ -57,9 +61,10 @@ int summary(const Args& args) {
 int run_profile(const std::vector<std::string>& argv) {
   const Args args = parse_args(argv, {.valued = {"-o", "--warmup", "--iterations", "--max-iterations", "--page-tracer",
                                                  "--window-depth", "--summary", "--top"},
-                                      .switches = {"--quiet", "--verbose"},
+                                      .switches = {"--quiet", "--verbose", "--json"},
                                       .allow_child = true});
   if (args.has("--summary")) return summary(args);
+  if (args.has("--json")) throw usage_error("--json goes with --summary FILE");
   if (!args.has("-o")) throw usage_error("missing -o FILE (where the profile goes)");
   if (args.child.empty()) throw usage_error("missing the command to profile: tierpack profile -o run.tpk -- python train.py");
 

@@ -123,8 +123,12 @@ int run_replay(const std::vector<std::string>& argv) {
   std::optional<Plan> plan;
   if (auto path = args.get("--plan")) {
     plan = read_plan(*path);
+    // Another profile's plan is refused by its identity first (Note [Profile identity]), then by structure;
+    // a plan of unknown identity that passes the structural check is used with a warning.
+    const std::string warning = check_profile_identity(profile, args.positional[0], plan->profile_id, "plan", *path);
     const auto check = placer::check_plan(profile, *plan, 1);
     if (!check.ok()) throw logic_error(*path + " does not fit " + args.positional[0] + ": " + check.problems.front());
+    if (!warning.empty()) std::fprintf(stderr, "tierpack replay: warning: %s\n", warning.c_str());
   }
   const PlannerInputs in = planner_inputs(args, profile, plan ? &*plan : nullptr);
   std::string text;

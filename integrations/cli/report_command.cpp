@@ -7,6 +7,8 @@
 #include <optional>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
 #include "core/plan.hpp"
 #include "core/process_rank.hpp"
@@ -24,7 +26,7 @@ namespace tierpack::cli {
 
 const char* const kReportUsage =
     "usage: tierpack report run.tpk [--plan plan.json] [--run-stats stats.json] [-o DIR] [--budget SIZE]\n"
-    "                       [--tiers SPEC|FILE|preset:NAME] [--quiet]\n"
+    "                       [--tiers SPEC|FILE|preset:NAME] [--quiet | --json]\n"
     "       tierpack report out.%r.tpk | r0.tpk r1.tpk ... [same options; %r in --plan/--run-stats]\n"
     "  Writes an offline report of a profile into DIR (default: report):\n"
     "    index.html              one self-contained page: summary, memory by tier, tensor lifetimes, page map,\n"
@@ -38,6 +40,7 @@ const char* const kReportUsage =
     "  --tiers T               tier model for \"what tierpack would save\" (as for tierpack plan); default: the\n"
     "                          plan's, else the profile's tiers, else a preset (named on the page)\n"
     "  --quiet                 print only where the report is\n"
+    "  --json                  print the summary, the warnings and the files written as one JSON object\n"
     "  Several profiles (the ranks of a distributed job, or a %r pattern) give one report per rank in\n"
     "  DIR/rank<N>/ and a merged view: DIR/index.html compares the ranks, DIR/trace.json holds them all.\n";
 
@@ -60,14 +63,17 @@ OneReport write_one(const std::string& profile_path, const std::optional<std::st
   one.profile = read_profile(profile_path);
   inputs.profile = &one.profile;
   std::optional<Plan> plan;
+  // A plan or statistics of another profile is refused before anything is written (Note [Profile identity]).
   if (plan_path) {
     plan = read_plan(*plan_path);
+    check_profile_identity(one.profile, profile_path, plan->profile_id, "plan", *plan_path);
     inputs.plan = &*plan;
     inputs.plan_path = *plan_path;
   }
   std::optional<RunStats> run;
   if (stats_path) {
     run = read_run_stats(*stats_path);
+    check_profile_identity(one.profile, profile_path, run->profile_id, "run statistics", *stats_path);
     inputs.run_stats = &*run;
     inputs.run_stats_path = *stats_path;
   }
@@ -117,7 +123,7 @@ std::optional<std::string> per_rank_flag(const Args& args, const std::string& fl
 
 int run_report(const std::vector<std::string>& argv) {
   const Args args = parse_args(argv, {.valued = {"--plan", "--run-stats", "-o", "--budget", "--tiers"},
-                                      .switches = {"--quiet"},
+                                      .switches = {"--quiet", "--json"},
                                       .min_positional = 1,
                                       .max_positional = 64});
   std::optional<Budget> budget;
@@ -138,7 +144,14 @@ int run_report(const std::vector<std::string>& argv) {
     options.tier_model_source = "--tiers " + *tiers;
   }
   const std::string out_dir = args.get_or("-o", "report");
-  const bool quiet = args.has("--quiet");
+  const bool json = args.has("--json");
+  if (json && args.has("--quiet")) throw usage_error("--json and --quiet: --json prints only the JSON object");
+  const bool quiet = args.has("--quiet") || json;
+  auto files_json = [](const std::vector<report::WrittenFile>& files) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& f : files) a.push_back({{"path", f.path}, {"bytes", f.bytes}});
+    return a;
+  };
   double total = 0;
 
   const bool several = args.positional.size() > 1 || has_rank_pattern(args.positional.front());
@@ -162,6 +175,15 @@ int run_report(const std::vector<std::string>& argv) {
     const auto files_written = report::write_rank_overview(ranks, out_dir);
     print_files(files_written, total, quiet);
     const std::string index = std::filesystem::absolute(files_written.front().path).string();
+    if (json) {
+      nlohmann::json rj = nlohmann::json::array();
+      for (std::size_t i = 0; i < reports.size(); ++i)
+        rj.push_back({{"rank", ranks[i].rank}, {"profile", ranks[i].profile_path},
+                      {"profile_id", reports[i].profile.meta.id}, {"summary", reports[i].result.summary},
+                      {"warnings", reports[i].result.warnings}, {"files", files_json(reports[i].result.files)}});
+      std::printf("%s\n", nlohmann::json{{"index", index}, {"ranks", rj}, {"files", files_json(files_written)}}.dump(1).c_str());
+      return 0;
+    }
     std::printf("report: file://%s  (%zu ranks, %.2f s)\n", index.c_str(), ranks.size(), total);
     return 0;
   }
@@ -178,6 +200,17 @@ int run_report(const std::vector<std::string>& argv) {
   if (!quiet) std::printf("  read the inputs in %.2f s, computed the statistics in %.2f s\n", one.read_seconds, result.model_seconds);
   print_files(result.files, total, quiet);
   const std::string index = std::filesystem::absolute(result.files.front().path).string();
+  if (json) {
+    std::printf("%s\n", nlohmann::json{{"index", index},
+                                       {"profile", args.positional.front()},
+                                       {"profile_id", one.profile.meta.id},
+                                       {"summary", result.summary},
+                                       {"warnings", result.warnings},
+                                       {"files", files_json(result.files)}}
+                             .dump(1)
+                             .c_str());
+    return 0;
+  }
   std::printf("report: file://%s  (%.2f s)\n", index.c_str(), total);
   if (!quiet) std::printf("  trace.json: open in ui.perfetto.dev; memory_snapshot.pickle: drop onto pytorch.org/memory_viz\n");
   return 0;

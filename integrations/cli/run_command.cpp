@@ -9,14 +9,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "core/config.hpp"
+#include "core/discovery/topology_discovery.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/plan.hpp"
 #include "core/process_rank.hpp"
+#include "core/run_stats.hpp"
 #include "core/tier_spec.hpp"
 #include "core/units.hpp"
 #include "integrations/cli/args.hpp"
@@ -29,14 +32,14 @@ namespace tierpack::cli {
 const char* const kRunUsage =
     "usage: tierpack run [--fast-budget SIZE|PCT] [--tiers SPEC|FILE|preset:NAME] [--plan plan.json]\n"
     "                    [--warmup N] [--profile-iterations N] [-o run.tpk] [--stats stats.json]\n"
-    "                    [--gpu-budget SIZE|PCT] [--page-tracer KIND] [--quiet] -- command ...\n"
+    "                    [--gpu-budget SIZE|PCT] [--page-tracer KIND] [--quiet] [--json] -- command ...\n"
     "  Runs a PyTorch (Python or LibTorch) training command with its CPU tensors placed on host memory\n"
     "  tiers (DRAM and CXL / far NUMA nodes). Phases, each announced by a 'tierpack:' status line:\n"
     "    1. warm-up and profiling: the first iteration(s) are profiled in the process;\n"
     "    2. plan: the placer packs tensors into page groups and schedules moves under the fast budget;\n"
     "    3. apply: from the next iteration on, CPU tensors come from page-group arenas on their planned\n"
     "       NUMA node and op events move groups between nodes ahead of use;\n"
-    "    4. exit: one line per iteration (allocations, budget fallbacks, bytes moved, late moves) and\n"
+    "    4. exit: one line per iteration (allocations, budget fallbacks, bytes moved, late prefetches) and\n"
     "       the run statistics file.\n"
     "  --fast-budget B      budget of the fast tier (DRAM): 4G, 512M, or a percentage of the profiled peak\n"
     "  --tiers T            tier model to plan for (default: this machine's NUMA nodes); tiers whose NUMA\n"
@@ -49,7 +52,8 @@ const char* const kRunUsage =
     "  --stats FILE         write the run statistics (JSON; `tierpack report --run-stats FILE`)\n"
     "  --gpu-budget B       passed to the child for the GPU tier (tierpack.cuda, CUDA machines only)\n"
     "  --page-tracer KIND   host page tracer while profiling: auto, mprotect, uffd, off\n"
-    "  --quiet              no status lines from the child\n";
+    "  --quiet              no status lines from the child\n"
+    "  --json               also print the outcome as one JSON object, the last line of stdout (docs/run.md)\n";
 
 namespace {
 namespace fs = std::filesystem;
@@ -131,7 +135,12 @@ int report_gpu_outcome(const std::string& stats_path, const std::string& who, bo
 /// plan was applied, 1 otherwise (the reason printed). A run whose host side was not enabled but
 /// whose GPU tier ran (reported by report_gpu_outcome: `gpu_ran`) is not a failure.
 int report_outcome(const std::string& stats_path, const std::string& who, const std::string& profile_out,
-                   bool stats_kept, bool gpu_ran = false, int child_status = 0) {
+                   bool stats_kept, bool gpu_ran = false, int child_status = 0, nlohmann::json* out = nullptr) {
+  // With --json the outcome line and its numbers are kept in `out` as well.
+  auto say = [&](const char* outcome, const std::string& line) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+    if (out) (*out)["outcome"] = outcome, (*out)["line"] = line;
+  };
   nlohmann::json stats;
   bool have_stats = false;
   try {
@@ -140,48 +149,93 @@ int report_outcome(const std::string& stats_path, const std::string& who, const 
   } catch (const std::exception&) {
   }
   if (!have_stats && gpu_ran) {
-    std::fprintf(stderr,
-                 "tierpack run: %sthe host side of tierpack was not enabled (see the messages above); only the GPU tier "
-                 "ran\n",
-                 who.c_str());
+    say("gpu tier only", "tierpack run: " + who +
+                             "the host side of tierpack was not enabled (see the messages above); only the GPU tier ran");
     return 0;
   }
   if (!have_stats && child_status != 0) {
     // The command died or failed before tierpack wrote anything: say that, not "not enabled".
-    std::fprintf(stderr, "tierpack run: error: %sthe run wrote no statistics: the command ended with %s first\n",
-                 who.c_str(), describe_status(child_status).c_str());
+    say("no statistics", "tierpack run: error: " + who + "the run wrote no statistics: the command ended with " +
+                             describe_status(child_status) + " first");
     return 1;
   }
   if (!have_stats) {
-    std::fprintf(stderr,
-                 "tierpack run: error: %sthe run wrote no statistics (tierpack was not enabled in the command: see the "
-                 "messages above; torch never loaded, or no iteration ended)\n",
-                 who.c_str());
+    say("no statistics", "tierpack run: error: " + who +
+                             "the run wrote no statistics (tierpack was not enabled in the command: see the messages "
+                             "above; torch never loaded, or no iteration ended)");
     return 1;
   }
   const auto& run = stats["tierpack_run"];
   const std::string plan_error = run.value("plan_error", std::string());
   if (!run.value("plan_applied", false)) {
-    std::fprintf(stderr, "tierpack run: error: %sno plan was applied: %s\n", who.c_str(),
-                 plan_error.empty() ? "the run ended before the profiled iterations were complete" : plan_error.c_str());
+    say("no plan applied", "tierpack run: error: " + who + "no plan was applied: " +
+                               (plan_error.empty() ? "the run ended before the profiled iterations were complete" : plan_error));
     return 1;
   }
-  std::uint64_t to_fast = 0, to_slow = 0, late = 0, fallbacks = 0;
-  int planned = 0;
+  // Note [What the run summary says] in integrations/run/run_controller.hpp: applied means followed.
+  // The counters are the statistics' own (Note [Run counters] in core/run_stats.hpp), as the report reads them.
+  RunStats rs;
+  try {
+    from_json(stats, rs);
+  } catch (const std::exception& e) {
+    say("no statistics", "tierpack run: error: " + who + "the run statistics " + stats_path + " cannot be read: " + e.what());
+    return 1;
+  }
+  const RunCounters counters = run_counters(rs);
+  int planned = 0, followed = 0, off_at = -1;
+  std::string off_why, first_left;
   for (const auto& it : run["iterations"]) {
     if (!it.value("planned", false)) continue;
     ++planned;
-    to_fast += it["moves"].value("bytes_to_fast", std::uint64_t{0});
-    to_slow += it["moves"].value("bytes_to_slow", std::uint64_t{0});
-    late += it["moves"].value("moves_late", std::uint64_t{0});
-    fallbacks += it.value("over_budget", std::uint64_t{0});
+    const std::string divergence = it.value("divergence", std::string());
+    if (it.value("plan_followed", divergence.empty())) ++followed;
+    else if (first_left.empty())
+      first_left = "iteration " + std::to_string(it.value("index", -1)) + ": " +
+                   (divergence.empty() ? std::string("the plan was off") : divergence);
+    if (it.value("plan_turned_off", false) && off_at < 0) off_at = it.value("index", -1), off_why = divergence;
   }
-  std::fprintf(stderr,
-               "tierpack run: %splan applied from iteration %d for %d iteration(s): moved %s to the fast tier, %s to the "
-               "slow tier, %llu late move(s), %llu allocation(s) over budget\n",
-               who.c_str(), run.value("apply_from", -1), planned, format_bytes(to_fast).c_str(),
-               format_bytes(to_slow).c_str(), static_cast<unsigned long long>(late),
-               static_cast<unsigned long long>(fallbacks));
+  std::string what;
+  if (off_at >= 0) what = "; turned off at iteration " + std::to_string(off_at) + ": " + off_why;
+  else if (followed < planned) what = "; left it in " + std::to_string(planned - followed) + " (first " + first_left + ")";
+  const int apply_from = run.value("apply_from", -1);
+  if (out) {
+    *out = {{"apply_from", apply_from},
+            {"iterations_under_plan", planned},
+            {"iterations_followed", followed},
+            {"plan_turned_off_at", off_at},
+            {"plan_turned_off_why", off_why},
+            {"profile_id", run.value("profile_id", std::string())},
+            {"bytes_to_fast", counters.bytes_to_fast},
+            {"bytes_to_slow", counters.bytes_to_slow},
+            {"late_prefetches", counters.late_prefetches},
+            {"stall_ns", counters.stall_ns_measured ? nlohmann::json(counters.stall_ns) : nlohmann::json(nullptr)},
+            {"budget_fallbacks", counters.budget_fallbacks},
+            {"fast_peak_bytes", counters.fast_peak_bytes},
+            {"fast_budget_bytes", counters.budget_bytes},
+            {"over_budget_bytes", counters.over_budget_bytes()}};
+  }
+  if (planned == 0) {
+    say("no plan applied", "tierpack run: error: " + who + "no plan was applied: the run ended before iteration " +
+                               std::to_string(apply_from) + ", the first under the plan");
+    return 1;
+  }
+  if (followed == 0) {
+    const std::string id = run.value("profile_id", std::string());
+    say("plan not followed", "tierpack run: error: " + who + "the plan" + (id.empty() ? "" : " (made from profile " + id + ")") +
+                                 " was followed in none of the " + std::to_string(planned) + " iteration(s) from iteration " +
+                                 std::to_string(apply_from) + what);
+    return 1;
+  }
+  std::string peak;
+  if (counters.fast_peak_bytes)
+    peak = ", fast peak " + format_bytes(counters.fast_peak_bytes) + " of budget " + format_bytes(counters.budget_bytes) +
+           (counters.over_budget_bytes() ? " (over it by " + format_bytes(counters.over_budget_bytes()) + ")" : "");
+  say(followed == planned ? "plan applied" : "plan applied in part",
+      "tierpack run: " + who + "plan applied from iteration " + std::to_string(apply_from) + " for " +
+          std::to_string(followed) + " of " + std::to_string(planned) + " iteration(s)" + what + ": moved " +
+          format_bytes(counters.bytes_to_fast) + " to the fast tier, " + format_bytes(counters.bytes_to_slow) +
+          " to the slow tier, " + counters.late_text() + ", " + std::to_string(counters.budget_fallbacks) +
+          " budget fallback(s) (allocations sent to the slow tier, the fast tier full)" + peak);
   const std::string plan_file = run.value("plan_file", std::string());
   std::error_code ec;
   if (!profile_out.empty() && fs::exists(profile_out, ec) && !stats_kept)
@@ -207,6 +261,72 @@ Budget budget_flag(const Args& args, const std::string& flag) {
   return b;
 }
 
+// Note [Checked before launching]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A training command may run for hours; whatever can be found wrong without it is found before it starts
+// (issue 26, late failure): the flags (usage errors, exit 2), the plan file (read and validated), the
+// outputs (-o's profile, the plan written next to it, --stats: each must be writable now, else exit 1
+// naming the path, as for `tierpack profile`), and the tiers: a --fast-budget needs a second host tier to
+// place what does not fit on, so on a machine with one host memory tier and no --tiers (or a --tiers with
+// one) the run would train to the end and only then fail. It fails now, with the command that works
+// (an emulated CXL tier: Note [Tiers this machine lacks] in integrations/run/run_controller.hpp).
+
+/// Fails now (os_error naming the path, exit 1) when `path` cannot be written. A file that was not there
+/// is removed again.
+void check_writable(const std::string& path) {
+  std::error_code ec;
+  const bool existed = fs::exists(path, ec);
+  std::FILE* f = std::fopen(path.c_str(), "ab");
+  if (!f) throw os_error("open " + path + " for writing", errno);
+  std::fclose(f);
+  if (!existed) fs::remove(path, ec);
+}
+
+/// `command` as a user would type it, cut short.
+std::string shell_words(const std::vector<std::string>& command) {
+  std::string out;
+  for (const auto& w : command) {
+    const bool quote = w.empty() || w.find_first_of(" \t'\"$`\\|&;<>()*?[]{}") != std::string::npos;
+    std::string q = w;
+    if (quote) {
+      q = "'";
+      for (char ch : w) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+      q += "'";
+    }
+    out += (out.empty() ? "" : " ") + q;
+    if (out.size() > 160) return out.substr(0, 157) + "...";
+  }
+  return out;
+}
+
+/// A fast budget with no second host tier to move to (Note [Checked before launching]): a usage error
+/// that names the command that works here.
+void check_budget_has_a_slow_tier(const Args& args, const std::optional<TierModel>& given) {
+  const auto budget = args.get("--fast-budget");
+  if (!budget || args.has("--plan")) return;
+  TierModel model;
+  std::string where;
+  if (given) {
+    model = *given;
+    where = "--tiers " + *args.get("--tiers") + " has";
+  } else {
+    try {
+      DiscoveryOptions o;
+      o.gpus = false;
+      model = discover_topology(o);
+    } catch (const std::exception&) {
+      return;  // the child discovers again and says what failed
+    }
+    where = "this machine has";
+  }
+  const auto host = model.of_kind(TierKind::host_dram).size() + model.of_kind(TierKind::far_memory).size();
+  if (host >= 2) return;
+  throw usage_error("--fast-budget " + *budget + ": " + where + " one host memory tier, so what does not fit the budget has "
+                    "no other tier to go to (the run would fail after training); to try tierpack here with an emulated "
+                    "CXL tier (real budget and moves, no slower memory): tierpack run --tiers preset:ddr5-cxl --fast-budget " +
+                    *budget + " -- " + shell_words(args.child));
+}
+
 std::string absolute(const std::string& path, const char* what) {
   const std::string out = fs::absolute(path).lexically_normal().string();
   if (out.find(',') != std::string::npos) throw usage_error(std::string(what) + " cannot contain ','");
@@ -218,7 +338,7 @@ std::string absolute(const std::string& path, const char* what) {
 int run_run(const std::vector<std::string>& argv) {
   const Args args = parse_args(argv, {.valued = {"--fast-budget", "--tiers", "--plan", "--warmup", "--profile-iterations",
                                                  "-o", "--stats", "--gpu-budget", "--page-tracer"},
-                                      .switches = {"--quiet", "--verbose"},
+                                      .switches = {"--quiet", "--verbose", "--json"},
                                       .allow_child = true});
   if (args.child.empty()) throw usage_error("missing the command to run: tierpack run --fast-budget 4G -- python train.py");
 
@@ -230,6 +350,7 @@ int run_run(const std::vector<std::string>& argv) {
   c.profile_iterations = count_flag(args, "--profile-iterations", 1, 1);
   apply_child_flags(args, c);
 
+  std::optional<TierModel> given_tiers;
   if (auto tiers = args.get("--tiers")) {
     if (args.has("--plan")) throw usage_error("--tiers and --plan: the plan carries its tiers");
     TierModel model;
@@ -243,6 +364,7 @@ int run_run(const std::vector<std::string>& argv) {
     }
     if (model.of_kind(TierKind::host_dram).empty() && model.of_kind(TierKind::far_memory).empty())
       throw usage_error("--tiers: '" + *tiers + "' has no host memory tier (dram, cxl, ...) to place CPU tensors on");
+    given_tiers = model;
     if (tiers->find(',') != std::string::npos && tiers->find('+') == std::string::npos &&
         !fs::exists(*tiers)) {
       std::string joined = *tiers;
@@ -293,6 +415,15 @@ int run_run(const std::vector<std::string>& argv) {
   }
   const bool per_rank_stats = has_rank_pattern(c.stats_out) && !rank;
 
+  // Note [Checked before launching]: what would fail after the training fails now.
+  check_budget_has_a_slow_tier(args, given_tiers);
+  check_writable(expand_rank_pattern(c.stats_out, my_rank));
+  if (!c.profile_out.empty()) {
+    const std::string profile = expand_rank_pattern(c.profile_out, my_rank);
+    check_writable(profile);
+    check_writable(fs::path(profile).replace_extension().string() + ".plan.json");  // RunController::plan_path
+  }
+
   const TierpackPaths paths = find_tierpack_paths();
   const ChildLaunch launch = prepare_child(args.child, format_config(c), paths);
   std::error_code ec;
@@ -318,20 +449,37 @@ int run_run(const std::vector<std::string>& argv) {
     stats_files.push_back({my_rank, expand_rank_pattern(c.stats_out, my_rank)});
   const bool several = per_rank_stats || rank.has_value();
   int outcome = 0;
+  const bool json = args.has("--json");
+  nlohmann::json ranks = nlohmann::json::array();
   for (const auto& f : stats_files) {
     const std::string who = several ? "rank " + std::to_string(f.rank) + ": " : std::string();
     const std::string profile = c.profile_out.empty() ? std::string() : expand_rank_pattern(c.profile_out, f.rank);
     const bool gpu_ran = report_gpu_outcome(f.path, who, !stats_tmp.empty(), profile) > 0;
-    outcome = std::max(outcome, report_outcome(f.path, who, profile, stats_tmp.empty(), gpu_ran, status));
+    nlohmann::json one = nlohmann::json::object();
+    outcome = std::max(outcome, report_outcome(f.path, who, profile, stats_tmp.empty(), gpu_ran, status, &one));
+    one["rank"] = f.rank;
     if (!stats_tmp.empty()) fs::remove(f.path, ec);
+    else one["stats"] = f.path;
+    ranks.push_back(std::move(one));
   }
   if (stats_files.empty()) {
     const std::string path = expand_rank_pattern(c.stats_out, 0);
     const bool gpu_ran = report_gpu_outcome(path, "", !stats_tmp.empty(), expand_rank_pattern(c.profile_out, 0)) > 0;
-    outcome = report_outcome(path, "", "", true, gpu_ran, status);
+    nlohmann::json one = nlohmann::json::object();
+    outcome = report_outcome(path, "", "", true, gpu_ran, status, &one);
+    ranks.push_back(std::move(one));
   }
-  if (outcome != 0) return status != 0 ? status : outcome;
-  return status;
+  const int exit_status = outcome != 0 ? (status != 0 ? status : outcome) : status;
+  if (json) {
+    // One JSON object on the last line of stdout, after the command's own output (docs/run.md).
+    std::fflush(stdout);
+    std::printf("%s\n", nlohmann::json{{"exit_status", exit_status},
+                                       {"command_ended_with", describe_status(status)},
+                                       {"ranks", ranks}}
+                             .dump()
+                             .c_str());
+  }
+  return exit_status;
 }
 
 }  // namespace tierpack::cli

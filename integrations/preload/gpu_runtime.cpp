@@ -347,6 +347,8 @@ Topology GpuRuntime::topology() const {
 
 void GpuRuntime::write_profile_locked() {
   Profile p;
+  profile_id_ = new_profile_id();
+  p.meta.id = profile_id_;
   p.meta.tool_version = "tierpack gpu runtime";
   p.meta.framework = "torch (CUDA pluggable allocator)";
   p.meta.page_tracer = "none";
@@ -675,6 +677,7 @@ RunStats GpuRuntime::run_stats_locked() const {
   RunStats s;
   s.source = "tierpack gpu runtime (gpu" + std::to_string(device_) + ")";
   s.fast_budget_bytes = budget_bytes_;
+  s.profile_id = profile_id_;
   const IterationRecord* sampled = nullptr;
   for (const IterationRecord& r : history_) {
     if (r.phase != Phase::planned) continue;  // as `tierpack run --stats`: iterations under the plan

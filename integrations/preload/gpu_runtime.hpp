@@ -173,6 +173,7 @@ class GpuRuntime {
   Plan plan_;
   bool have_plan_ = false;
   std::uint64_t budget_bytes_ = 0;
+  std::string profile_id_;  ///< identity of the profile profile_out holds (Note [Profile identity])
   std::string divergence_;
   std::uint64_t divergences_ = 0;  // diverged iterations (Note [Diverged iterations])
   int consecutive_divergences_ = 0;

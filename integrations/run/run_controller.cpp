@@ -431,8 +431,9 @@ void RunController::on_finish() noexcept {
         const auto& s = r.stats;
         line += ", " + std::to_string(s.allocations) + " allocations (" + std::to_string(s.planned) + " planned, " +
                 std::to_string(s.unplanned) + " default, " + std::to_string(s.mismatched) + " mismatched, " +
-                std::to_string(s.fallbacks) + " over budget), fast peak " + format_bytes(s.fast_peak) +
+                std::to_string(s.fallbacks) + " budget fallback(s)), fast peak " + format_bytes(s.fast_peak) +
                 "; " + s.moves.summary();
+        if (!s.had_plan) line += "; the plan was off";
         if (!s.divergence.empty()) line += "; left the plan: " + s.divergence;
       }
       session_.log(line);
@@ -471,9 +472,20 @@ void RunController::write_stats() noexcept {
   try {
     RunStats s;
     s.source = "tierpack run";
+    s.profile_id = plan_.profile_id;  // the applied plan's profile (Note [Profile identity])
     s.fast_budget_bytes = plan_.fast_budget_bytes;
     s.sampled_iteration = sampled_;
+    s.stall_ns_measured = false;  // the host runtime never waits for a move (Note [Run counters])
     nlohmann::json extra = nlohmann::json::array();
+    // What the final line of `tierpack run` says (Note [What the run summary says] in run_controller.hpp).
+    int followed = 0, under_plan = 0, off_at = -1;
+    std::string off_why;
+    for (const RunIterationRecord& r : iterations_) {
+      if (!r.planned) continue;
+      ++under_plan;
+      if (r.stats.followed()) ++followed;
+      if (r.stats.turned_off && off_at < 0) off_at = r.index, off_why = r.stats.divergence;
+    }
     for (const RunIterationRecord& r : iterations_) {
       if (r.planned) {
         RunIteration it;
@@ -481,7 +493,9 @@ void RunController::write_stats() noexcept {
         it.step_ns = r.step_ns;
         it.bytes_to_fast = r.stats.moves.bytes_to_fast;
         it.bytes_to_slow = r.stats.moves.bytes_to_slow;
-        it.stalls = static_cast<std::uint32_t>(r.stats.moves.moves_late);
+        it.stalls = static_cast<std::uint32_t>(r.stats.moves.moves_late);  // Note [Run counters]
+        it.budget_fallbacks = r.stats.fallbacks;
+        it.fast_peak_bytes = r.stats.fast_peak;
         s.iterations.push_back(it);
       }
       nlohmann::json moves;
@@ -496,7 +510,9 @@ void RunController::write_stats() noexcept {
                        {"over_budget", r.stats.fallbacks},
                        {"fast_peak_bytes", r.stats.fast_peak},
                        {"moves", moves},
-                       {"divergence", r.stats.divergence}});
+                       {"divergence", r.stats.divergence},
+                       {"plan_followed", r.planned && r.stats.followed()},
+                       {"plan_turned_off", r.planned && r.stats.turned_off}});
     }
     s.occupancy = occ_last_;
     s.moves = moves_last_;
@@ -505,6 +521,11 @@ void RunController::write_stats() noexcept {
                           {"apply_from", apply_from_},
                           {"plan_applied", applying_.load()},
                           {"plan_error", plan_error_},
+                          {"iterations_under_plan", under_plan},
+                          {"iterations_followed", followed},
+                          {"plan_turned_off_at", off_at},
+                          {"plan_turned_off_why", off_why},
+                          {"profile_id", plan_.profile_id},
                           {"plan_file", config_.plan_in.empty() ? plan_path() : config_.plan_in},
                           {"emulated_tiers", emulated_},
                           {"arena_fast_bytes", arena_fast_bytes_},

@@ -242,6 +242,7 @@ void HostRuntime::begin_iteration(std::int64_t first_seq) {
     ++iteration_;
     current_ = IterationStats{};
     current_.iteration = iteration_;
+    current_.had_plan = plan_ != nullptr;
     suspended_ = false;
   }
   seq_.store(first_seq, std::memory_order_relaxed);
@@ -257,6 +258,7 @@ void HostRuntime::end_iteration() {
   if (suspended_) {
     if (++divergent_streak_ >= options_.max_divergent_iterations && plan_) {
       plan_.reset();
+      current_.turned_off = true;
       current_.divergence += "; plan turned off after " + std::to_string(divergent_streak_) + " divergent iterations";
     }
   } else {

@@ -52,6 +52,12 @@ struct IterationStats {
   std::uint64_t fast_peak = 0;    ///< highest bytes resident on the fast tier (allocator charge)
   MoveCounters moves;
   std::string divergence;         ///< first reason the plan was not followed ("" when it was)
+  bool had_plan = false;          ///< a plan was in force when the iteration began
+  bool turned_off = false;        ///< the plan was turned off at this iteration's end (divergence says why)
+
+  /// The plan was in force for the whole iteration: every allocation it placed was routed by it and
+  /// every move it schedules was issued (what `tierpack run` counts as "applied").
+  bool followed() const { return had_plan && divergence.empty(); }
 };
 
 class HostRuntime {

@@ -45,7 +45,7 @@ static std::string errno_name(int err) {
 
 std::string MoveCounters::summary() const {
   std::string s = "moved " + format_bytes(bytes_to_fast) + " to fast, " + format_bytes(bytes_to_slow) + " to slow in " +
-                  std::to_string(moves_complete + moves_partial) + " moves; " + std::to_string(moves_late) + " late";
+                  std::to_string(moves_complete + moves_partial) + " moves; " + std::to_string(moves_late) + " late prefetch(es)";
   if (moves_partial > 0 || !failures_by_errno.empty()) {
     s += "; " + std::to_string(moves_partial) + " partial (";
     bool first = true;

@@ -29,7 +29,7 @@ struct MoveCounters {
   std::map<int, std::uint64_t> failures_by_errno;  ///< positive errno -> pages (or calls, for mbind)
 
   void add(const MoveCounters& o);
-  /// "moved 12.0 MiB to fast, 8.0 MiB to slow; 3 late; 1 partial (EBUSY x4)".
+  /// "moved 12.0 MiB to fast, 8.0 MiB to slow in 9 moves; 3 late prefetch(es); 1 partial (EBUSY x4)".
   std::string summary() const;
   friend bool operator==(const MoveCounters&, const MoveCounters&) = default;
 };

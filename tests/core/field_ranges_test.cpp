@@ -208,7 +208,7 @@ TEST(FieldRanges, CorruptedPlanPageSizeIsAnErrorNotADefault) {
 TEST(FieldRanges, NegativeOrHugeRunStatTimesAreRefused) {
   auto run_error = [](const std::function<void(nlohmann::json&)>& edit) {
     RunStats s;
-    s.iterations.push_back({0, 1000, 0, 0, 0, 0});
+    s.iterations.push_back({0, 1000, 0, 0, 0, 0, 0, 0});
     s.moves.push_back({0, MoveKind::evict, 0, 1, 4096, 10, 20});
     nlohmann::json j = s;
     edit(j);

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
 #include "core/file_envelope.hpp"
 #include "core/profile.hpp"
@@ -181,4 +183,47 @@ TEST(ProfileIo, WellFormedEnvelopeWithBadJson) {
 
 TEST(ProfileIo, UnwritableDestinationIsOsError) {
   EXPECT_THROW(write_profile(small_profile(), "/nonexistent-dir/x.tpk"), os_error);
+}
+
+// Note [Profile identity] (issue 26, mismatched inputs).
+TEST(ProfileIdentity, RoundTripsAndIsCheckedByFilesMadeFromTheProfile) {
+  Profile p = small_profile();
+  p.meta.id = new_profile_id();
+  EXPECT_EQ(p.meta.id.size(), 16u);
+  EXPECT_NE(p.meta.id, new_profile_id()) << "drawn at random";
+  const std::string path = temp_path("id.tpk");
+  write_profile(p, path);
+  const Profile q = read_profile(path);
+  EXPECT_EQ(q.meta.id, p.meta.id);
+  EXPECT_EQ(p, q);
+  fs::remove(path);
+
+  EXPECT_EQ(check_profile_identity(p, "a.tpk", p.meta.id, "plan", "a.plan.json"), "");
+  try {
+    check_profile_identity(p, "a.tpk", "0123456789abcdef", "plan", "b.plan.json");
+    ADD_FAILURE() << "another profile's plan was accepted";
+  } catch (const logic_error& e) {
+    EXPECT_EQ(std::string(e.what()), "b.plan.json is the plan of profile 0123456789abcdef, not of a.tpk (profile " +
+                                         p.meta.id + "): give the plan made from that profile");
+  }
+  EXPECT_NE(check_profile_identity(p, "a.tpk", "", "run statistics", "s.json").find("s.json: identity unknown"),
+            std::string::npos);
+  EXPECT_NE(check_profile_identity(small_profile(), "old.tpk", "0123456789abcdef", "plan", "p.json")
+                .find("old.tpk was written before profiles carried one"),
+            std::string::npos);
+}
+
+TEST(ProfileIdentity, ABadIdentityIsAFieldError) {
+  nlohmann::json j = small_profile();
+  j["meta"]["id"] = "../../etc";
+  const std::string path = temp_path("bad_id.tpk");
+  write_envelope(path, "tierpack-profile", 1, j.dump());
+  try {
+    (void)read_profile(path);
+    ADD_FAILURE() << "accepted";
+  } catch (const format_error& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'meta.id' = \"../../etc\" is not a profile identity"), std::string::npos)
+        << e.what();
+  }
+  fs::remove(path);
 }

@@ -108,3 +108,24 @@ TEST_F(ExperimentCli, RealModeOnOneNodeSaysItNeedsTwo) {
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find("needs >= 2 NUMA nodes"), std::string::npos) << r.err;
 }
+
+// Issue 26, late failure: a bad --measured value, a bad --tiers or an unwritable -o was found only after
+// the command had been profiled and the experiment run. They fail first; the command (which leaves a
+// marker if it runs) never starts.
+TEST_F(ExperimentCli, BadValuesFailBeforeTheCommandIsProfiled) {
+  const std::string marker = (dir_ / "profiled_command_ran").string();
+  fs::remove(marker);
+  std::ofstream((dir_ / "a_file").string()) << "not a directory\n";
+  const std::string cmd = " -- touch " + marker;
+  for (const auto& [args, status] : std::vector<std::pair<std::string, int>>{
+           {"--tiers preset:ddr5-cxl -o " + (dir_ / "m1").string() + " --measured all-fast=fast" + cmd, 2},
+           {"--tiers preset:ddr5-cxl -o " + (dir_ / "m2").string() + " --measured page-aware=2ms" + cmd, 2},
+           {"--tiers preset:ddr5-cxl -o " + (dir_ / "m3").string() + " --mode real --measured all-fast=2ms" + cmd, 2},
+           {"--tiers preset:nope -o " + (dir_ / "m4").string() + cmd, 2},
+           {"--tiers preset:ddr5-cxl -o " + (dir_ / "a_file").string() + "/out" + cmd, 1}}) {
+    const auto r = tierpack(args);
+    EXPECT_EQ(r.status, status) << args << "\n" << r.err;
+    EXPECT_EQ(lines(r.err), 1u) << args << "\n" << r.err;
+    EXPECT_FALSE(fs::exists(marker)) << args << ": the command ran before the bad value was found";
+  }
+}

@@ -1,6 +1,8 @@
 // The summary names what matters: top tensors, false sharing, hidden accesses, divergence.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "profiler/event_recorder.hpp"
 #include "profiler/profile_summary.hpp"
 #include "tests/profiler/fake_page_tracer.hpp"
@@ -49,6 +51,22 @@ TEST(ProfileSummary, ReportsFalseSharingHiddenAccessesAndDivergence) {
   EXPECT_TRUE(contains(s, "1 iteration(s) diverged")) << s;
   EXPECT_TRUE(contains(s, "size 96 != 64 at seq 0")) << s;
   EXPECT_TRUE(contains(s, "top tensors by bytes x lifetime")) << s;
+  EXPECT_TRUE(contains(s, "identity " + p.meta.id)) << s;
+  EXPECT_EQ(p.meta.id.size(), 16u) << "the recorder gives the profile its identity (Note [Profile identity])";
+
+  // `tierpack profile --summary FILE --json` (issue 26): the same facts as one JSON object.
+  const nlohmann::json j = profile_summary_json(p);
+  EXPECT_EQ(j["id"], p.meta.id);
+  EXPECT_EQ(j["command"], "python3 train.py");
+  EXPECT_EQ(j["tensors"], p.tensors.size());
+  EXPECT_EQ(j["peak_bytes"]["host"], p.peak_bytes(-1));
+  EXPECT_EQ(j["pages"]["false_shared"], 1);
+  EXPECT_EQ(j["pages"]["hidden_access"], 1);
+  ASSERT_EQ(j["divergences"].size(), 1u);
+  EXPECT_TRUE(contains(j["divergences"][0]["reason"].get<std::string>(), "size 96 != 64 at seq 0"));
+  ASSERT_FALSE(j["top_tensors"].empty());
+  EXPECT_EQ(j["top_tensors"][0]["bytes"], 1u << 20) << "the largest bytes x lifetime first, as in the table";
+  EXPECT_EQ(j["iterations"].size(), p.iterations.size());
 }
 
 TEST(ProfileSummary, EmptyProfileStillPrints) {
@@ -56,4 +74,6 @@ TEST(ProfileSummary, EmptyProfileStillPrints) {
   const std::string s = format_profile_summary(p);
   EXPECT_TRUE(contains(s, "(no tensors)")) << s;
   EXPECT_TRUE(contains(s, "divergence: none")) << s;
+  EXPECT_TRUE(contains(s, "identity unknown")) << s;
+  EXPECT_TRUE(profile_summary_json(p)["id"].is_null());
 }

@@ -200,4 +200,100 @@ TEST_F(CliBadInput, OutOfRangeFieldsAreRefusedNamingTheField) {
   EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
 }
 
+// Issue 26, late failure: `tierpack run --fast-budget 50%` on a one-node machine trained to the end and
+// then failed ("no other tier to move to"); a bad -o or --stats path was found after the work. Both fail
+// before the command starts (it leaves a marker if it runs), the first with the command that works here
+// (Note [Checked before launching] in integrations/cli/run_command.cpp). The machine's tiers come from
+// an hwloc XML (HWLOC_XMLFILE), so the test does not depend on this machine's NUMA nodes.
+TEST_F(CliBadInput, RunChecksWhatItCanBeforeLaunching) {
+  const std::string marker = path("run_command_ran");
+  const std::string xml = std::string(TIERPACK_SOURCE_DIR) + "/tests/data/topology/";
+  const std::string one_node = "HWLOC_XMLFILE=" + xml + "one_node.xml", two_nodes = "HWLOC_XMLFILE=" + xml + "two_socket.xml";
+  expect_one_line_error("run --fast-budget 50% -- touch " + marker, 2,
+                        "tierpack run: --fast-budget 50%: this machine has one host memory tier", one_node);
+  expect_one_line_error("run --fast-budget 50% -- touch " + marker, 2,
+                        "tierpack run --tiers preset:ddr5-cxl --fast-budget 50% -- touch " + marker, one_node);
+  expect_one_line_error("run --fast-budget 2G -- touch '" + marker + " x'", 2,
+                        "--fast-budget 2G -- touch '" + marker + " x'", one_node);
+  expect_one_line_error("run --tiers dram:16G --fast-budget 4G -- touch " + marker, 2,
+                        "--fast-budget 4G: --tiers dram:16G has one host memory tier", two_nodes);
+  expect_one_line_error("run -o " + unwritable("run.tpk") + " -- touch " + marker, 1, unwritable("run.tpk"));
+  expect_one_line_error("run --stats " + unwritable("s.json") + " -- touch " + marker, 1, unwritable("s.json"));
+  {
+    // The plan goes next to the profile (FILE without extension + .plan.json): a directory there is found now.
+    fs::create_directories(path("blocked.plan.json"));
+    expect_one_line_error("run -o " + path("blocked.tpk") + " -- touch " + marker, 1, path("blocked.plan.json"));
+    EXPECT_FALSE(fs::exists(path("blocked.tpk"))) << "the probe leaves nothing behind";
+  }
+  EXPECT_FALSE(fs::exists(marker)) << "the command ran although the run could only fail";
+  // Two host tiers: the budget has somewhere to go, the command runs (and, not being a torch program, writes
+  // nothing). tierpack launches a command only with its torch integration built.
+  if (fs::exists(fs::path(TIERPACK_BINARY_DIR) / "lib" / "libtierpack_torch.so")) {
+    const CliRun two = tierpack("run --fast-budget 50% -- touch " + marker, two_nodes);
+    EXPECT_TRUE(fs::exists(marker)) << two.err;
+  }
+}
+
+// Issue 26, mismatched inputs: a plan or run statistics made from another profile was accepted by
+// `report` (and `replay` caught it only when the structure differed). Each carries its profile's identity
+// (Note [Profile identity]); a foreign one is refused in one line naming both identities, exit 1, before
+// anything is written. A file without an identity (written before they existed) is read, with a warning.
+TEST_F(CliBadInput, ForeignPlansAndStatisticsAreRefusedNamingBothProfiles) {
+  const std::string good = path("identified.tpk"), other = path("other.tpk");
+  tierpack::synth::SyntheticOptions o;
+  o.tensors = 200;
+  for (const auto& [file, seed] : {std::pair{good, 1}, std::pair{other, 7}}) {
+    o.seed = seed;
+    tierpack::Profile p = tierpack::synth::make_synthetic_profile(o);
+    p.meta.id = tierpack::new_profile_id();  // as the profiler gives every profile it writes
+    tierpack::write_profile(p, file);
+  }
+  const std::string plan = path("good.plan.json");
+  ASSERT_EQ(tierpack("plan " + good + " --gpu-budget 50% -o " + plan).status, 0);
+  const std::string good_id = tierpack::read_profile(good).meta.id, other_id = tierpack::read_profile(other).meta.id;
+  ASSERT_EQ(good_id.size(), 16u);
+  ASSERT_NE(good_id, other_id);
+  nlohmann::json pj = nlohmann::json::parse(std::ifstream(plan));
+  EXPECT_EQ(pj.value("profile_id", ""), good_id) << "the plan carries its profile's identity";
+
+  // The profile's own plan: accepted by both, no warning.
+  const CliRun own = tierpack("report " + good + " --plan " + plan + " -o " + path("r_own"));
+  EXPECT_EQ(own.status, 0) << own.err;
+  EXPECT_EQ(own.out.find("identity"), std::string::npos) << own.out;
+  EXPECT_EQ(tierpack("replay " + good + " --plan " + plan).status, 0);
+
+  const std::string both = "is the plan of profile " + good_id + ", not of " + other + " (profile " + other_id + ")";
+  expect_one_line_error("report " + other + " --plan " + plan + " -o " + path("r_foreign"), 1, both);
+  EXPECT_FALSE(fs::exists(path("r_foreign"))) << "nothing is written for a foreign plan";
+  expect_one_line_error("replay " + other + " --plan " + plan, 1, both);
+
+  const std::string stats = path("good.stats.json");
+  std::ofstream(stats) << R"({"format": "tierpack-run-stats", "version": 1, "profile_id": ")" << good_id
+                       << R"(", "iterations": [{"index": 2, "step_ns": 1000}]})";
+  EXPECT_EQ(tierpack("report " + good + " --run-stats " + stats + " -o " + path("r_stats")).status, 0);
+  expect_one_line_error("report " + other + " --run-stats " + stats + " -o " + path("r_stats_foreign"), 1,
+                        "is the run statistics of profile " + good_id + ", not of " + other);
+
+  // Written before identities: read, with a warning that says the identity is unknown (a plan without
+  // one, and a plan made from a profile without one).
+  pj.erase("profile_id");
+  const std::string old_plan = path("old.plan.json");
+  std::ofstream(old_plan) << pj.dump();
+  const CliRun old_report = tierpack("report " + other + " --plan " + old_plan + " -o " + path("r_old"));
+  EXPECT_NE(old_report.out.find("warning: " + old_plan + ": identity unknown"), std::string::npos) << old_report.out;
+  const CliRun old_replay = tierpack("replay " + good + " --plan " + old_plan);
+  EXPECT_EQ(old_replay.status, 0) << old_replay.err;
+  EXPECT_NE(old_replay.err.find("tierpack replay: warning: " + old_plan + ": identity unknown"), std::string::npos)
+      << old_replay.err;
+  ASSERT_EQ(tierpack("plan " + path("good.tpk") + " -o " + path("good.tpk.plan.json")).status, 0);
+  const CliRun old_profile_report = tierpack("report " + path("good.tpk") + " --plan " + path("good.tpk.plan.json") +
+                                             " -o " + path("r_old_profile"));
+  EXPECT_EQ(old_profile_report.status, 0) << old_profile_report.err;
+  EXPECT_NE(old_profile_report.out.find("identity unknown"), std::string::npos) << old_profile_report.out;
+  // A corrupted identity is a field error, not a silent "unknown".
+  pj["profile_id"] = "Not An Id!";
+  std::ofstream(old_plan, std::ios::trunc) << pj.dump();
+  expect_one_line_error("replay " + good + " --plan " + old_plan, 1, "field 'profile_id' = \"Not An Id!\" is not a profile identity");
+}
+
 }  // namespace

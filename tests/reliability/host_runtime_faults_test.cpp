@@ -120,6 +120,7 @@ TEST(HostRuntimeFaults, DestroyingTheRuntimeWithMovesInFlightIsClean) {
     HostRuntimeOptions o;
     o.alloc.os = &os;
     const Topology topo = testing::fast_and_far();
+    std::chrono::steady_clock::time_point teardown_started;
     {
       HostRuntime rt(Config{}, topo, o);
       rt.set_plan(evicting_plan(topo));
@@ -137,13 +138,26 @@ TEST(HostRuntimeFaults, DestroyingTheRuntimeWithMovesInFlightIsClean) {
       // tear down before the worker even starts.
       for (int i = 0; round > 0 && i < 2000 && entered.load() == 0; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      // Issue 26: this test asserted nothing. What it promises, checked: in rounds 1 and 2 a move is
+      // really in flight at teardown, and the teardown neither hangs nor lets the mover run on.
+      if (round > 0) {
+        ASSERT_GE(entered.load(), 1) << "round " << round << ": no move in flight at teardown";
+      }
       if (round == 2) {
         for (void* p : blocks) rt.deallocate(p);  // frees racing the mover, then teardown
         blocks.clear();
       }
+      teardown_started = std::chrono::steady_clock::now();
       // Destroyed here with the eviction (and the prefetch) queued or running; blocks of rounds 0
       // and 1 are still allocated and go away with the arenas.
     }
+    const auto teardown = std::chrono::steady_clock::now() - teardown_started;
+    // The running move_pages call sleeps 20 ms per batch; a queue that is not dropped, or a worker not
+    // joined, shows as a teardown of seconds or as calls after it.
+    EXPECT_LT(teardown, std::chrono::seconds(2)) << "round " << round;
+    const int after = entered.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    EXPECT_EQ(entered.load(), after) << "round " << round << ": the mover moved pages after the runtime was destroyed";
   }
 }
 

@@ -64,6 +64,24 @@ TEST_F(ReportCli, WritesAllFiles) {
   EXPECT_TRUE(r.err.empty()) << r.err;
 }
 
+// `tierpack report --json` (issue 26): the summary, warnings and files as one JSON object, nothing else.
+TEST_F(ReportCli, JsonPrintsTheSummaryWarningsAndFiles) {
+  const auto r = run(dir_ + "/run.tpk --plan " + dir_ + "/plan.json --run-stats " + dir_ + "/stats.json -o " + dir_ +
+                         "/out --json",
+                     dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);  // the whole of stdout
+  EXPECT_EQ(j["profile_id"], read_profile(dir_ + "/run.tpk").meta.id);
+  ASSERT_TRUE(j["summary"].is_array());
+  bool measured = false;
+  for (const auto& line : j["summary"]) measured = measured || line.get<std::string>().starts_with("Measured under tierpack");
+  EXPECT_TRUE(measured) << j.dump(1);
+  EXPECT_TRUE(j["warnings"].is_array());
+  EXPECT_EQ(j["files"].size(), 4u);
+  EXPECT_NE(j["index"].get<std::string>().find("/out/index.html"), std::string::npos);
+  EXPECT_EQ(run(dir_ + "/run.tpk --json --quiet -o " + dir_ + "/out2", dir_).status, 2) << "--json and --quiet";
+}
+
 TEST_F(ReportCli, BudgetFlagDrawsTheBudget) {
   const auto r = run(dir_ + "/run.tpk --budget 50% -o " + dir_ + "/out --quiet", dir_);
   ASSERT_EQ(r.status, 0) << r.err;

@@ -137,6 +137,7 @@ void assign_addresses(Profile& p, int device, std::uint64_t base, std::uint64_t 
 Profile make_training_profile(const FixtureOptions& o) {
   Builder b;
   Profile& p = b.p;
+  p.meta.id = "report-fixture-" + std::to_string(o.layers);  // as the profiler gives every profile (Note [Profile identity])
   p.meta.tool_version = "test";
   p.meta.command = "python train.py --layers " + std::to_string(o.layers);
   p.meta.framework = "synthetic";
@@ -331,11 +332,12 @@ Plan make_plan(const Profile& profile, std::uint64_t budget_bytes) {
 RunStats make_run_stats(const Profile& profile, const Plan& plan) {
   RunStats s;
   s.source = "fixture run";
+  s.profile_id = plan.profile_id;
   s.fast_budget_bytes = plan.fast_budget_bytes;
   s.sampled_iteration = 4;
   for (int i = 0; i < 3; ++i)
     s.iterations.push_back({3 + i, profile.iteration_ns + 40000, plan.prediction.bytes_to_fast, plan.prediction.bytes_to_slow,
-                            1, 30000});
+                            1, 30000, 0, 0});
   // Occupancy: the profile's live bytes on the plan's device, minus evicted groups, at op starts.
   std::vector<std::pair<double, std::int64_t>> slow_delta;
   for (const auto& mv : plan.schedule) {

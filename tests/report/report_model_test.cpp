@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/error.hpp"
 #include "placer/classify.hpp"
 #include "placer/planner.hpp"
 #include "report/page_map.hpp"
@@ -278,12 +279,26 @@ TEST(ReportModel, PlanAndRunAddChartsRowsAndMigrations) {
   EXPECT_LT(m.memory[1].fast_peak, m.memory[0].fast_peak);
 }
 
-TEST(ReportModel, PlanForAnotherProfileIsWarnedAbout) {
+TEST(ReportModel, PlanForAnotherProfileIsRefusedOrWarnedAbout) {
   const Profile p = make_training_profile();
   const Profile other = make_training_profile({.layers = 3});
-  const Plan plan = make_plan(other, other.peak_bytes(0) / 2);
+  Plan plan = make_plan(other, other.peak_bytes(0) / 2);
+  // Known identities that differ (Note [Profile identity], issue 26): refused, naming both.
+  try {
+    (void)model_of(p, &plan);
+    ADD_FAILURE() << "another profile's plan was accepted";
+  } catch (const logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("is the plan of profile report-fixture-3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(profile report-fixture-6)"), std::string::npos) << e.what();
+  }
+  // A plan of unknown identity: warned about (identity unknown, and its allocation signature).
+  plan.profile_id.clear();
   const auto m = model_of(p, &plan);
-  EXPECT_FALSE(m.warnings.empty());
+  auto warned = [&](const std::string& what) {
+    return std::any_of(m.warnings.begin(), m.warnings.end(), [&](const std::string& w) { return w.find(what) != w.npos; });
+  };
+  EXPECT_TRUE(warned("identity unknown"));
+  EXPECT_TRUE(warned("allocation signature"));
 }
 
 TEST(ReportModel, SummarySentencesCarryTheNumbers) {
@@ -321,3 +336,35 @@ TEST(ReportModel, IdleThresholdIsRound) {
 }
 
 }  // namespace
+
+// Note [Run counters] (issue 26): a host run's statistics have late prefetches but no stall time (the
+// host runtime never waits); the report said "stalls 0 ns" next to the CLI's "18 late moves". It now
+// prints the count and "not measured", with the CLI's words, and the fast peak against the budget.
+TEST(ReportModel, HostRunStallTimeIsNotMeasuredNotZero) {
+  const Profile p = make_training_profile();
+  const Plan plan = make_plan(p, p.peak_bytes(0) / 2);
+  RunStats run = make_run_stats(p, plan);
+  run.source = "tierpack run";
+  run.stall_ns_measured = false;
+  for (auto& it : run.iterations) {
+    it.stalls = 6;
+    it.stall_ns = 0;
+    it.fast_peak_bytes = plan.fast_budget_bytes + 4096;
+  }
+  const ReportModel m = model_of(p, &plan, &run);
+  std::string line;
+  for (const auto& s : m.summary)
+    if (s.starts_with("Measured under tierpack")) line = s;
+  ASSERT_FALSE(line.empty());
+  EXPECT_NE(line.find("18 late prefetch(es), stall time not measured"), std::string::npos) << line;
+  EXPECT_EQ(line.find("stalls 0"), std::string::npos) << line;
+  EXPECT_NE(line.find("(over it by 4.00 KiB)"), std::string::npos) << line;
+  bool row = false;
+  for (const auto& r : m.savings.rows)
+    if (r.source == "run") {
+      row = true;
+      EXPECT_FALSE(r.stall_measured);
+      EXPECT_DOUBLE_EQ(r.late_prefetches, 6.0);
+    }
+  EXPECT_TRUE(row);
+}

@@ -7,6 +7,10 @@
 #       one-node - no --tiers, no budget: this machine's tiers; on one node nothing moves
 #       plan     - --plan from a first run: applied from iteration 0, still the same losses
 #       libtorch - build/bin/train_cpu (LD_PRELOAD, periodicity boundaries): same losses, routed by plan
+#       short    - the run ends with the profiled iteration (issue 26): no iteration ran under the plan, so the
+#                  final line is an error that says so, not "plan applied ... for 0 iteration(s)"
+#       foreign  - --plan made for another batch size (issue 26): the runtime turns it off, and the final
+#                  line says so (one line, exit 1, the plan's profile named) instead of "plan applied"
 set -euo pipefail
 build=$1 src=$2 case=$3
 tp=$build/bin/tierpack
@@ -64,6 +68,17 @@ case $case in
       # prefetch lands: only iterations whose moves all completed must stay within the budget.
       [ "$(stat "$work/stats.json" 'all(i["fast_peak_bytes"] <= j["fast_budget_bytes"] for i in planned if i["moves"]["moves_partial"] == 0)')" = True ] ||
         fail "the fast tier went over its budget"
+      # `--json` (issue 26): the same outcome as one JSON object, the last line of stdout, after the losses.
+      "$tp" run --json --quiet "${flags[@]}" -- $py "$ex" --iters 4 >"$work/json.txt" 2>/dev/null || fail "tierpack run --json failed"
+      tail -1 "$work/json.txt" | $py -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+r = j["ranks"][0]
+assert j["exit_status"] == 0 and r["outcome"] == "plan applied", j
+assert r["iterations_under_plan"] == r["iterations_followed"] == 2 and r["plan_turned_off_at"] == -1, r
+assert r["stall_ns"] is None and r["late_prefetches"] >= 0 and len(r["profile_id"]) == 16, r
+assert r["line"].startswith("tierpack run: ") and "plan applied from iteration 2 for 2 of 2" in r["line"], r
+' || fail "run --json: wrong outcome object"
       # The report reads the statistics (measured next to planned).
       "$tp" report "$work/run.tpk" --plan "$work/run.plan.json" --run-stats "$work/stats.json" -o "$work/report" >/dev/null ||
         fail "tierpack report rejected the run statistics"
@@ -78,7 +93,44 @@ case $case in
       # Iteration 0 allocates the optimizer state: it differs from the profiled one; the others follow the plan.
       [ "$(stat "$work/stats2.json" 'all(i["routed_by_plan"] == i["allocations"] for i in planned[1:])')" = True ] ||
         fail "--plan: iterations after the first not routed by the plan"
+      # The final line counts what really happened: iteration 0 left the plan, 1-4 followed it.
+      grep -q "tierpack run: plan applied from iteration 0 for 4 of 5 iteration(s); left it in 1 (first iteration 0: allocation" \
+        "$work/err2.txt" || fail "--plan: the final line does not say 4 of 5"
+      # The statistics carry the plan's profile: the report takes them with the first run's profile.
+      "$tp" report "$work/run.tpk" --plan "$work/run.plan.json" --run-stats "$work/stats2.json" -o "$work/report2" >/dev/null ||
+        fail "tierpack report rejected the statistics of a run of the profile's own plan"
     fi
+    ;;
+  short)
+    set +e
+    "$tp" run --tiers preset:ddr5-cxl --fast-budget 50% -- $py "$ex" --iters 2 >"$work/run.txt" 2>"$work/err.txt"
+    status=$?
+    set -e
+    cat "$work/err.txt"
+    [ "$status" = 1 ] || fail "a run that ended before the plan applied: exit $status, not 1"
+    [ "$(grep -c '^iter ' "$work/run.txt")" = 2 ] || fail "the training did not run its 2 iterations"
+    grep -Eq "^tierpack run: error: (rank 0: )?no plan was applied: the run ended before iteration 2, the first under the plan" \
+      "$work/err.txt" || fail "the final line does not say no iteration ran under the plan"
+    grep -q "plan applied" "$work/err.txt" && fail "'plan applied' printed for a plan no iteration ran under"
+    ;;
+  foreign)
+    "$tp" run --tiers preset:ddr5-cxl --fast-budget 50% -o "$work/run.tpk" -- $py "$ex" --iters 4 >/dev/null 2>"$work/err.txt" ||
+      { cat "$work/err.txt"; fail "tierpack run failed"; }
+    set +e
+    "$tp" run --plan "$work/run.plan.json" --stats "$work/stats2.json" -- $py "$ex" --iters 5 --batch 8 >"$work/run2.txt" 2>"$work/err2.txt"
+    status=$?
+    set -e
+    cat "$work/err2.txt"
+    [ "$status" = 1 ] || fail "a plan of another batch size: exit $status, not 1"
+    id=$($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["profile_id"])' "$work/run.plan.json")
+    [ -n "$id" ] || fail "the plan carries no profile identity"
+    [ "$(grep -c '^tierpack run: ' "$work/err2.txt" | tr -d ' ')" -ge 1 ] || fail "no summary line"
+    grep -q "^tierpack run: error: the plan (made from profile $id) was followed in none of the 5 iteration(s) from iteration 0; turned off at iteration 1: allocation" \
+      "$work/err2.txt" || fail "the final line does not say the plan was turned off"
+    grep -q "plan applied" "$work/err2.txt" && fail "'plan applied' printed for a plan that was turned off"
+    [ "$(stat "$work/stats2.json" 'r["plan_turned_off_at"] == 1 and r["iterations_followed"] == 0 and j["profile_id"] == r["profile_id"] != ""')" = True ] ||
+      fail "the statistics do not say the plan was turned off"
+    grep -q "^iter " "$work/run2.txt" || fail "the training did not run"
     ;;
   libtorch)
     "$build/bin/train_cpu" 8 >"$work/plain.txt"

@@ -132,9 +132,18 @@ TEST(HostRuntime, ADivergentIterationFallsBackAndSaysWhyThenThePlanIsTurnedOff) 
     EXPECT_NE(s.divergence.find("allocation 1 is 12345 bytes, the plan expected 65536"), std::string::npos)
         << s.divergence;
     EXPECT_EQ(s.moves.moves_submitted, 0u);
+    // What `tierpack run` reports (issue 26): in force at the start, not followed, turned off after the second.
+    EXPECT_TRUE(s.had_plan);
+    EXPECT_FALSE(s.followed());
+    EXPECT_EQ(s.turned_off, it == 1);
   }
   EXPECT_FALSE(rt.has_plan());
   EXPECT_NE(rt.last_iteration().divergence.find("plan turned off"), std::string::npos);
+  rt.begin_iteration();
+  rt.end_iteration();
+  EXPECT_FALSE(rt.last_iteration().had_plan) << "the iteration after the plan was turned off has none";
+  EXPECT_FALSE(rt.last_iteration().followed());
+  EXPECT_FALSE(rt.last_iteration().turned_off);
 }
 
 TEST(HostRuntime, FastBudgetOverflowGoesToTheSlowTier) {
