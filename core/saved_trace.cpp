@@ -18,9 +18,15 @@ constexpr double kMaxMs = 1e9;  // ~11 days: no step is longer
 
 // Readers of single records, used by detail::get_records (which names the record in errors).
 void from_json(const nlohmann::json& j, SavedStorage& s) {
-  detail::check_keys(j, {"bytes", "movable", "optimizer_state"});
+  detail::check_keys(j, {"bytes", "movable", "optimizer_state", "recompute_ms", "recompute_from"});
   detail::get(j, "bytes", s.bytes, std::uint64_t{0}, detail::kMaxBytes, detail::kMaxBytesText);
   detail::get(j, "movable", s.movable);
+  // Both optional (traces before Note [Recompute] have neither: nothing is recomputed).
+  if (j.contains("recompute_ms")) detail::get(j, "recompute_ms", s.recompute_ms, 0.0, kMaxMs, "1e9 ms");
+  if (j.contains("recompute_from")) {
+    detail::get(j, "recompute_from", s.recompute_from);
+    for (std::int32_t i : s.recompute_from) detail::check_range("recompute_from", i, 0, std::numeric_limits<std::int32_t>::max());
+  }
 }
 
 void from_json(const nlohmann::json& j, SavedEvent& e) {
@@ -39,13 +45,15 @@ void from_json(const nlohmann::json& j, SavedEvent& e) {
 
 void from_json(const nlohmann::json& j, SavedMove& m) {
   constexpr std::int32_t kMaxIndex = std::numeric_limits<std::int32_t>::max();
-  detail::check_keys(j, {"storage", "copy_at", "release_at", "fetch_at", "use_at"});
+  detail::check_keys(j, {"storage", "copy_at", "release_at", "fetch_at", "use_at", "recompute"});
   detail::get(j, "storage", m.storage, std::int32_t{0}, kMaxIndex);
   detail::get(j, "copy_at", m.copy_at, std::int32_t{0}, kMaxIndex);
   detail::get(j, "release_at", m.release_at, m.copy_at, kMaxIndex);
   detail::get(j, "fetch_at", m.fetch_at, std::int32_t{-1}, kMaxIndex);
   detail::get(j, "use_at", m.use_at, std::int32_t{-1}, kMaxIndex);
-  if (m.fetch_at >= 0 && m.fetch_at <= m.release_at) throw format_error("field 'fetch_at' is not after 'release_at'");
+  if (j.contains("recompute")) detail::get(j, "recompute", m.recompute);
+  if (m.recompute && m.fetch_at != m.use_at) throw format_error("field 'fetch_at' of a recomputed storage is not its 'use_at'");
+  if (!m.recompute && m.fetch_at >= 0 && m.fetch_at <= m.release_at) throw format_error("field 'fetch_at' is not after 'release_at'");
   if (m.use_at >= 0 && (m.fetch_at < 0 || m.use_at < m.fetch_at))
     throw format_error("field 'use_at' comes before 'fetch_at'");
 }
@@ -81,7 +89,11 @@ void reading(const std::string& what, F&& read) {
 
 std::string saved_trace_to_json(const SavedTrace& t) {
   json storages = json::array(), events = json::array();
-  for (const auto& s : t.storages) storages.push_back({{"bytes", s.bytes}, {"movable", s.movable}});
+  for (const auto& s : t.storages) {
+    json st{{"bytes", s.bytes}, {"movable", s.movable}};
+    if (s.recompute_ms >= 0) st["recompute_ms"] = s.recompute_ms, st["recompute_from"] = s.recompute_from;
+    storages.push_back(st);
+  }
   for (const auto& e : t.events)
     events.push_back({{"kind", e.kind == SavedEventKind::pack ? "pack" : "unpack"},
                       {"storage", e.storage},
@@ -106,6 +118,12 @@ SavedTrace saved_trace_from_json(const std::string& text) {
     detail::get(j, "context_bytes", t.context_bytes, std::uint64_t{0}, detail::kMaxBytes, detail::kMaxBytesText);
     detail::get_records(j, "storages", "storage", t.storages);
     detail::get_records(j, "events", "event", t.events);
+    for (std::size_t s = 0; s < t.storages.size(); ++s)
+      for (std::int32_t in : t.storages[s].recompute_from)
+        if (static_cast<std::size_t>(in) >= t.storages.size() || static_cast<std::size_t>(in) == s)
+          throw format_error("storage " + std::to_string(s) + ": field 'recompute_from' names storage " +
+                             std::to_string(in) + " (" + std::to_string(t.storages.size()) +
+                             " storages; not itself)");
     double last = 0;
     for (std::size_t i = 0; i < t.events.size(); ++i) {
       const SavedEvent& e = t.events[i];
@@ -126,11 +144,12 @@ SavedPlanOptions saved_plan_options_from_json(const std::string& text) {
   const json j = parse_object(text, what);
   SavedPlanOptions o;
   reading(what, [&] {
-    detail::check_keys(j, {"limit_bytes", "d2h_bytes_per_s", "h2d_bytes_per_s", "min_bytes"});
+    detail::check_keys(j, {"limit_bytes", "d2h_bytes_per_s", "h2d_bytes_per_s", "min_bytes", "recompute"});
     detail::get(j, "limit_bytes", o.limit_bytes, std::uint64_t{0}, detail::kMaxTotalBytes, detail::kMaxTotalBytesText);
     detail::get(j, "d2h_bytes_per_s", o.d2h_bytes_per_s, 1.0, 1e13, "1e13 bytes/s");
     detail::get(j, "h2d_bytes_per_s", o.h2d_bytes_per_s, 1.0, 1e13, "1e13 bytes/s");
     detail::get_or(j, "min_bytes", o.min_bytes, std::uint64_t{0}, detail::kMaxBytes, detail::kMaxBytesText);
+    if (j.contains("recompute")) detail::get(j, "recompute", o.recompute);
   });
   return o;
 }
@@ -142,11 +161,13 @@ std::string saved_plan_to_json(const SavedPlan& p) {
                      {"copy_at", m.copy_at},
                      {"release_at", m.release_at},
                      {"fetch_at", m.fetch_at},
-                     {"use_at", m.use_at}});
+                     {"use_at", m.use_at},
+                     {"recompute", m.recompute}});
   return json{{"limit_bytes", p.limit_bytes},
               {"moves", moves},
               {"bytes_out", p.bytes_out},
               {"bytes_in", p.bytes_in},
+              {"bytes_recomputed", p.bytes_recomputed},
               {"bytes_needed", p.bytes_needed},
               {"planned_peak", p.planned_peak},
               {"fits", p.fits},
@@ -168,6 +189,7 @@ SavedPlan saved_plan_from_json(const std::string& text) {
     bytes("limit_bytes", p.limit_bytes);
     bytes("bytes_out", p.bytes_out);
     bytes("bytes_in", p.bytes_in);
+    if (j.contains("bytes_recomputed")) bytes("bytes_recomputed", p.bytes_recomputed);
     bytes("bytes_needed", p.bytes_needed);
     bytes("planned_peak", p.planned_peak);
     detail::get(j, "fits", p.fits);

@@ -19,6 +19,10 @@ namespace tierpack {
 struct SavedStorage {
   std::uint64_t bytes = 0;  ///< the whole storage: what one copy moves
   bool movable = true;      ///< false: never leaves (a parameter's storage, too small, saved in backward)
+  /// >= 0: the runtime can make the storage again at its use from `recompute_from` (and parameters) in
+  /// about this much GPU time, bit for bit (placer/saved_plan.cpp, Note [Recompute]); < 0: it cannot.
+  double recompute_ms = -1;
+  std::vector<std::int32_t> recompute_from;  ///< storages the recomputation reads (indexes into storages)
 
   friend bool operator==(const SavedStorage&, const SavedStorage&) = default;
 };
@@ -53,6 +57,7 @@ struct SavedPlanOptions {
   double d2h_bytes_per_s = 0;                        ///< measured pinned copy bandwidth, device to host
   double h2d_bytes_per_s = 0;                        ///< and host to device
   std::uint64_t min_bytes = std::uint64_t{1} << 20;  ///< smaller storages never move
+  bool recompute = true;  ///< let go the storages the runtime can make again first (Note [Recompute])
 };
 
 /// What happens to one storage that leaves the device. Event indexes refer to SavedTrace::events.
@@ -62,6 +67,8 @@ struct SavedMove {
   std::int32_t release_at = 0;  ///< the device storage is let go here (compute waits for the copy out)
   std::int32_t fetch_at = -1;   ///< the copy back is allocated and started here; -1: never used again
   std::int32_t use_at = -1;     ///< its first unpack (compute waits for the copy back); -1: none
+  /// Made again at its use instead of copied (no copy out; fetch_at = use_at: Note [Recompute]).
+  bool recompute = false;
 
   friend bool operator==(const SavedMove&, const SavedMove&) = default;
 };
@@ -72,6 +79,7 @@ struct SavedPlan {
   std::vector<SavedMove> moves;   ///< in the order of their copies out
   std::uint64_t bytes_out = 0;    ///< copied out per iteration (= bytes back, but for never-used ones)
   std::uint64_t bytes_in = 0;
+  std::uint64_t bytes_recomputed = 0;  ///< let go and made again at their use (no copy)
   std::uint64_t bytes_needed = 0;  ///< the most live bytes over the limit at any event, without moves
   std::uint64_t planned_peak = 0;  ///< the most live bytes at any event with the moves
   bool fits = true;                ///< false: some event stays over the limit (nothing left to move)

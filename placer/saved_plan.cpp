@@ -23,6 +23,18 @@
 //
 // Storages saved during backward (a reentrant checkpoint's recomputation), too small, or not movable
 // (parameters) stay; so does one unpacked before it could be let go.
+//
+// Note [Recompute]
+// ~~~~~~~~~~~~~~~~
+// Some saved storages the runtime can make again, bit for bit, from what stays on the device anyway: the
+// output of an elementwise activation (GELU, SiLU) from its input, which autograd keeps for the
+// activation's own backward; autocast's copy of a parameter from the parameter (python/tierpack/
+// activations.py, Note [Recipes]). Making one again costs the compute stream about recompute_ms (an
+// elementwise pass: microseconds per MiB where a copy each way over PCIe costs ~40 us per MiB) and the
+// link nothing. So at each release the storages that can be made again are let go first (Belady among
+// them), and only then the ones that must be copied; a storage is made again only while every storage it
+// reads is on the device (none of them let go), and what a chosen recomputation reads is never let go
+// after it. A recomputed storage has no copy out and no early fetch: it is made at its use.
 #include "placer/saved_plan.hpp"
 
 #include <algorithm>
@@ -83,6 +95,15 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
 
   // Releases (Note [Storage move plan]). away[s]: its release call, or kNone.
   std::vector<std::int32_t> release(spans.size(), kNone);
+  std::vector<char> recompute(spans.size(), 0), pinned(spans.size(), 0);  // Note [Recompute]
+  const auto can_recompute = [&](std::size_t s) {
+    const SavedStorage& st = trace.storages[s];
+    if (!options.recompute || st.recompute_ms < 0) return false;
+    for (std::int32_t in : st.recompute_from)
+      if (in < 0 || static_cast<std::size_t>(in) >= spans.size() || release[static_cast<std::size_t>(in)] != kNone)
+        return false;
+    return true;
+  };
   std::vector<std::uint64_t> returning(n + 1, 0);  // bytes back on the device at each call (fetched at use)
   std::uint64_t absent = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -91,19 +112,26 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
     const std::uint64_t window = trace.events[i].window_peak;
     if (window > options.limit_bytes) plan.bytes_needed = std::max(plan.bytes_needed, window - options.limit_bytes);
     while (window - std::min(window, absent) > options.limit_bytes) {
-      // The movable storage packed in forward before this call, not yet let go, used last.
+      // The movable storage packed in forward before this call, not yet let go, used last; one that can
+      // be made again before any that must be copied (Note [Recompute]).
       std::int32_t best = kNone;
       std::int64_t best_use = -1;
+      bool best_re = false;
       for (std::size_t s = 0; s < spans.size(); ++s) {
         const StorageSpan& sp = spans[s];
         const SavedStorage& st = trace.storages[s];
         if (release[s] != kNone || !st.movable || st.bytes < options.min_bytes || sp.pack == kNone || sp.pack >= at ||
             sp.pack >= backward || (sp.use != kNone && sp.use <= at))
           continue;
+        const bool re = sp.use != kNone && can_recompute(s);
+        if (!re && pinned[s]) continue;  // a chosen recomputation reads it
         const std::int64_t use = sp.use == kNone ? std::numeric_limits<std::int64_t>::max() : sp.use;
-        if (use > best_use || (use == best_use && sp.pack < spans[static_cast<std::size_t>(best)].pack)) {
+        if ((re && !best_re) ||
+            (re == best_re &&
+             (use > best_use || (use == best_use && sp.pack < spans[static_cast<std::size_t>(best)].pack)))) {
           best = static_cast<std::int32_t>(s);
           best_use = use;
+          best_re = re;
         }
       }
       if (best == kNone) {
@@ -112,6 +140,11 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
         break;
       }
       release[static_cast<std::size_t>(best)] = at;
+      if (best_re) {
+        recompute[static_cast<std::size_t>(best)] = 1;
+        for (std::int32_t in : trace.storages[static_cast<std::size_t>(best)].recompute_from)
+          pinned[static_cast<std::size_t>(in)] = 1;
+      }
       absent += trace.storages[static_cast<std::size_t>(best)].bytes;
       const std::int32_t use = spans[static_cast<std::size_t>(best)].use;
       if (use != kNone)
@@ -138,6 +171,10 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
     const auto si = static_cast<std::size_t>(s);
     const std::int32_t use = spans[si].use;
     if (use == kNone) continue;
+    if (recompute[si]) {  // made at its use: absent until then
+      fetch[si] = use;
+      continue;
+    }
     const std::uint64_t bytes = trace.storages[si].bytes;
     std::int32_t f = use;
     for (std::int32_t i = use - 1; i > release[si]; --i) {
@@ -162,13 +199,23 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
   });
   for (std::int32_t s : by_copy) {
     const auto si = static_cast<std::size_t>(s);
-    plan.moves.push_back({s, spans[si].pack, release[si], fetch[si], spans[si].use});
+    plan.moves.push_back({s, spans[si].pack, release[si], fetch[si], spans[si].use, recompute[si] != 0});
+    if (recompute[si]) {
+      plan.bytes_recomputed += trace.storages[si].bytes;
+      continue;
+    }
     plan.bytes_out += trace.storages[si].bytes;
     if (fetch[si] != kNone) plan.bytes_in += trace.storages[si].bytes;
   }
   predict_saved_plan(trace, options, plan);
-  plan.bound_ms =
-      saved_transfer_bound_ms(trace, options.limit_bytes, options.d2h_bytes_per_s, options.h2d_bytes_per_s);
+  // The bound of what still crosses the link: the bytes made again are away without a copy.
+  std::vector<std::uint64_t> remade(n, 0);
+  for (const SavedMove& m : plan.moves)
+    if (m.recompute)
+      for (std::int32_t i = m.release_at; i < m.use_at; ++i)
+        remade[static_cast<std::size_t>(i)] += trace.storages[static_cast<std::size_t>(m.storage)].bytes;
+  plan.bound_ms = saved_transfer_bound_ms(trace, options.limit_bytes, options.d2h_bytes_per_s,
+                                          options.h2d_bytes_per_s, &remade);
   return plan;
 }
 
@@ -192,18 +239,24 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
         static_cast<std::size_t>(mv.storage) >= trace.storages.size())
       throw logic_error("saved-tensor plan: move " + std::to_string(m) +
                         " refers to calls or a storage the trace lacks");
+    if (mv.use_at != kNone) uses[static_cast<std::size_t>(mv.use_at)].push_back(m);
+    if (mv.recompute) continue;  // no copy either way: made at its use (Note [Recompute])
     copies[static_cast<std::size_t>(mv.copy_at)].push_back(m);
     releases[static_cast<std::size_t>(mv.release_at)].push_back(m);
     if (mv.fetch_at != kNone) fetches[static_cast<std::size_t>(mv.fetch_at)].push_back(m);
-    if (mv.use_at != kNone) uses[static_cast<std::size_t>(mv.use_at)].push_back(m);
   }
   std::vector<double> out_end(plan.moves.size(), 0), in_end(plan.moves.size(), 0);
   double delay = 0, d2h_free = 0, h2d_free = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const double at = trace.events[i].t_ms + delay;
-    double now = at;
-    for (std::size_t m : uses[i]) now = std::max(now, in_end[m]);
+    double now = at, remake = 0;
+    for (std::size_t m : uses[i])
+      if (plan.moves[m].recompute)
+        remake += trace.storages[static_cast<std::size_t>(plan.moves[m].storage)].recompute_ms;
+      else
+        now = std::max(now, in_end[m]);
     for (std::size_t m : releases[i]) now = std::max(now, out_end[m]);
+    now += remake;  // the compute stream makes them again before the use
     delay += now - at;
     for (std::size_t m : fetches[i]) {
       const std::uint64_t bytes = trace.storages[static_cast<std::size_t>(plan.moves[m].storage)].bytes;
@@ -237,7 +290,7 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
 // was 193 ms and the step 291 ms, with each copy stream busy 134 ms of it, out before the peak and back
 // after it (bench/results/gpu-h200-2026-12-01-2, call 1).
 double saved_transfer_bound_ms(const SavedTrace& trace, std::uint64_t limit_bytes, double d2h_bytes_per_s,
-                               double h2d_bytes_per_s) {
+                               double h2d_bytes_per_s, const std::vector<std::uint64_t>* remade) {
   if (!(d2h_bytes_per_s > 0) || !(h2d_bytes_per_s > 0))
     throw logic_error("transfer bound: bandwidths must be > 0 bytes/s");
   const double step = trace.step_ms;
@@ -246,11 +299,13 @@ double saved_transfer_bound_ms(const SavedTrace& trace, std::uint64_t limit_byte
   const std::size_t n = trace.events.size();
   for (std::size_t i = 0; i < n; ++i) {
     const SavedEvent& e = trace.events[i];
-    if (e.window_peak <= limit_bytes) continue;
+    const std::uint64_t window =
+        e.window_peak - std::min(e.window_peak, remade && i < remade->size() ? (*remade)[i] : std::uint64_t{0});
+    if (window <= limit_bytes) continue;
     const double lo = trace.events[i].t_ms;
     const double hi = std::max(lo, i + 1 < n ? trace.events[i + 1].t_ms : step - opt);
-    const double out = copy_ms(e.window_peak - limit_bytes, d2h_bytes_per_s);
-    const double back = copy_ms(e.window_peak - limit_bytes, h2d_bytes_per_s);
+    const double out = copy_ms(window - limit_bytes, d2h_bytes_per_s);
+    const double back = copy_ms(window - limit_bytes, h2d_bytes_per_s);
     const auto at = [&](double tau) { return std::max(opt + tau, out) + std::max(step - tau, back) - opt; };
     // Piecewise linear in tau: its least value on [lo, hi] is at an end or where a max changes sides.
     double least = std::min(at(lo), at(hi));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/saved_trace.hpp"
 
@@ -24,8 +25,9 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
 
 /// The transfer bound at `limit_bytes` of live bytes: the least step any runtime that only places these
 /// tensors can take, from the trace's live curve, counting both directions (Note [Two-way transfer bound]
-/// in saved_plan.cpp; bench/gpu/transfer_bound.py counts the device-to-host one alone).
+/// in saved_plan.cpp; bench/gpu/transfer_bound.py counts the device-to-host one alone). `remade`: bytes
+/// away at each event without a copy (recomputed, Note [Recompute]), left out of what must cross.
 double saved_transfer_bound_ms(const SavedTrace& trace, std::uint64_t limit_bytes, double d2h_bytes_per_s,
-                               double h2d_bytes_per_s);
+                               double h2d_bytes_per_s, const std::vector<std::uint64_t>* remade = nullptr);
 
 }  // namespace tierpack::placer

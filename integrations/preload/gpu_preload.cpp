@@ -347,6 +347,7 @@ TIERPACK_C_API const char* tierpack_gpu_options_json(void) {
                      {"budget_fraction", nullptr},
                      {"fill", o.fill},
                      {"hard_limit", o.hard_limit},
+                     {"recompute", o.recompute},
                      {"warmup_iterations", o.warmup_iterations},
                      {"divergences", o.max_divergences},
                      {"stats_out", o.stats_out}};

@@ -33,6 +33,10 @@
 //   limit:soft          storage: soft (the plan keeps under the budget; where it cannot, the run goes on over
 //                       it and says so) or hard (once a plan fits, the budget is PyTorch's memory limit:
 //                       an allocation past it raises torch.OutOfMemoryError)
+//   recompute:on        storage: saved storages the runtime can make again bit for bit (an activation's
+//                       output from its input, autocast's copy of a parameter) are let go and made again
+//                       at their use before any is copied (placer/saved_plan.cpp, Note [Recompute]); off:
+//                       copies only
 //   verify:sampled      check moved chunks behind the gate and copy again what was written after the
 //                       copy: sampled (evictions in full, prefetches on 1/16 samples), all (in full:
 //                       prefetch checks read host memory, ~as slow as the copy), evictions, off
@@ -166,6 +170,10 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       if (value == "hard") o.hard_limit = true;
       else if (value == "soft") o.hard_limit = false;
       else bad(key, value, "soft, hard");
+    } else if (key == "recompute") {
+      if (value == "on") o.recompute = true;
+      else if (value == "off") o.recompute = false;
+      else bad(key, value, "on, off");
     } else if (key == "budget") {  // convenience: same as TIERPACK_CONF's gpu_budget
       try {
         o.budget = parse_budget(value);
@@ -176,7 +184,7 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
                         "' (accepted keys: chunk, host_limit, spill, migrate, persistent, resident, group, headroom, "
                         "min_move, evict_lag, prewarm_threads, plan_out, profile_out, remap_threads, remap, remap_delay, "
-                        "copy_piece, divergences, verify, gate, mechanism, fill, limit, budget)");
+                        "copy_piece, divergences, verify, gate, mechanism, fill, limit, recompute, budget)");
     }
   }
   return o;

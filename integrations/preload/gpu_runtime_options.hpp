@@ -44,6 +44,7 @@ struct GpuRuntimeOptions {
   std::size_t copy_piece = 0;  ///< chunk copies issued in pieces of this size (0: whole chunks)
   Mechanism mechanism = Mechanism::storage;  ///< how tensors leave the device (docs/config.md)
   double fill = 0.95;  ///< storage: fraction of the budget the plan fills with live bytes (Note [Budget])
+  bool recompute = true;  ///< storage: let go what can be made again first (placer Note [Recompute])
   bool hard_limit = false;  ///< storage: once a plan fits, the budget is PyTorch's memory limit (out of memory past it)
   LogLevel log = LogLevel::info;
 };

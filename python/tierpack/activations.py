@@ -74,6 +74,27 @@ budget lowers the plan's limit on live bytes by the excess and plans again (``em
 the old layout), at most ``reserved_replans`` times; after that the run goes on over its budget, and the
 statistics (``peak_reserved`` per iteration) and the log say so.
 
+Note [Recipes]
+~~~~~~~~~~~~~~
+Some saved storages can be made again at their use instead of copied (placer/saved_plan.cpp, Note
+[Recompute]). At its first pack the mover looks at the op that made the saved tensor (its grad_fn, before
+the hook detaches it) and keeps a recipe when the result is exactly reproducible from what stays on the
+device anyway:
+
+* the output of GELU or SiLU (the whole storage) from its input, which autograd keeps for the
+  activation's own backward: the input's own pack (a storage with a record, found through the grad_fn's
+  next function, the op that made the input) hands the recipe the very tensor autograd saved;
+* autocast's copy of a parameter (``ToCopyBackward0`` over the parameter's ``AccumulateGrad``, seen
+  through view ops such as the transpose a linear layer saves): ``parameter.to(dtype)``.
+
+The same kernel on the same bytes gives the same bytes, so gradients stay bit-identical. A recipe checks
+the version counter of what it reads: an input or parameter changed in place since the pack raises an
+error rather than making a different tensor. The recorded iteration gives each such storage
+``recompute_ms`` (bytes read and written at ``recompute_bytes_per_s``, an estimate: 2e12 B/s, under an
+H200's HBM) and the storages it reads (``recompute_from``); in planned iterations a storage the plan
+remakes is let go without a copy and made on the compute stream at its first unpack. Dropout (its RNG
+state), normalisations and chains of recomputations are not made again yet.
+
 Note [Optimizer state]
 ~~~~~~~~~~~~~~~~~~~~~~
 The optimizer's state tensors (AdamW's exp_avg and exp_avg_sq: twice the parameters, in fp32) are read
@@ -127,7 +148,7 @@ class _Record:
     """One storage in this iteration: saved for backward (views share it), or an optimizer state tensor's."""
 
     __slots__ = ("index", "nbytes", "key", "storage", "tensor", "host", "d2h", "fetched", "h2d", "handles",
-                 "released", "moving")
+                 "released", "moving", "recipe")
 
     def __init__(self, index, nbytes, key, storage, tensor=None):
         self.index, self.nbytes, self.key, self.storage = index, nbytes, key, storage
@@ -136,6 +157,7 @@ class _Record:
         self.handles = []       # _Handle objects autograd holds, not yet unpacked
         self.released = False   # the device storage was let go
         self.moving = False     # copied out (a plan's move, or reactive)
+        self.recipe = None      # (make() -> tensor over a new storage, storages read, bytes read): Note [Recipes]
 
 
 class _Handle:
@@ -148,9 +170,66 @@ class _Handle:
         self.dtype, self.size, self.stride, self.offset = t.dtype, tuple(t.shape), tuple(t.stride()), t.storage_offset()
 
 
+_VIEW_OPS = frozenset(("TBackward0", "ViewBackward0", "TransposeBackward0", "PermuteBackward0",
+                       "UnsafeViewBackward0", "AliasBackward0", "ReshapeAliasBackward0"))
+
+
+def _checked(t, version, what):
+    if t is None or t._version != version:
+        raise RuntimeError("tierpack: cannot make a saved tensor again: %s changed in place after it was saved "
+                           "(Note [Recipes]; TIERPACK_GPU recompute:off avoids this)" % what)
+    return t
+
+
+def _find_recipe(torch, node, t, storage, made_by):
+    """Note [Recipes]: (make, storages read, bytes read) for the saved tensor `t` made by the autograd node
+    `node`, or None. made_by: autograd node -> (record, handle) of a storage packed this iteration."""
+    name = type(node).__name__
+    if name in ("GeluBackward0", "SiluBackward0"):
+        if t.storage_offset() != 0 or not t.is_contiguous() or t.numel() * t.element_size() != storage.nbytes():
+            return None
+        src = made_by.get(node.next_functions[0][0]) if node.next_functions else None
+        if src is None:
+            return None
+        rec_in, h_in = src
+        if h_in.t is None or h_in.dtype != t.dtype or tuple(h_in.size) != tuple(t.shape):
+            return None
+        version = h_in.t._version
+
+        def the_input():
+            # The tensor autograd saved for the activation (its version checked), or the same view rebuilt on
+            # the input's storage once that handle was handed out (autograd's own saved copy still checks it).
+            if h_in.t is not None:
+                return _checked(h_in.t, version, "the activation's input")
+            st = rec_in.storage if rec_in.storage is not None else (
+                _untyped(rec_in.fetched) if rec_in.fetched is not None else None)
+            if st is None:
+                raise RuntimeError("tierpack: cannot make a saved tensor again: its input left the device (Note [Recipes])")
+            return _on_storage(torch, st, h_in.dtype, t.device, h_in.offset, h_in.size, h_in.stride)
+        F = torch.nn.functional
+        if name == "GeluBackward0":
+            approximate = getattr(node, "_saved_approximate", "none")
+            make = lambda: F.gelu(the_input(), approximate=approximate)  # noqa: E731
+        else:
+            make = lambda: F.silu(the_input())  # noqa: E731
+        return make, [rec_in.index], storage.nbytes()
+    steps = 0
+    while node is not None and type(node).__name__ in _VIEW_OPS and steps < 3:
+        node = node.next_functions[0][0] if node.next_functions else None
+        steps += 1
+    if node is None or type(node).__name__ != "ToCopyBackward0" or not node.next_functions:
+        return None
+    param = getattr(node.next_functions[0][0], "variable", None)
+    if (param is None or param.device != t.device or not param.is_contiguous() or
+            param.numel() * t.element_size() != storage.nbytes()):
+        return None
+    dtype, version = t.dtype, param._version
+    return (lambda: _checked(param, version, "a parameter").detach().to(dtype)), [], param.numel() * param.element_size()
+
+
 class _Counters:
     FIELDS = ("saved_storages", "saved_bytes", "bytes_out", "bytes_in", "released", "fetched_late", "divergences",
-              "peak_live", "peak_reserved", "calls", "host_ms")
+              "peak_live", "peak_reserved", "calls", "host_ms", "recomputed", "bytes_recomputed")
 
     def __init__(self):
         for f in self.FIELDS:
@@ -181,7 +260,7 @@ class StorageMover:
                  set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.95,
                  divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
                  empty_cache=None, optimizer_state=False, capacity=None, log=None, max_reserved=None,
-                 reserved_replans=4):
+                 reserved_replans=4, recompute=True, recompute_bytes_per_s=2e12):
         self.torch = torch
         self._make_transport = transport
         self._planner = planner
@@ -203,6 +282,9 @@ class StorageMover:
         self.max_divergences = max(1, int(divergences))
         self.replans_left = int(replans)
         self.reserved_replans_left = int(reserved_replans)
+        self.recompute = bool(recompute)
+        self.recompute_bytes_per_s = float(recompute_bytes_per_s)
+        self._remade = frozenset()     # storages the plan in force makes again (Note [Recipes])
         self.hard_limit = hard_limit
         self.move_optimizer_state = optimizer_state
         self.log = log or (lambda msg: sys.stderr.write("tierpack: " + msg + "\n"))
@@ -243,6 +325,7 @@ class StorageMover:
         self._events = [] if (self._recording or self._timing) else None
         self._stalls = []         # (call index, start event, end event) of compute waits, recorded iteration
         self._seen = []           # recorded iteration: {"bytes", "movable"} per storage index
+        self._made_by = {}        # forward: autograd node -> (record, handle) of what it made (Note [Recipes])
         self._max_absent = 0
         if self.plan is not None:
             self.phase = "planned"
@@ -320,6 +403,7 @@ class StorageMover:
 
     def _drop_plan(self):
         self.plan = None
+        self._remade = frozenset()
         self._idle = False
         self.phase = "reactive"
         if self._set_limit is not None and self.hard_limit:
@@ -389,7 +473,8 @@ class StorageMover:
         return self._timed(self._pack, t)
 
     def _pack(self, t):
-        if t.grad_fn is not None:
+        node = t.grad_fn
+        if node is not None:
             # An op's own output (PyTorch 2 detaches the others): what the hooks keep must not lead back to
             # the graph that keeps it (a reference cycle only Python's collector would free).
             t = t.detach()
@@ -421,6 +506,14 @@ class StorageMover:
             h = _Handle(rec, t)
             rec.handles.append(h)
             movable = first and rec.nbytes >= self.min_bytes and key not in self._parameters and not self._in_backward()
+            if node is not None and self.recompute and movable and (self._recording or self._remade):
+                # Note [Recipes]: what this op made (a recipe's input), and how to make this storage again.
+                self._made_by[node] = (rec, h)
+                if self._recording or rec.index in self._remade:
+                    try:
+                        rec.recipe = _find_recipe(self.torch, node, t, storage, self._made_by)
+                    except (AttributeError, IndexError, TypeError):  # a node unlike the ones recipes know
+                        rec.recipe = None
             self._on_call("pack", rec, movable)
             return h
 
@@ -437,11 +530,13 @@ class StorageMover:
             if i >= len(ev) or ev[i][0] != kind or ev[i][1] != rec.index or ev[i][2] != rec.nbytes:
                 self._diverge(i, kind, rec, ev[i] if i < len(ev) else None)
             else:
-                copy, release, fetch = self._actions.get(i, ((), (), ()))
+                copy, release, fetch, remake = self._actions.get(i, ((), (), (), ()))
                 for s in fetch:
                     self._fetch(self._by_index[s])
                 for s in release:
                     self._release(self._by_index[s])
+                for s in remake:
+                    self._let_go_to_remake(self._by_index[s])
                 for s in copy:
                     self._copy_out(self._by_index[s])
                 return
@@ -496,6 +591,21 @@ class StorageMover:
         self.counters.released += 1
         return rec.nbytes
 
+    def _let_go_to_remake(self, rec):
+        """Note [Recipes]: let go of a storage the plan makes again at its use (no copy, nothing to wait for).
+        Without a recipe this iteration (the op was not the recorded one) it stays."""
+        if rec.released or rec.storage is None or rec.recipe is None or rec.moving:
+            return
+        rec.storage = None
+        for h in rec.handles:
+            h.t = None
+        rec.released = True
+        if self._records.get(rec.key) is rec:
+            del self._records[rec.key]
+        self._absent += rec.nbytes
+        self._max_absent = max(self._max_absent, self._absent)
+        self.counters.released += 1
+
     def _fetch(self, rec):
         if not rec.released or rec.fetched is not None or rec.host is None:
             return
@@ -525,14 +635,22 @@ class StorageMover:
         with self._lock:
             rec = x.rec
             self._backward = True
+            if self._made_by:
+                self._made_by = {}  # recipes are found in forward; the graph's nodes are not held longer
             self._on_call("unpack", rec, False)
             if x.t is not None:
                 out = x.t
             else:
-                if rec.fetched is None:
+                if rec.fetched is None and rec.recipe is not None and not rec.moving:
+                    rec.fetched = rec.recipe[0]()  # made again on the compute stream (Note [Recipes])
+                    self._absent -= rec.nbytes
+                    self.counters.recomputed += 1
+                    self.counters.bytes_recomputed += rec.nbytes
+                elif rec.fetched is None:
                     self.counters.fetched_late += 1
                     self._fetch(rec)
-                self._wait(rec.h2d, self._events is not None)
+                if rec.h2d is not None:
+                    self._wait(rec.h2d, self._events is not None)
                 out = _on_storage(self.torch, _untyped(rec.fetched), x.dtype, self.device, x.offset, x.size, x.stride)
             x.t = None
             try:
@@ -577,7 +695,11 @@ class StorageMover:
         seen = self._seen
         while len(seen) <= rec.index:
             r = self._by_index[len(seen)]
-            seen.append({"bytes": r.nbytes, "movable": False, "optimizer_state": r.tensor is not None})
+            entry = {"bytes": r.nbytes, "movable": False, "optimizer_state": r.tensor is not None}
+            if r.recipe is not None:  # Note [Recipes]: bytes read and written at the estimated bandwidth
+                entry["recompute_ms"] = (r.recipe[2] + r.nbytes) / self.recompute_bytes_per_s * 1e3
+                entry["recompute_from"] = list(r.recipe[1])
+            seen.append(entry)
         if movable:
             seen[rec.index]["movable"] = True
         self._events.append({"kind": kind, "storage": rec.index, "mark": self.transport.mark(), "live": live + self._absent,
@@ -655,7 +777,7 @@ class StorageMover:
                 limit = max(limit, natural)
         limit = int(limit)
         options = {"limit_bytes": limit, "d2h_bytes_per_s": self._bandwidth[0], "h2d_bytes_per_s": self._bandwidth[1],
-                   "min_bytes": self.min_bytes}
+                   "min_bytes": self.min_bytes, "recompute": self.recompute}
         try:
             plan = self._planner(self._trace, options)
         except Exception as e:  # noqa: BLE001 - training goes on, reactive
@@ -663,6 +785,7 @@ class StorageMover:
             self.phase = "reactive"
             return
         self.plan = plan
+        self._remade = frozenset(m["storage"] for m in plan["moves"] if m.get("recompute"))
         self._actions = self._plan_actions(plan)
         self._idle = bool(plan["fits"]) and not plan["moves"]  # nothing to move: the hooks step aside
         self._check_plan = self.replans_left > 0 and not self._idle
@@ -673,6 +796,7 @@ class StorageMover:
         gib = float(1 << 30)
         self.plan_summary = {"iteration": self.iteration, "limit": limit, "budget": self.budget,
                              "moves": len(plan["moves"]), "bytes_out": plan["bytes_out"], "bytes_in": plan["bytes_in"],
+                             "bytes_recomputed": plan.get("bytes_recomputed", 0),
                              "bytes_needed": plan["bytes_needed"], "planned_peak": plan["planned_peak"],
                              "fits": plan["fits"], "predicted_ms": plan["predicted_ms"], "bound_ms": plan["bound_ms"],
                              "step_ms": self._trace["step_ms"], "bandwidth": list(self._bandwidth),
@@ -722,12 +846,12 @@ class StorageMover:
         self.log("storage mover: PyTorch's allocator held %.2f GiB (%.2f GiB live) over a %.2f GiB budget: planning "
                  "again under %.2f GiB of live bytes" % (self.counters.peak_reserved / gib, self.counters.peak_live / gib,
                                                          self.budget / gib, limit / gib))
-        kept = (self.plan, self._actions, self._idle, self.plan_summary)
+        kept = (self.plan, self._actions, self._idle, self.plan_summary, self._remade)
         self._make_plan(limit)
         if self.plan is not None and not self.plan["fits"]:
             # Not enough movable bytes under the lower limit: the plan that fitted stays (a plan that does
             # not fit leaves live bytes over its limit wherever it falls short).
-            self.plan, self._actions, self._idle, self.plan_summary = kept
+            self.plan, self._actions, self._idle, self.plan_summary, self._remade = kept
             self._check_plan = False
             self.reserved_replans_left = 0
             self.log("storage mover: no plan fits under %.2f GiB (too few movable bytes): the plan under %.2f GiB "
@@ -735,12 +859,14 @@ class StorageMover:
                                                                           over / gib))
 
     def _plan_actions(self, plan):
-        """Per call: (storages copied out, let go, fetched) there."""
+        """Per call: (storages copied out, let go after their copy, fetched, let go to be made again) there."""
         acts = {}
         for m in plan["moves"]:
-            for slot, at in ((0, m["copy_at"]), (1, m["release_at"]), (2, m["fetch_at"])):
+            slots = ((3, m["release_at"]),) if m.get("recompute") else \
+                ((0, m["copy_at"]), (1, m["release_at"]), (2, m["fetch_at"]))
+            for slot, at in slots:
                 if at >= 0:
-                    a = acts.setdefault(at, ([], [], []))
+                    a = acts.setdefault(at, ([], [], [], []))
                     a[slot].append(m["storage"])
         return acts
 

@@ -267,7 +267,7 @@ def _install_storage_mover(torch, lib, options):
         capacity=lambda d: torch.cuda.get_device_properties(d).total_memory, fill=options["fill"],
         record_iteration=max(3, int(options["warmup_iterations"]) + 2), divergences=options["divergences"],
         empty_cache=torch.cuda.empty_cache, optimizer_state=True,
-        hard_limit=bool(options.get("hard_limit")),
+        hard_limit=bool(options.get("hard_limit")), recompute=bool(options.get("recompute", True)),
         stats_out=options["stats_out"])
     _offloader.install()
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook

@@ -19,6 +19,13 @@ namespace {
 
 constexpr std::uint64_t MiB = 1 << 20;
 
+SavedStorage stored(std::uint64_t bytes, bool movable) {
+  SavedStorage s;
+  s.bytes = bytes;
+  s.movable = movable;
+  return s;
+}
+
 // A forward of `layers` layers each saving one storage of `bytes` on top of `base` live bytes, then a
 // backward using them in reverse order; `ms` of compute between calls. Live bytes grow in forward and
 // shrink in backward as autograd frees what it used.
@@ -26,7 +33,7 @@ SavedTrace layered(int layers, std::uint64_t bytes, std::uint64_t base, double m
   SavedTrace t;
   double now = 0;
   for (int i = 0; i < layers; ++i) {
-    t.storages.push_back({bytes, true});
+    t.storages.push_back(stored(bytes, true));
     const std::uint64_t live = base + bytes * static_cast<std::uint64_t>(i + 1);
     t.events.push_back({SavedEventKind::pack, i, now, live, live});
     now += ms;
@@ -114,7 +121,7 @@ TEST(SavedPlan, NeverMovesSmallStoragesOrOnesSavedInBackward) {
   SavedTrace t = layered(4, 64 * MiB, 256 * MiB, 1.0);
   t.storages[0].bytes = MiB / 2;  // under min_bytes
   // A storage packed during backward (a reentrant checkpoint's recomputation) and used right after.
-  t.storages.push_back({512 * MiB, true});
+  t.storages.push_back(stored(512 * MiB, true));
   const std::int32_t s = static_cast<std::int32_t>(t.storages.size() - 1);
   const double end = t.events.back().t_ms;
   t.events.push_back({SavedEventKind::pack, s, end, 900 * MiB, 900 * MiB});
@@ -177,7 +184,7 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
       const int per = 1 + static_cast<int>(next() % 4);
       for (int k = 0; k < per; ++k) {
         const std::uint64_t bytes = (next() % 4 == 0 ? MiB / 4 : (1 + next() % 128) * MiB);
-        t.storages.push_back({bytes, next() % 10 != 0});
+        t.storages.push_back(stored(bytes, next() % 10 != 0));
         const auto s = static_cast<std::int32_t>(t.storages.size() - 1);
         live += bytes;
         const std::uint64_t temp = next() % 3 == 0 ? (next() % 64) * MiB : 0;
@@ -297,7 +304,7 @@ TEST(SavedTraceJson, ReadersNameTheFieldThatIsWrong) {
 // [2, 18]); the device-to-host direction alone gives 22 + (20 - (2 + 10)) = 30 ms.
 TEST(SavedPlan, TransferBoundCountsBothDirections) {
   SavedTrace t;
-  t.storages.push_back({1'000'000'000, true});
+  t.storages.push_back(stored(1'000'000'000, true));
   t.events.push_back({SavedEventKind::pack, 0, 0.0, 3'000'000'000, 3'000'000'000});
   t.events.push_back({SavedEventKind::unpack, 0, 10.0, 3'000'000'000, 3'000'000'000});
   t.step_ms = 22;
@@ -307,4 +314,90 @@ TEST(SavedPlan, TransferBoundCountsBothDirections) {
   EXPECT_NEAR(saved_transfer_bound_ms(t, 2'000'000'000, 50e9, 100e9), 30.0, 1e-9);
   EXPECT_NEAR(saved_transfer_bound_ms(t, 3'000'000'000, 50e9, 50e9), 22.0, 1e-9);  // nothing over the limit
   EXPECT_THROW(saved_transfer_bound_ms(t, 2'000'000'000, 50e9, 0.0), logic_error);
+}
+
+// Note [Recompute]: a transformer-like forward where every second storage is an activation's output that
+// the runtime can make again from the storage before it (its input, kept for the activation's backward).
+namespace {
+SavedTrace with_recipes(int layers, double recompute_ms) {
+  SavedTrace t = layered(layers, 64 * MiB, 256 * MiB, 1.0);
+  for (std::size_t s = 1; s < t.storages.size(); s += 2) {
+    t.storages[s].recompute_ms = recompute_ms;
+    t.storages[s].recompute_from = {static_cast<std::int32_t>(s - 1)};
+  }
+  return t;
+}
+}  // namespace
+
+TEST(SavedPlan, RecomputesWhatItCanBeforeCopyingAndKeepsWhatARecomputationReads) {
+  const SavedTrace t = with_recipes(8, 0.01);
+  const SavedPlan p = plan_saved_tensors(t, options(256 * MiB + 4 * 64 * MiB));  // half the saved bytes must go
+  ASSERT_TRUE(p.fits);
+  EXPECT_LE(p.planned_peak, p.limit_bytes);
+  EXPECT_EQ(replayed_peak(t, p), p.planned_peak);
+  int remade = 0;
+  for (const SavedMove& m : p.moves) {
+    if (!m.recompute) continue;
+    ++remade;
+    EXPECT_EQ(m.fetch_at, m.use_at);  // made at its use, no early fetch
+    for (const SavedMove& other : p.moves)  // what it reads is never let go
+      EXPECT_NE(other.storage, t.storages[static_cast<std::size_t>(m.storage)].recompute_from[0]);
+  }
+  // At the packs of storages 4, 5 and 6 the outputs 1, 3 and 5 are made again later; at the pack of 7 (the
+  // last output, not yet packed before its own call) only a copy is left, of an input no recomputation reads.
+  EXPECT_EQ(remade, 3);
+  EXPECT_EQ(p.bytes_recomputed, 3 * 64 * MiB);
+  EXPECT_EQ(p.bytes_out, 64 * MiB);
+  for (const SavedMove& m : p.moves)
+    if (!m.recompute) {
+      EXPECT_TRUE(m.storage == 4 || m.storage == 6) << m.storage;
+    }
+  EXPECT_GE(p.predicted_ms, t.step_ms + 3 * 0.01);  // each made-again use waits for its recomputation
+
+  // Turned off, the same limit is met by copies alone, as before.
+  SavedPlanOptions off = options(256 * MiB + 4 * 64 * MiB);
+  off.recompute = false;
+  const SavedPlan c = plan_saved_tensors(t, off);
+  EXPECT_TRUE(c.fits);
+  EXPECT_EQ(c.bytes_recomputed, 0u);
+  EXPECT_EQ(c.bytes_out, 4 * 64 * MiB);
+  for (const SavedMove& m : c.moves) EXPECT_FALSE(m.recompute);
+}
+
+TEST(SavedPlan, ARecomputationWhoseInputIsAwayIsNotChosen) {
+  // Under a limit that needs more than the recomputable bytes, inputs are copied too, but never an input
+  // of a chosen recomputation, and never a recomputation whose input was let go first.
+  const SavedTrace t = with_recipes(8, 0.01);
+  const SavedPlan p = plan_saved_tensors(t, options(256 * MiB + 64 * MiB));
+  std::vector<std::int32_t> released(t.storages.size(), -1);
+  for (const SavedMove& m : p.moves) released[static_cast<std::size_t>(m.storage)] = m.release_at;
+  for (const SavedMove& m : p.moves) {
+    if (!m.recompute) continue;
+    const auto in = static_cast<std::size_t>(t.storages[static_cast<std::size_t>(m.storage)].recompute_from[0]);
+    EXPECT_EQ(released[in], -1) << "storage " << m.storage << " is made from storage " << in << ", let go";
+  }
+  EXPECT_EQ(saved_plan_from_json(saved_plan_to_json(p)).moves, p.moves);
+}
+
+TEST(SavedTraceJson, RecipesRoundTripAndOldTracesReadWithout) {
+  const SavedTrace t = with_recipes(4, 0.5);
+  EXPECT_EQ(saved_trace_from_json(saved_trace_to_json(t)), t);
+  const SavedTrace old = saved_trace_from_json(saved_trace_to_json(layered(2, 64 * MiB, 0, 1.0)));
+  for (const SavedStorage& s : old.storages) {
+    EXPECT_LT(s.recompute_ms, 0);
+    EXPECT_TRUE(s.recompute_from.empty());
+  }
+  std::string text = saved_trace_to_json(t);
+  const std::string from = "\"recompute_from\":[0]";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "\"recompute_from\":[99]");
+  try {
+    saved_trace_from_json(text);
+    ADD_FAILURE() << "accepted";
+  } catch (const format_error& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'recompute_from' names storage 99"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(saved_plan_options_from_json("{\"limit_bytes\":1,\"d2h_bytes_per_s\":1,\"h2d_bytes_per_s\":1,"
+                                            "\"recompute\":false}")
+                   .recompute);
 }

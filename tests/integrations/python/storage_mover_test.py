@@ -21,7 +21,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from tierpack.activations import StorageMover, plan_with_library  # noqa: E402
+from tierpack.activations import StorageMover, _find_recipe, _untyped, plan_with_library  # noqa: E402
 
 LIB = os.environ.get("TIERPACK_CUDA_LIB") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
                                                           "build", "lib", "libtierpack_cuda.so")
@@ -136,7 +136,8 @@ class Block(nn.Module):
         self.fc2 = nn.Linear(4 * d, d)
 
     def forward(self, x):
-        return x + self.fc2(F.gelu(self.fc(self.ln(x)), approximate="tanh"))
+        # x.float(): CPU autocast in torch 1.13 hands LayerNorm bf16 (a no-op without autocast)
+        return x + self.fc2(F.gelu(self.fc(self.ln(x.float())), approximate="tanh"))
 
 
 def make_model(d=64, layers=4):
@@ -149,7 +150,7 @@ def batches(n, rows=256, d=64):
     return [(torch.randn(rows, d, generator=g), torch.randint(0, 10, (rows,), generator=g)) for _ in range(n)]
 
 
-def train(iterations, mover=None, data=None, views=False):
+def train(iterations, mover=None, data=None, views=False, autocast=False):
     """Losses and final gradients; `mover` hooks every forward pass."""
     model = make_model()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -161,13 +162,18 @@ def train(iterations, mover=None, data=None, views=False):
         ctx = torch.autograd.graph.saved_tensors_hooks(mover.pack, mover.unpack) if mover else None
         if ctx:
             ctx.__enter__()
+        cast = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else None
+        if cast:
+            cast.__enter__()
         try:
             h = model(x)
             if views:  # two views of one storage saved by two ops: one copy of the storage
                 a, b = h.split(5, dim=1)
                 h = torch.cat([a * a, b * b], dim=1)
-            loss = F.cross_entropy(h, y)
+            loss = F.cross_entropy(h.float(), y)
         finally:
+            if cast:
+                cast.__exit__(None, None, None)
             if ctx:
                 ctx.__exit__(None, None, None)
         loss.backward()
@@ -342,6 +348,64 @@ class StorageMoverTest(unittest.TestCase):
         mover2, dev2 = make_mover(1 << 40, min_bytes=1 << 40)  # every storage is small
         self.check_same(train(3), train(3, mover2))
         self.assertEqual(mover2.history[-1]["calls"], 0)
+
+    def remade(self, mover):
+        return [m for m in mover.plan["moves"] if m.get("recompute")]
+
+    def test_activation_outputs_are_made_again_bit_identical(self):
+        # Note [Recipes]: each block's GELU output is made again from its input (kept for GELU's backward).
+        peak = self.saved_peak()
+        ref = self.reference()
+        mover, dev = make_mover(int(peak * 0.6))
+        self.check_same(ref, train(self.ITER, mover))
+        st = mover.trace()["storages"]
+        self.assertEqual(sum(1 for e in st if "recompute_ms" in e), 4)  # one per block
+        remade = self.remade(mover)
+        self.assertGreater(len(remade), 0, mover.plan)
+        for m in remade:
+            self.assertEqual(m["fetch_at"], m["use_at"])
+            for i in st[m["storage"]]["recompute_from"]:  # what it reads stays
+                self.assertNotIn(i, [x["storage"] for x in mover.plan["moves"]])
+        planned = [h for h in mover.history if h["mode"] == "planned"]
+        self.assertTrue(planned)
+        for h in planned:
+            self.assertEqual(h["recomputed"], len(remade), h)
+            self.assertEqual(h["bytes_recomputed"], mover.plan["bytes_recomputed"], h)
+            self.assertEqual(h["fetched_late"], 0, h)
+        self.assertEqual(mover.plan["bytes_out"] + mover.plan["bytes_recomputed"],
+                         sum(st[m["storage"]]["bytes"] for m in mover.plan["moves"]))
+
+    def test_recompute_off_copies_only(self):
+        peak = self.saved_peak()
+        mover, dev = make_mover(int(peak * 0.6), recompute=False)
+        self.check_same(self.reference(), train(self.ITER, mover))
+        self.assertEqual(self.remade(mover), [])
+        self.assertEqual(mover.plan["bytes_recomputed"], 0)
+        self.assertEqual(sum(h["recomputed"] for h in mover.history), 0)
+
+    def test_autocast_copies_of_parameters_are_made_again_bit_identical(self):
+        mover, dev = make_mover(1 << 40)
+        train(3, mover, autocast=True)
+        peak = max(e["window_peak"] for e in mover.trace()["events"])
+        ref = train(self.ITER, autocast=True)
+        mover, dev = make_mover(int(peak * 0.5))
+        self.check_same(ref, train(self.ITER, mover, autocast=True))
+        st = mover.trace()["storages"]
+        casts = [e for e in st if "recompute_ms" in e and not e["recompute_from"]]  # read only a parameter
+        self.assertGreaterEqual(len(casts), 8, st)  # fc and fc2 weights of 4 blocks (bf16: 32 KiB each)
+        self.assertTrue(any(not st[m["storage"]]["recompute_from"] for m in self.remade(mover)), mover.plan)
+        self.assertGreater(mover.history[-1]["recomputed"], 0)
+
+    def test_a_recipe_refuses_an_input_changed_in_place(self):
+        p = nn.Parameter(torch.randn(64, 64))
+        t = p.to(torch.bfloat16)
+        make, reads, nbytes = _find_recipe(torch, t.grad_fn, t.detach(), _untyped(t), {})
+        self.assertEqual((reads, nbytes), ([], 64 * 64 * 4))
+        self.assertTrue(torch.equal(make(), t.detach()))
+        with torch.no_grad():
+            p.add_(1)
+        with self.assertRaisesRegex(RuntimeError, "changed in place"):
+            make()
 
     def test_views_of_one_storage_are_one_record(self):
         mover, dev = make_mover(1 << 40, min_bytes=1 << 10)  # the views' storage: 10 KiB
