@@ -580,15 +580,7 @@ class StorageMover:
         self._wait(rec.d2h, timed)
         if rec.tensor is not None:
             rec.storage.resize_(0)
-        rec.storage = None
-        for h in rec.handles:
-            h.t = None
-        rec.released = True
-        if self._records.get(rec.key) is rec:
-            del self._records[rec.key]
-        self._absent += rec.nbytes
-        self._max_absent = max(self._max_absent, self._absent)
-        self.counters.released += 1
+        self._let_go(rec)
         return rec.nbytes
 
     def _let_go_to_remake(self, rec):
@@ -596,6 +588,10 @@ class StorageMover:
         Without a recipe this iteration (the op was not the recorded one) it stays."""
         if rec.released or rec.storage is None or rec.recipe is None or rec.moving:
             return
+        self._let_go(rec)
+
+    def _let_go(self, rec):
+        """The record drops the device storage and every handle's tensor: what frees it (Note [Storage moves])."""
         rec.storage = None
         for h in rec.handles:
             h.t = None

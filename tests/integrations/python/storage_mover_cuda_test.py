@@ -18,21 +18,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 LIB = os.environ.get("TIERPACK_CUDA_LIB") or os.path.join(ROOT, "build", "lib", "libtierpack_cuda.so")
 
-CHILD = r'''
+# Both children: argv budget (0: no tierpack), ckpt, python/, the library, [bench/gpu]; tierpack installed first,
+# deterministic kernels.
+PREAMBLE = r'''
 import json, os, sys
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 budget, ckpt = float(sys.argv[1]), sys.argv[2] == "1"
 sys.path.insert(0, sys.argv[3])
-sys.path.insert(0, sys.argv[5])
+sys.path[1:1] = sys.argv[5:]
 import torch, torch.nn.functional as F
 tc = None
 if budget > 0:
     import tierpack.cuda as tc
     tc.install(budget=int(budget), gpu="mechanism:storage", path=sys.argv[4])
-from gpt2_bench import build_model  # the bench's GPT-2, small: 6 x 512, 8 heads, vocab 1000, 512 tokens
 torch.use_deterministic_algorithms(True)
 torch.backends.cuda.enable_cudnn_sdp(False)
 torch.manual_seed(0)
+'''
+
+CHILD = PREAMBLE + r'''
+from gpt2_bench import build_model  # the bench's GPT-2, small: 6 x 512, 8 heads, vocab 1000, 512 tokens
 with torch.device("cuda"):
     model = build_model(torch, 6, 512, 8, 1000, 512, ckpt)
 params = list(model.parameters())
@@ -60,20 +65,8 @@ print("RESULT " + json.dumps(out))
 # Hugging Face GPT2LMHeadModel with model.gradient_checkpointing_enable() (reentrant by default): the run that
 # hung in the first planned iteration's backward under the page-group mechanism (issue 22). Each step prints a
 # progress line; the parent's timeout is the watchdog.
-HF_CHILD = r'''
-import json, os, sys
-os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-budget = float(sys.argv[1])
-sys.path.insert(0, sys.argv[3])
-import torch
-tc = None
-if budget > 0:
-    import tierpack.cuda as tc
-    tc.install(budget=int(budget), gpu="mechanism:storage", path=sys.argv[4])
+HF_CHILD = PREAMBLE + r'''
 from transformers import GPT2Config, GPT2LMHeadModel
-torch.use_deterministic_algorithms(True)
-torch.backends.cuda.enable_cudnn_sdp(False)
-torch.manual_seed(0)
 cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=1000, n_positions=512, resid_pdrop=0.0, embd_pdrop=0.0,
                  attn_pdrop=0.0)
 model = GPT2LMHeadModel(cfg).cuda()
