@@ -107,6 +107,22 @@ std::vector<std::uint32_t> by_weight(const Profile& p) {
   return order;
 }
 
+/// Tensors, bytes and pages touched per class (one definition for the text and the JSON summary).
+struct ClassTotals {
+  std::array<std::uint64_t, kTensorClassCount> count{}, bytes{}, touched{};
+};
+
+ClassTotals class_totals(const Profile& p, const std::vector<TensorClass>& cls) {
+  ClassTotals t;
+  for (std::size_t i = 0; i < p.tensors.size(); ++i) {
+    const auto c = static_cast<std::size_t>(cls[i]);
+    ++t.count[c];
+    t.bytes[c] += p.tensors[i].bytes;
+    t.touched[c] += p.tensors[i].pages_touched;
+  }
+  return t;
+}
+
 }  // namespace
 
 nlohmann::json profile_summary_json(const Profile& p, const SummaryOptions& opt) {
@@ -117,13 +133,7 @@ nlohmann::json profile_summary_json(const Profile& p, const SummaryOptions& opt)
   std::map<int, bool> devices;
   for (const auto& t : p.tensors) devices[t.device] = true;
   for (const auto& [dev, unused] : devices) peaks[device_text(dev)] = p.peak_bytes(dev);
-  std::array<std::uint64_t, kTensorClassCount> count{}, bytes{}, touched{};
-  for (std::size_t i = 0; i < p.tensors.size(); ++i) {
-    const auto c = static_cast<std::size_t>(cls[i]);
-    ++count[c];
-    bytes[c] += p.tensors[i].bytes;
-    touched[c] += p.tensors[i].pages_touched;
-  }
+  const auto [count, bytes, touched] = class_totals(p, cls);
   json classes = json::array();
   for (std::size_t c = 0; c < kTensorClassCount; ++c)
     classes.push_back({{"class", to_string(static_cast<TensorClass>(c))}, {"tensors", count[c]}, {"bytes", bytes[c]},
@@ -190,13 +200,7 @@ std::string format_profile_summary(const Profile& p, const SummaryOptions& opt) 
 
   // ---- classes ----
   {
-    std::array<std::uint64_t, kTensorClassCount> count{}, bytes{}, touched{};
-    for (std::size_t i = 0; i < p.tensors.size(); ++i) {
-      const auto c = static_cast<std::size_t>(cls[i]);
-      ++count[c];
-      bytes[c] += p.tensors[i].bytes;
-      touched[c] += p.tensors[i].pages_touched;
-    }
+    const auto [count, bytes, touched] = class_totals(p, cls);
     Table t;
     t.row({"class", "tensors", "bytes", "pages touched"});
     for (std::size_t c = 0; c < kTensorClassCount; ++c)
