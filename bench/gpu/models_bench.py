@@ -337,13 +337,13 @@ def table(a, model, rows, commit):
     """Rows of gpu-latest.json for one model, and its printed table."""
     base = next((r for r in rows if r["mode"] == "default" and not r.get("failed")), None)
     out, lines = [], []
-    lines.append("| mode | budget | step ms | x default | NVML peak GiB | GB out / in per step | bound ms | bound/step | "
-                 "predicted ms | pred. err | max loss rel. diff |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("| mode | budget | step ms | x default | NVML peak GiB | held GiB | GB out / in per step | GB remade | bound ms | "
+                 "bound/step | predicted ms | pred. err | max loss rel. diff |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         row = {"model": model, "mode": r["mode"], "budget_pct": r.get("budget_pct"), "commit": commit}
         if r.get("failed"):
-            lines.append("| %s | %s | FAILED (%s) | | | | | | | | |" % (r["mode"], r.get("budget_pct", "-"), r.get("error", "")[:120]))
+            lines.append("| %s | %s | FAILED (%s) | | | | | | | | | | |" % (r["mode"], r.get("budget_pct", "-"), r.get("error", "")[:120]))
             row.update(step_ms=None, failed=True, error=r.get("error"))
             out.append(row)
             continue
@@ -354,17 +354,25 @@ def table(a, model, rows, commit):
         if base is not None:
             n = min(len(base["losses"]), len(r["losses"]))
             diff = max(abs(x - y) / max(abs(y), 1e-12) for x, y in zip(r["losses"][:n], base["losses"][:n]))
-        row.update(step_ms=step, nvml_peak_gib=r["peak_bytes"] / GiB, bytes_out=tp.get("bytes_out_per_step"),
+        # What tierpack's allocator held at most over the timed steps, plus the context it measured: the NVML
+        # peak's own account of the same memory (bench/results/gpu-h200-2026-12-01-2, calls 4-5).
+        timed = (tp.get("iterations") or [])[-len(r.get("step_s", [])):] if tp else []
+        held = (max(h.get("peak_reserved", 0) for h in timed) + ((tp.get("plan") or {}).get("context_bytes") or 0)) / GiB \
+            if timed else None
+        remade = ((tp.get("plan") or {}).get("bytes_recomputed") or 0) if tp else None
+        row.update(step_ms=step, nvml_peak_gib=r["peak_bytes"] / GiB, held_gib=held, bytes_recomputed=remade, bytes_out=tp.get("bytes_out_per_step"),
                    bytes_in=tp.get("bytes_in_per_step"), bound_ms=bound, predicted_ms=pred,
                    fits=(tp.get("plan") or {}).get("fits"), max_loss_rel_diff=diff,
                    budget_gib=(r["budget"] / GiB if r.get("budget") else None),
                    late_fetches_per_step=tp.get("fetched_late_per_step"), divergences=tp.get("divergences"),
                    warmup_steps=len(r.get("warmup_step_s", [])))
         out.append(row)
-        lines.append("| %s | %s | %.1f | %s | %.2f | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %s | %s | %.1f | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["mode"], "-" if r.get("budget_pct") is None else "%d%% (%.1f GiB)" % (r["budget_pct"], r["budget"] / GiB),
             step, "%.2f" % (step / (base["median_step_s"] * 1e3)) if base else "-", r["peak_bytes"] / GiB,
+            "-" if held is None else "%.2f" % held,
             "-" if not tp else "%.2f / %.2f" % (tp["bytes_out_per_step"] / 1e9, tp["bytes_in_per_step"] / 1e9),
+            "-" if not remade else "%.2f" % (remade / 1e9),
             "-" if bound is None else "%.1f" % bound, "-" if bound is None else "%.2f" % (bound / step),
             "-" if pred is None else "%.1f" % pred, "-" if pred is None else "%+.1f%%" % ((pred - step) / step * 100),
             "-" if diff is None else "%.1e" % diff))
