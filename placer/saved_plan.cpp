@@ -123,8 +123,8 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
         if (release[s] != kNone || !st.movable || st.bytes < options.min_bytes || sp.pack == kNone || sp.pack >= at ||
             sp.pack >= backward || (sp.use != kNone && sp.use <= at))
           continue;
+        if (pinned[s]) continue;  // a chosen recomputation reads it: it stays
         const bool re = sp.use != kNone && can_recompute(s);
-        if (!re && pinned[s]) continue;  // a chosen recomputation reads it
         const std::int64_t use = sp.use == kNone ? std::numeric_limits<std::int64_t>::max() : sp.use;
         if ((re && !best_re) ||
             (re == best_re &&

@@ -83,7 +83,8 @@ device anyway:
 
 * the output of GELU or SiLU (the whole storage) from its input, which autograd keeps for the
   activation's own backward: the input's own pack (a storage with a record, found through the grad_fn's
-  next function, the op that made the input) hands the recipe the very tensor autograd saved;
+  next function, the op that made the input) hands the recipe the very tensor autograd saved; likewise
+  the product of two such saved tensors of its shape (``MulBackward0``: SwiGLU's silu(gate) * up);
 * autocast's copy of a parameter (``ToCopyBackward0`` over the parameter's ``AccumulateGrad``, seen
   through view ops such as the transpose a linear layer saves): ``parameter.to(dtype)``.
 
@@ -181,10 +182,36 @@ def _checked(t, version, what):
     return t
 
 
+def _saved_input(torch, src, device):
+    """() -> the tensor a recipe reads: what autograd saved (its version checked), or the same view rebuilt on
+    the input's storage once that handle was handed out (autograd's own saved copy still checks it)."""
+    rec_in, h_in = src
+    version = h_in.t._version
+
+    def the_input():
+        if h_in.t is not None:
+            return _checked(h_in.t, version, "a recipe's input")
+        st = rec_in.storage if rec_in.storage is not None else (
+            _untyped(rec_in.fetched) if rec_in.fetched is not None else None)
+        if st is None:
+            raise RuntimeError("tierpack: cannot make a saved tensor again: its input left the device (Note [Recipes])")
+        return _on_storage(torch, st, h_in.dtype, device, h_in.offset, h_in.size, h_in.stride)
+    return the_input
+
+
 def _find_recipe(torch, node, t, storage, made_by):
     """Note [Recipes]: (make, storages read, bytes read) for the saved tensor `t` made by the autograd node
     `node`, or None. made_by: autograd node -> (record, handle) of a storage packed this iteration."""
     name = type(node).__name__
+    if name == "MulBackward0" and len(node.next_functions) == 2:
+        # a product of two saved activations of its shape (SwiGLU's silu(gate) * up), each found as above
+        whole = t.storage_offset() == 0 and t.is_contiguous() and t.numel() * t.element_size() == storage.nbytes()
+        srcs = [made_by.get(n) for n, _ in node.next_functions]
+        if not whole or any(src is None or src[1].t is None or src[1].dtype != t.dtype or
+                            tuple(src[1].size) != tuple(t.shape) for src in srcs):
+            return None
+        a, b = (_saved_input(torch, src, t.device) for src in srcs)
+        return (lambda: a() * b()), [src[0].index for src in srcs], 2 * storage.nbytes()
     if name in ("GeluBackward0", "SiluBackward0"):
         if t.storage_offset() != 0 or not t.is_contiguous() or t.numel() * t.element_size() != storage.nbytes():
             return None
@@ -194,18 +221,7 @@ def _find_recipe(torch, node, t, storage, made_by):
         rec_in, h_in = src
         if h_in.t is None or h_in.dtype != t.dtype or tuple(h_in.size) != tuple(t.shape):
             return None
-        version = h_in.t._version
-
-        def the_input():
-            # The tensor autograd saved for the activation (its version checked), or the same view rebuilt on
-            # the input's storage once that handle was handed out (autograd's own saved copy still checks it).
-            if h_in.t is not None:
-                return _checked(h_in.t, version, "the activation's input")
-            st = rec_in.storage if rec_in.storage is not None else (
-                _untyped(rec_in.fetched) if rec_in.fetched is not None else None)
-            if st is None:
-                raise RuntimeError("tierpack: cannot make a saved tensor again: its input left the device (Note [Recipes])")
-            return _on_storage(torch, st, h_in.dtype, t.device, h_in.offset, h_in.size, h_in.stride)
+        the_input = _saved_input(torch, src, t.device)
         F = torch.nn.functional
         if name == "GeluBackward0":
             approximate = getattr(node, "_saved_approximate", "none")

@@ -379,6 +379,44 @@ TEST(SavedPlan, ARecomputationWhoseInputIsAwayIsNotChosen) {
   EXPECT_EQ(saved_plan_from_json(saved_plan_to_json(p)).moves, p.moves);
 }
 
+TEST(SavedPlan, WhatARecomputationReadsIsNeitherCopiedNorRecomputed) {
+  // A chain: storage 2 is made from 1, which is made from 0, and 1 is used before 2 in backward, so at the
+  // pack of 3 the planner lets 2 go first (used last). At the pack of 4 storage 1 could be made again too,
+  // but 2 reads it: it must stay, and storage 3 is copied instead.
+  SavedTrace t;
+  const std::uint64_t base = 256 * MiB, b = 64 * MiB;
+  for (int s = 0; s < 5; ++s) t.storages.push_back(stored(b, true));
+  t.storages[1].recompute_ms = 0.01;
+  t.storages[1].recompute_from = {0};
+  t.storages[2].recompute_ms = 0.01;
+  t.storages[2].recompute_from = {1};
+  double now = 0;
+  for (int s = 0; s < 5; ++s, now += 1) {
+    const std::uint64_t live = base + b * static_cast<std::uint64_t>(s + 1);
+    t.events.push_back({SavedEventKind::pack, s, now, live, live});
+  }
+  std::uint64_t live = base + 5 * b;
+  for (int s : {1, 2, 0, 3, 4}) {
+    t.events.push_back({SavedEventKind::unpack, s, now, live, live});
+    live -= b;
+    now += 1;
+  }
+  t.optimizer_ms = 1;
+  t.step_ms = now + 1;
+  const SavedPlan p = plan_saved_tensors(t, options(base + 3 * b));
+  ASSERT_TRUE(p.fits);
+  std::vector<char> away(t.storages.size(), 0);
+  for (const SavedMove& m : p.moves) away[static_cast<std::size_t>(m.storage)] = 1;
+  for (const SavedMove& m : p.moves) {
+    if (!m.recompute) continue;
+    for (std::int32_t in : t.storages[static_cast<std::size_t>(m.storage)].recompute_from) {
+      EXPECT_FALSE(away[static_cast<std::size_t>(in)]) << m.storage << " is made from " << in << ", which is away";
+    }
+  }
+  EXPECT_TRUE(away[2]);
+  EXPECT_TRUE(away[3]);
+}
+
 TEST(SavedTraceJson, RecipesRoundTripAndOldTracesReadWithout) {
   const SavedTrace t = with_recipes(4, 0.5);
   EXPECT_EQ(saved_trace_from_json(saved_trace_to_json(t)), t);
