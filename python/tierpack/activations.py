@@ -342,6 +342,7 @@ class StorageMover:
         self._stalls = []         # (call index, start event, end event) of compute waits, recorded iteration
         self._seen = []           # recorded iteration: {"bytes", "movable"} per storage index
         self._made_by = {}        # forward: autograd node -> (record, handle) of what it made (Note [Recipes])
+        self._needed = set()      # storages a let-go storage will be made from: never let go (Note [Recipes])
         self._max_absent = 0
         if self.plan is not None:
             self.phase = "planned"
@@ -563,7 +564,7 @@ class StorageMover:
             live = self._allocated(self.device)
             while self._fifo and live > self.limit:
                 old = self._fifo.pop(0)
-                if old.released or old is rec or not old.handles:
+                if old.released or old is rec or not old.handles or old.index in self._needed:
                     continue
                 live -= self._release(old, timed=self._events is not None)
 
@@ -604,6 +605,7 @@ class StorageMover:
         Without a recipe this iteration (the op was not the recorded one) it stays."""
         if rec.released or rec.storage is None or rec.recipe is None or rec.moving:
             return
+        self._needed.update(rec.recipe[1])  # what it is made from stays, whatever happens later (a divergence)
         self._let_go(rec)
 
     def _let_go(self, rec):
