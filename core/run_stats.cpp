@@ -60,6 +60,7 @@ void to_json(nlohmann::json& j, const RunStats& s) {
                      {"occupancy", occ},
                      {"moves", moves},
                      {"stalls", stalls}};
+  if (!s.emulated_tiers.empty()) j["emulated_tiers"] = s.emulated_tiers;
 }
 
 void from_json(const nlohmann::json& j, RunIteration& r) {
@@ -120,6 +121,22 @@ void from_json(const nlohmann::json& j, RunStats& s) {
   get_records(j, "occupancy", "occupancy sample", s.occupancy, false);
   get_records(j, "moves", "move", s.moves, false);
   get_records(j, "stalls", "stall", s.stalls, false);
+  // Older `tierpack run` files kept the list only in their tierpack_run object.
+  const nlohmann::json* emulated = j.contains("emulated_tiers") ? &j["emulated_tiers"] : nullptr;
+  if (!emulated && j.contains("tierpack_run") && j["tierpack_run"].is_object() && j["tierpack_run"].contains("emulated_tiers"))
+    emulated = &j["tierpack_run"]["emulated_tiers"];
+  if (emulated) {
+    if (!emulated->is_array()) throw format_error("field 'emulated_tiers': expected a list of tier names, got " + shown(*emulated));
+    for (std::size_t i = 0; i < emulated->size(); ++i) {
+      std::string name;
+      try {
+        read((*emulated)[i], name);
+      } catch (const format_error& e) {
+        throw format_error("field 'emulated_tiers' element " + std::to_string(i) + " " + e.what());
+      }
+      s.emulated_tiers.push_back(std::move(name));
+    }
+  }
 }
 
 RunCounters run_counters(const RunStats& s) {

@@ -58,6 +58,9 @@ struct ExperimentResult {
   std::vector<ResultRow> rows;
   std::vector<ValidationRow> validation;
   std::vector<std::string> notes;
+  /// Model mode: why the predicted step times are lower bounds (Note [Lower-bound predictions] in
+  /// placer/prediction_bound.hpp); empty when no reason is known.
+  std::vector<std::string> lower_bound;
   std::vector<std::string> commands;  ///< how to reproduce (written into summary.md)
 };
 

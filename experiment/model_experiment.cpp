@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "experiment/first_touch_model.hpp"
 #include "placer/baselines.hpp"
+#include "placer/prediction_bound.hpp"
 #include "placer/replay.hpp"
 
 namespace tierpack::experiment {
@@ -142,6 +143,19 @@ ExperimentResult run_model_experiment(const Profile& profile, const TierModel& m
       res.rows.push_back(to_row(r, name, b, budget, res.peak_bytes, reference));
     }
   }
+  // Note [Lower-bound predictions]: the profile's op times, then the moves that hide under them.
+  res.lower_bound = placer::op_time_reasons(profile, device, opts.op_times_scaled);
+  std::size_t moving = 0, hidden = 0;
+  for (const auto& row : res.rows) {
+    if (!row.available || row.policy == "all-fast" || row.bytes_migrated() == 0) continue;
+    ++moving;
+    if (row.slowdown <= 1.01) ++hidden;
+  }
+  if (hidden)
+    res.lower_bound.push_back(std::to_string(hidden) + " of the " + std::to_string(moving) +
+                              " predictions that migrate bytes are within 1% of all-fast: their moves hide under the "
+                              "profiled compute, which holds only while a real step computes as long and copies do not "
+                              "slow compute (not modelled)");
   return res;
 }
 

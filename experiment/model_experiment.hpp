@@ -30,6 +30,7 @@ struct ModelOptions {
   std::vector<std::string> policies;  ///< names from kPolicies
   placer::PlanOptions plan;           ///< device, group size (fast_budget is set per point)
   ProgressFn progress;                ///< one line per step, may be empty
+  bool op_times_scaled = false;       ///< the profile's op times were scaled to a measured step (--compute-time)
 };
 
 ExperimentResult run_model_experiment(const Profile& profile, const TierModel& model, const ModelOptions& opts);

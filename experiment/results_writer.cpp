@@ -81,7 +81,8 @@ std::string format_summary(const ExperimentResult& r) {
   const bool emulated = std::any_of(r.rows.begin(), r.rows.end(), [](const ResultRow& x) { return x.emulated; });
   std::string o = "# tierpack experiment: " + std::string(real ? "real nodes" : "calibrated model") + "\n\n";
   o += "* workload: `" + r.workload + "`\n";
-  o += "* tiers: " + r.tiers + " (fast `" + r.fast_tier + "`, slow `" + r.slow_tier + "`)\n";
+  o += "* tiers: " + r.tiers + " (fast `" + r.fast_tier + "`, slow `" + r.slow_tier + "`" +
+       (emulated ? ", **EMULATED**: nodes of equal speed" : "") + ")\n";
   o += "* peak of live tensor bytes: " + format_bytes(r.peak_bytes) + "; all-fast step " + format_duration_ns(r.reference_step_ns) +
        (real ? " (measured)" : " (the profiled iteration)") + "\n";
   if (real) {
@@ -91,8 +92,11 @@ std::string format_summary(const ExperimentResult& r) {
            "the cost of the mechanisms (page faults, migrations, policy calls), not of slower memory.\n";
   } else {
     o += "* step times are **predicted** by the simulator (docs/simulator.md) from the tier model's figures, not measured\n";
+    // Note [Lower-bound predictions] in placer/prediction_bound.hpp.
+    for (const auto& why : r.lower_bound) o += "* **lower bound**: " + why + "\n";
   }
-  o += "\n## Slowdown against all-fast, by fast-tier budget\n\n";
+  const std::string marks = emulated ? " (EMULATED)" : !r.lower_bound.empty() ? " (predicted lower bounds)" : "";
+  o += "\n## Slowdown against all-fast, by fast-tier budget" + marks + "\n\n";
   const auto budgets = budget_order(r);
   const auto policies = policy_order(r);
   o += "| budget |";
@@ -114,11 +118,12 @@ std::string format_summary(const ExperimentResult& r) {
     o.append(mixed(ag)).append(" / ").append(mixed(aw)).append(" |\n");
   }
   o += "\nCells: step time / all-fast step time (";
-  o += real ? "measured" : "predicted";
+  o += real ? (emulated ? "measured in an emulated guest: mechanism costs, not slower memory" : "measured")
+              : (r.lower_bound.empty() ? "predicted" : "predicted, a lower bound: see above");
   o += "); n/a: not available (see notes); migrated: bytes moved between the tiers per iteration; mixed pages: pages "
        "holding live tensors of different lifetime classes at once.\n";
 
-  o += "\n## All figures\n\n| budget | policy | step | slowdown | migrated to fast | to slow | " +
+  o += "\n## All figures" + marks + "\n\n| budget | policy | step | slowdown | migrated to fast | to slow | " +
        std::string(real ? "fast-node peak | slow-node peak" : "read in place | fast peak") + " | mixed pages | note |\n";
   o += "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& x : r.rows) {
@@ -154,7 +159,9 @@ std::vector<std::pair<std::string, std::string>> make_plots(const ExperimentResu
   const bool real = r.mode == "real";
   SvgChart step;
   step.title = std::string(real ? "Measured" : "Predicted") + " step time vs fast-tier budget" +
-               (std::any_of(r.rows.begin(), r.rows.end(), [](const ResultRow& x) { return x.emulated; }) ? " (emulated)" : "");
+               (std::any_of(r.rows.begin(), r.rows.end(), [](const ResultRow& x) { return x.emulated; }) ? " (emulated)"
+                : !real && !r.lower_bound.empty()                                                      ? " (lower bounds)"
+                                                                                                       : "");
   step.x_label = "fast-tier budget (% of peak live tensor bytes)";
   step.y_label = "step time (ms)";
   SvgChart moved;

@@ -350,6 +350,12 @@ std::string section_savings(const ReportModel& m) {
     << html_escape(s.model) << " (" << html_escape(s.model_source) << ")";
   if (s.bandwidth > 0) o << ", link " << detail::json_number(s.bandwidth / 1e9, 1) << " GB/s each way";
   o << ". " << html_escape(s.method) << "</p>\n";
+  // Note [Lower-bound predictions] in placer/prediction_bound.hpp.
+  if (!s.lower_bound.empty()) {
+    o << "<p class=\"note lower-bound\"><strong>Predicted step times are lower bounds:</strong></p>\n<ul class=\"lower-bound\">\n";
+    for (const auto& why : s.lower_bound) o << "<li>" << html_escape(why) << "</li>\n";
+    o << "</ul>\n";
+  }
   Table t("savings-table", {{"budget", false}, {"source", false}, {"fast memory", true}, {"fast-tier peak", true},
                             {"saves", true}, {"fits", false}, {"out per iteration", true}, {"back per iteration", true},
                             {"moves", true}, {"copy time", true}, {"step time", true}, {"vs profiled", true},

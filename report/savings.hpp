@@ -40,6 +40,8 @@ struct Savings {
   std::string model_source;      ///< "--tiers preset:h200-pcie", "the profile's tiers", "assumed: ..."
   double bandwidth = 0;          ///< fast -> slow link, bytes/s (0: unknown)
   std::string method;            ///< one sentence on how the rows were computed
+  /// Why the predicted rows are lower bounds (Note [Lower-bound predictions] in placer/prediction_bound.hpp).
+  std::vector<std::string> lower_bound;
   std::vector<SavingsRow> rows;
 };
 

@@ -13,6 +13,7 @@
 #include "placer/cost_model.hpp"
 #include "placer/pack.hpp"
 #include "placer/plan_check.hpp"
+#include "placer/prediction_bound.hpp"
 
 namespace tierpack::report {
 namespace {
@@ -218,6 +219,7 @@ void fill_run_chart(ReportModel& m) {
   }
   std::string title = "Measured under tierpack";
   if (!run.source.empty()) title += " (" + run.source + ")";
+  for (const auto& e : run.emulated_tiers) title += ", " + e + " EMULATED on node 0";
   finish_chart(m, title, "run", b.build(end));
 }
 
@@ -448,9 +450,20 @@ void fill_savings(ReportModel& m) {
     row.fits = m.plan->fast_budget_bytes == 0 || pr.fast_peak_bytes <= m.plan->fast_budget_bytes;
     s.rows.push_back(row);
   }
+  // Note [Lower-bound predictions]: the profile's op times, then the predictions whose moves hide.
+  s.lower_bound = placer::op_time_reasons(p, dev.device);
+  {
+    std::string hidden;
+    for (const auto& row : s.rows)
+      if (row.bytes_to_fast + row.bytes_to_slow > 0 && row.fits && row.step_ns <= 1.01 * s.iteration_ns)
+        hidden += (hidden.empty() ? "" : ", ") + row.label;
+    if (!hidden.empty())
+      s.lower_bound.push_back("the moves of " + hidden + " hide under the profiled compute (within 1% of the profiled step): "
+                              "that holds only while a real step computes as long and copies do not slow compute (not modelled)");
+  }
   if (m.run && !m.run->iterations.empty()) {
     SavingsRow row;
-    row.label = "measured run";
+    row.label = m.run->emulated_tiers.empty() ? "measured run" : "measured run (emulated tier)";
     row.source = "run";
     row.budget_bytes = m.run->fast_budget_bytes;
     const double k = static_cast<double>(m.run->iterations.size());
@@ -595,6 +608,32 @@ void fill_sentences(ReportModel& m) {
               (c.budget_bytes ? " of budget " + bytes_short(c.budget_bytes) : std::string()) +
               (c.over_budget_bytes() ? " (over it by " + bytes_short(c.over_budget_bytes()) + ")" : std::string());
     out.push_back(line + ".");
+    // Note [Tiers this machine lacks] in integrations/run/run_controller.hpp.
+    if (!m.run->emulated_tiers.empty()) {
+      std::string names;
+      for (const auto& e : m.run->emulated_tiers) names += (names.empty() ? "" : ", ") + e;
+      out.push_back("EMULATED: the run's " + names + (m.run->emulated_tiers.size() == 1 ? " was" : " were") +
+                    " not on the machine and was emulated on NUMA node 0: budget and moves were real, the memory was not "
+                    "slower, so the measured step shows what the mechanism costs, not what slower memory costs.");
+    }
+    const std::uint64_t profiled_peak = m.devices[m.main_device].peak_bytes;
+    if (c.fast_peak_bytes > profiled_peak) {
+      std::string s = "The measured fast peak (" + bytes_short(c.fast_peak_bytes) + ") is above the profiled peak of live tensor bytes (" +
+                      bytes_short(profiled_peak) + ") by " + bytes_short(c.fast_peak_bytes - profiled_peak) +
+                      ": a run counts the bytes resident on the fast tier, not live tensor bytes";
+      if (m.plan)
+        s += "; the plan's page groups alone need " + bytes_short(m.plan->prediction.natural_peak_bytes) +
+             " with everything resident (page rounding, partly filled groups) and it predicted a fast-tier peak of " +
+             bytes_short(m.plan->prediction.fast_peak_bytes);
+      s += "; the rest is memory the profile does not see as live tensors: allocator caching (on a GPU, what PyTorch's "
+           "allocator reserved; Note [Reserved memory]) and tensors allocated outside the plan.";
+      out.push_back(s);
+    }
+  }
+  if (!m.savings.lower_bound.empty()) {
+    std::string s = "Predicted step times are lower bounds: ";
+    for (std::size_t i = 0; i < m.savings.lower_bound.size(); ++i) s += (i ? "; " : "") + m.savings.lower_bound[i];
+    out.push_back(s + ".");
   }
 }
 

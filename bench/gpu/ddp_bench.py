@@ -147,7 +147,11 @@ def job(a, mode, budget=None, alloc_budget=None, warmup=None):
 def render(results, base, a):
     step0, peak = base["median_step_s"], base["peak_bytes"]
     r0 = base["ranks"][0]
-    bw = min(r0.get("pinned_h2d_Bps", 55e9), r0.get("pinned_d2h_Bps", 55e9))
+    # The floor divides by it: a default run without the measurement fails here, never a constant (issue 26).
+    missing = [k for k in ("pinned_h2d_Bps", "pinned_d2h_Bps") if not r0.get(k)]
+    if missing:
+        raise SystemExit(f"ddp_bench: rank 0 of the default run has no pinned bandwidth measurement ({', '.join(missing)})")
+    bw = min(r0["pinned_h2d_Bps"], r0["pinned_d2h_Bps"])
     hdr = ("mode", "budget/rank", "step ms", "tokens/s (all ranks)", "peak GiB (max rank)", "to host GB/step/rank",
            "to dev GB/step/rank", "floor ms", "floor/step", "loss rel.diff (rank 0)", "note")
     rows = []
@@ -162,9 +166,9 @@ def render(results, base, a):
         l0, l = base["ranks"][0]["losses"], r["ranks"][0]["losses"]
         n = min(len(l0), len(l))
         diff = max(abs(l[i] - l0[i]) / abs(l0[i]) for i in range(n)) if n else float("nan")
-        note = ""
+        note = f"losses compared at steps 0-{n - 1} of {len(l)}; " if n < len(l) else ""
         if tps:
-            note = "phases " + ",".join(str(t.get("phase")) for t in tps)
+            note += "phases " + ",".join(str(t.get("phase")) for t in tps)
             if any(t.get("failures") for t in tps):
                 note += f", {sum(t['failures'] for t in tps)} failed moves"
             if all(t.get("gated_streams") is not None for t in tps):
@@ -182,6 +186,9 @@ def render(results, base, a):
     out = [line(hdr), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(x) for x in rows]
     out.append(f"{a.ranks} ranks{' sharing GPU 0 (gloo; NVML peak / ranks)' if a.share_gpu else ''}; default peak per rank {peak / GiB:.2f} GiB (NVML, max over ranks); pinned bandwidth "
                f"{bw / 1e9:.1f} GB/s (rank 0, slower direction); floor = max(default step, (peak - budget) / bandwidth)")
+    out.append(f"warm-up steps before the timed ones: tierpack {a.tierpack_warmup} (its warm-up, observed and planned"
+               f" iterations), the default run {a.warmup}; loss rel.diff: rank 0's step i against the default run's step i,"
+               f" over the steps both made")
     return "\n".join(out)
 
 

@@ -432,15 +432,22 @@ def measure_context(a):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     try:
         return float(p.stdout.strip().splitlines()[-1])
-    except Exception:
-        return 600e6
+    except (ValueError, IndexError):
+        # No silent constant (issue 26): every budget below is set from this measurement.
+        raise SystemExit("gpt2_bench: measuring the CUDA context failed (exit %d): %s; pass --context-bytes to give it"
+                         % (p.returncode, (p.stderr.strip().splitlines() or ["no output"])[-1]))
 
 
 def render(results, base, ctx):
     peak = base["peak_bytes"]
     step0 = base["median_step_s"]
-    bw_h2d = base.get("pinned_h2d_Bps", 55e9)
-    bw_d2h = base.get("pinned_d2h_Bps", 55e9)
+    # The floor and the bound divide by these: a default run without them fails here, never a constant (issue 26).
+    missing = [k for k in ("pinned_h2d_Bps", "pinned_d2h_Bps") if not base.get(k)]
+    if missing:
+        raise SystemExit(f"gpt2_bench: the default run has no pinned bandwidth measurement ({', '.join(missing)}): "
+                         "rerun the default mode (it measures them) instead of reusing this baseline")
+    bw_h2d = base["pinned_h2d_Bps"]
+    bw_d2h = base["pinned_d2h_Bps"]
     losses0 = base["losses"]
     rows = []
     hdr = ("mode", "budget", "step ms", "tokens/s", "peak GiB", "to host GB/step", "to dev GB/step",
@@ -471,11 +478,15 @@ def render(results, base, ctx):
         # holding that peak must take at least).
         b, _ = bound(budget if budget else r["peak_bytes"])
         tp = r.get("tierpack", {})
+        # Step i against the default run's step i, for every step both runs made; a run with more steps than the
+        # default (tierpack's longer warm-up) has its last ones uncompared, and the note says so (issue 26).
         n = min(len(r["losses"]), len(losses0))
         diff = max(abs(r["losses"][i] - losses0[i]) / abs(losses0[i]) for i in range(n)) if n else float("nan")
         note = ""
+        if n < len(r["losses"]):
+            note = f"losses compared at steps 0-{n - 1} of {len(r['losses'])} (last {len(r['losses']) - n} uncompared)"
         if tp:
-            note = f"phase {tp.get('phase')}"
+            note = (note + "; " if note else "") + f"phase {tp.get('phase')}"
             if tp.get("divergence"):
                 note += " (diverged)"
             if tp.get("misses_per_step"):
@@ -513,6 +524,13 @@ def render(results, base, ctx):
     out.append(f"default peak {peak / GiB:.2f} GiB (NVML, over the timed steps); CUDA context ~{ctx / GiB:.2f} GiB "
                f"(tierpack's allocator budget = budget - context); pinned bandwidth H2D {bw_h2d / 1e9:.1f} GB/s, "
                f"D2H {bw_d2h / 1e9:.1f} GB/s; floor = max(default step, (default peak - budget) / bandwidth)")
+    # Bench fairness (issue 26): what each mode got besides its timed steps.
+    warm = sorted({(r["mode"], len(r.get("warmup_step_s", []))) for r in [base] + results if "error" not in r})
+    out.append("warm-up steps before the timed ones: " + ", ".join(f"{m} {w}" for m, w in warm) +
+               " (tierpack's include the iterations it observes and plans in); per-block timing hooks (a CUDA event after"
+               " each block's forward and on each block output's gradient) run in the default mode only, so only the"
+               " default row carries their cost; max loss rel.diff: step i against the default run's step i, over the"
+               " steps both runs made")
     if phases0 and marks0:
         top = max(marks0, key=lambda m: m["peak_live_bytes"])
         sets = sorted({marks0[i]["name"] for i in (bound(r["budget"])[1] for r in results if r.get("budget")) if i is not None})

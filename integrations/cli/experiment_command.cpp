@@ -163,6 +163,7 @@ int run_experiment(const std::vector<std::string>& argv) {
     mo.policies = policies;
     mo.plan = in.options;
     mo.progress = progress;
+    mo.op_times_scaled = compute_ns > 0;
     result = experiment::run_model_experiment(profile, in.model, mo);
     if (!measured.empty()) {
       progress("validating the model against " + std::to_string(measured.size()) + " measurement(s)");

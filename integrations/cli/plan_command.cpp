@@ -2,6 +2,7 @@
 // predicted cost, and writes the plan file.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 #include "core/error.hpp"
@@ -11,6 +12,7 @@
 #include "integrations/cli/commands.hpp"
 #include "integrations/cli/placer_args.hpp"
 #include "placer/planner.hpp"
+#include "placer/prediction_bound.hpp"
 
 namespace tierpack::cli {
 
@@ -38,12 +40,27 @@ std::string op_label(const Profile& p, OpIndex op) {
   return "op " + std::to_string(op) + " (" + p.ops[static_cast<std::size_t>(op)].name + ")";
 }
 
+// A host tier whose NUMA node this machine lacks: `tierpack run` here emulates it on node 0 (Note [Tiers
+// this machine lacks] in integrations/run/run_controller.hpp). "" when the node is here, or when this
+// machine's nodes cannot be read.
+std::string emulated_here(const Tier& t) {
+  if ((t.kind != TierKind::host_dram && t.kind != TierKind::far_memory) || t.numa_node < 0) return "";
+  std::error_code ec;
+  const std::string nodes = "/sys/devices/system/node/node";
+  if (!std::filesystem::exists(nodes + "0", ec) || std::filesystem::exists(nodes + std::to_string(t.numa_node), ec)) return "";
+  return " (EMULATED here: NUMA node " + std::to_string(t.numa_node) +
+         " is not on this machine; a run here puts it on node 0, with real budget and moves but no slower memory, so it "
+         "measures the mechanism, not this prediction)";
+}
+
 void print_summary(const Profile& profile, const Plan& plan) {
   const auto& pr = plan.prediction;
   const auto& topo = plan.topology;
-  std::printf("plan (%s) for %s: fast tier %s, budget %s; slow tier %s\n", plan.policy.c_str(),
+  std::printf("plan (%s) for %s: fast tier %s%s, budget %s; slow tier %s%s\n", plan.policy.c_str(),
               plan.device >= 0 ? ("GPU " + std::to_string(plan.device)).c_str() : "host", topo.at(plan.fast_tier).name.c_str(),
-              format_bytes(plan.fast_budget_bytes).c_str(), topo.at(plan.slow_tier).name.c_str());
+              emulated_here(topo.at(plan.fast_tier)).c_str(), format_bytes(plan.fast_budget_bytes).c_str(),
+              topo.at(plan.slow_tier).name.c_str(),
+              plan.slow_tier == plan.fast_tier ? "" : emulated_here(topo.at(plan.slow_tier)).c_str());
   std::map<TensorClass, std::pair<std::size_t, std::uint64_t>> per_class;
   for (const auto& g : plan.groups) {
     auto& e = per_class[g.cls];
@@ -84,9 +101,12 @@ void print_summary(const Profile& profile, const Plan& plan) {
   }
   const double slow = pr.baseline_step_ns > 0 ? pr.step_ns / pr.baseline_step_ns : 1.0;
   const double other = std::max(0.0, pr.step_ns - pr.baseline_step_ns - pr.stall_ns);
-  std::printf("  predicted step %s (profiled %s, %.3fx): stalls %s, reading in place and draining copies %s\n",
+  // Note [Lower-bound predictions]: a prediction that can only be too low says so, and why.
+  const auto bound = placer::lower_bound_reasons(profile, plan);
+  std::printf("  predicted step %s (profiled %s, %.3fx%s): stalls %s, reading in place and draining copies %s\n",
               format_duration_ns(pr.step_ns).c_str(), format_duration_ns(pr.baseline_step_ns).c_str(), slow,
-              format_duration_ns(pr.stall_ns).c_str(), format_duration_ns(other).c_str());
+              bound.empty() ? "" : ", a lower bound", format_duration_ns(pr.stall_ns).c_str(), format_duration_ns(other).c_str());
+  for (const auto& b : bound) std::printf("  lower bound: %s\n", b.c_str());
   for (const auto& n : plan.notes) std::printf("  note: %s\n", n.c_str());
 }
 

@@ -515,6 +515,7 @@ void RunController::write_stats() noexcept {
                        {"plan_turned_off", r.planned && r.stats.turned_off}});
     }
     s.occupancy = occ_last_;
+    s.emulated_tiers = emulated_;
     s.moves = moves_last_;
     nlohmann::json j = s;
     nlohmann::json run = {{"iterations", extra},

@@ -106,5 +106,39 @@ class TableTest(unittest.TestCase):
         self.assertNotIn("bound = default step", table)
 
 
+class FairnessTest(unittest.TestCase):
+    """Issue 26 (bench fairness, results vs logs): no constant stands in for a missing measurement, every step of a
+    run is compared with the default's or the table says which were not, and the warm-ups are printed."""
+
+    def test_a_default_run_without_pinned_bandwidth_fails_loudly(self):
+        base = result("default", 0.146, 29.9 * GiB)
+        with self.assertRaisesRegex(SystemExit, "pinned_h2d_Bps, pinned_d2h_Bps"):
+            gpt2_bench.render([base], base, 0.67 * GiB)
+
+    def test_uncompared_steps_and_warm_ups_are_in_the_table(self):
+        base = result("default", 0.146, 29.9 * GiB)
+        base.update(pinned_h2d_Bps=55 * GB, pinned_d2h_Bps=55 * GB, warmup_step_s=[0.2] * 3, losses=[10.0] * 53)
+        tp = result("tierpack", 0.58, 22.5 * GiB, budget=22.4 * GiB, pct=75.0)
+        tp.update(warmup_step_s=[0.3] * 5, losses=[10.0] * 55)
+        table = gpt2_bench.render([base, tp], base, 0.67 * GiB)
+        self.assertIn("losses compared at steps 0-52 of 55 (last 2 uncompared); phase None", table)
+        self.assertIn("warm-up steps before the timed ones: default 3, tierpack 5", table)
+        self.assertIn("per-block timing hooks", table)
+        # The same number of steps: nothing to say.
+        tp["losses"] = [10.0] * 53
+        self.assertNotIn("uncompared", gpt2_bench.render([base, tp], base, 0.67 * GiB))
+
+    def test_a_failed_context_measurement_is_an_error(self):
+        class A:
+            pass
+        orig = gpt2_bench.subprocess.run
+        gpt2_bench.subprocess.run = lambda *a, **k: type("P", (), {"stdout": "", "stderr": "no CUDA device", "returncode": 1})()
+        try:
+            with self.assertRaisesRegex(SystemExit, "measuring the CUDA context failed .*no CUDA device"):
+                gpt2_bench.measure_context(A())
+        finally:
+            gpt2_bench.subprocess.run = orig
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -139,3 +139,21 @@ TEST_F(PlanReplayCli, BadInputIsOneLineAndTheRightExitStatus) {
   ASSERT_EQ(tierpack("plan " + path("host.tpk") + " --tiers preset:ddr5-cxl -o " + path("host_plan.json")).status, 0);
   expect_one_line_error(tierpack("replay " + gpu + " --plan " + path("host_plan.json")), 1, "does not fit");
 }
+
+// Issue 26 (predictions that look free): `tierpack plan` says when its prediction is a lower bound and
+// why (a GPU profile's op times are launch times), and marks a slow tier this machine would emulate.
+TEST_F(PlanReplayCli, PlanSaysWhenItsPredictionIsALowerBound) {
+  const CliRun gpu = tierpack("plan " + path("gpu.tpk") + " --tiers preset:h200-pcie --gpu-budget 40%");
+  ASSERT_EQ(gpu.status, 0) << gpu.err;
+  EXPECT_NE(gpu.out.find("x, a lower bound): stalls"), std::string::npos) << gpu.out;
+  EXPECT_NE(gpu.out.find("  lower bound: a GPU profile's op times are the ops' launches"), std::string::npos) << gpu.out;
+
+  // The CXL preset's slow tier is NUMA node 1: on a machine without it, a run here emulates it.
+  const CliRun host = tierpack("plan " + path("host.tpk") + " --tiers preset:ddr5-cxl --fast-budget 30%");
+  ASSERT_EQ(host.status, 0) << host.err;
+  const bool node1 = fs::exists("/sys/devices/system/node/node1");
+  const bool node0 = fs::exists("/sys/devices/system/node/node0");
+  EXPECT_EQ(host.out.find("slow tier cxl0 (EMULATED here: NUMA node 1 is not on this machine") != std::string::npos, node0 && !node1)
+      << host.out;
+  EXPECT_EQ(host.out.find("fast tier dram0 (EMULATED"), std::string::npos) << host.out;
+}

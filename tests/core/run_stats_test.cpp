@@ -78,3 +78,30 @@ TEST(RunCounters, RoundTripAndOldHostFilesHaveNoStallTime) {
   EXPECT_TRUE(read_run_stats(path).stall_ns_measured);
   fs::remove(path);
 }
+
+// Note [Tiers this machine lacks]: the emulated tiers of a run are read back, from the key or from an
+// older file's tierpack_run object; a wrong type names the field.
+TEST(RunStatsFile, EmulatedTiersAreReadBack) {
+  RunStats s;
+  s.source = "tierpack run";
+  s.iterations = {iteration(1, 0, 0, 0, 0)};
+  s.emulated_tiers = {"cxl0 (NUMA node 1)"};
+  const std::string path = temp_path("emulated.json");
+  write_run_stats(s, path);
+  EXPECT_EQ(read_run_stats(path).emulated_tiers, s.emulated_tiers);
+  {
+    std::ofstream(path) << R"J({"format": "tierpack-run-stats", "version": 1, "source": "tierpack run", "iterations": [],
+                              "tierpack_run": {"emulated_tiers": ["cxl0 (NUMA node 1)"]}})J";
+  }
+  EXPECT_EQ(read_run_stats(path).emulated_tiers, s.emulated_tiers);
+  {
+    std::ofstream(path) << R"J({"format": "tierpack-run-stats", "version": 1, "iterations": [], "emulated_tiers": [3]})J";
+  }
+  try {
+    (void)read_run_stats(path);
+    ADD_FAILURE() << "a number as a tier name was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("emulated_tiers"), std::string::npos) << e.what();
+  }
+  fs::remove(path);
+}

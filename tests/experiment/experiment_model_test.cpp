@@ -163,3 +163,77 @@ TEST(ExperimentModel, ValidationPairsMeasuredAndPredicted) {
   EXPECT_THROW(parse_measurements("lru@50%=10ms"), logic_error);
   EXPECT_THROW(parse_measurements("all-fast=10 parsecs"), logic_error);
 }
+
+// Issue 26 (predictions that look free): a profile whose op times were taken under a page tracer
+// stretches compute, so every prediction made from it can only be too low; the tables say so.
+TEST(ExperimentModel, TracedProfilesGiveLowerBoundsAndTheTablesSaySo) {
+  Profile p = host_profile();
+  const auto plain = run(p, "100%,30%");
+  for (const auto& why : plain.lower_bound) EXPECT_EQ(why.find("page tracer"), std::string::npos) << why;
+  p.meta.page_tracer = "uffd-wp";
+  const auto traced = run(p, "100%,30%");
+  ASSERT_FALSE(traced.lower_bound.empty());
+  EXPECT_NE(traced.lower_bound.front().find("under the uffd-wp page tracer"), std::string::npos) << traced.lower_bound.front();
+  const std::string md = format_summary(traced);
+  EXPECT_NE(md.find("* **lower bound**: the profile's op times were measured under the uffd-wp page tracer"), std::string::npos) << md;
+  EXPECT_NE(md.find("## Slowdown against all-fast, by fast-tier budget (predicted lower bounds)"), std::string::npos) << md;
+  EXPECT_NE(md.find("## All figures (predicted lower bounds)"), std::string::npos) << md;
+  EXPECT_NE(md.find("predicted, a lower bound"), std::string::npos) << md;
+  EXPECT_NE(make_plots(traced).front().second.find("(lower bounds)"), std::string::npos);
+  // Op times scaled to a measured step (--compute-time) are not the tracer's any more.
+  ModelOptions o;
+  o.budgets = parse_budget_list("100%");
+  o.policies = parse_policies("all");
+  o.plan.device = -1;
+  o.op_times_scaled = true;
+  for (const auto& why : run_model_experiment(p, tier_preset("ddr5-cxl"), o).lower_bound)
+    EXPECT_EQ(why.find("page tracer"), std::string::npos) << why;
+}
+
+// Moves that hide under compute (within 1% of all-fast) are counted and named.
+TEST(ExperimentModel, MovesHiddenUnderComputeAreALowerBound) {
+  ExperimentResult r;
+  r.mode = "model";
+  ResultRow ref;
+  ref.policy = "all-fast";
+  ref.slowdown = 1.0;
+  ResultRow hidden;
+  hidden.policy = "page-aware";
+  hidden.slowdown = 1.001;
+  hidden.bytes_to_slow = 1 << 20;
+  // The counting happens in run_model_experiment; here only the writer: rows with a reason are marked.
+  r.rows = {ref, hidden};
+  r.lower_bound = {"1 of the 1 predictions that migrate bytes are within 1% of all-fast"};
+  EXPECT_NE(format_summary(r).find("* **lower bound**: 1 of the 1 predictions"), std::string::npos);
+  // And on a real profile: a fast link makes some moves free.
+  Profile p = host_profile();
+  ModelOptions o;
+  o.budgets = parse_budget_list("90%");
+  o.policies = parse_policies("page-aware");
+  o.plan.device = -1;
+  const auto fast = run_model_experiment(p, parse_tier_spec("dram:64G,cxl:256G@+0ns/10000GB/s"), o);
+  const ResultRow& aware = row(fast, "90%", "page-aware");
+  if (aware.bytes_migrated() > 0 && aware.slowdown <= 1.01) {
+    ASSERT_FALSE(fast.lower_bound.empty());
+    EXPECT_NE(fast.lower_bound.back().find("hide under the profiled compute"), std::string::npos) << fast.lower_bound.back();
+  }
+}
+
+// Rows measured in an emulated guest mark both tables and the slow tier, not only the notes.
+TEST(ExperimentModel, EmulatedRowsMarkEveryTable) {
+  ExperimentResult r;
+  r.mode = "real";
+  r.fast_tier = "node0";
+  r.slow_tier = "node1";
+  ResultRow x;
+  x.policy = "all-fast";
+  x.budget_label = "100%";
+  x.slowdown = 1.0;
+  x.emulated = true;
+  r.rows = {x};
+  const std::string md = format_summary(r);
+  EXPECT_NE(md.find("slow `node1`, **EMULATED**"), std::string::npos) << md;
+  EXPECT_NE(md.find("## Slowdown against all-fast, by fast-tier budget (EMULATED)"), std::string::npos) << md;
+  EXPECT_NE(md.find("## All figures (EMULATED)"), std::string::npos) << md;
+  EXPECT_NE(md.find("measured in an emulated guest"), std::string::npos) << md;
+}

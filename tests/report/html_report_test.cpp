@@ -196,3 +196,14 @@ TEST(HtmlReport, WithoutPlanSaysSoAndWithoutPageDataToo) {
 }
 
 }  // namespace
+
+// Note [Lower-bound predictions]: the savings section of a traced profile's report says its predicted
+// step times are lower bounds, and why.
+TEST(HtmlReport, SavingsSayWhenPredictionsAreLowerBounds) {
+  const auto r = render({}, false);
+  const auto savings = r.html.find("<section id=\"savings\">");
+  ASSERT_NE(savings, std::string::npos);
+  const auto bound = r.html.find("Predicted step times are lower bounds:</strong>", savings);
+  ASSERT_NE(bound, std::string::npos);
+  EXPECT_NE(r.html.find("uffd-wp page tracer", bound), std::string::npos);
+}

@@ -368,3 +368,55 @@ TEST(ReportModel, HostRunStallTimeIsNotMeasuredNotZero) {
     }
   EXPECT_TRUE(row);
 }
+
+namespace {
+std::string sentence(const ReportModel& m, const std::string& start) {
+  for (const auto& s : m.summary)
+    if (s.starts_with(start)) return s;
+  return {};
+}
+}  // namespace
+
+// Issue 26 (predictions that look free): a traced profile's op times are stretched, so its predictions
+// are lower bounds; the summary and the savings section say so and why (Note [Lower-bound predictions]).
+TEST(ReportModel, TracedProfilePredictionsAreLowerBounds) {
+  const Profile traced = make_training_profile({.device = -1, .page_data = true});
+  ASSERT_EQ(traced.meta.page_tracer, "uffd-wp");
+  const auto m = model_of(traced);
+  ASSERT_FALSE(m.savings.lower_bound.empty());
+  EXPECT_NE(m.savings.lower_bound.front().find("under the uffd-wp page tracer"), std::string::npos) << m.savings.lower_bound.front();
+  const std::string s = sentence(m, "Predicted step times are lower bounds: ");
+  EXPECT_NE(s.find("uffd-wp page tracer"), std::string::npos) << s;
+  // An untraced host profile has no reason from its op times.
+  const auto plain = model_of(make_training_profile({.device = -1, .page_data = false}));
+  for (const auto& why : plain.savings.lower_bound) EXPECT_EQ(why.find("page tracer"), std::string::npos) << why;
+  // A GPU profile: op times are launch times.
+  const auto gpu = model_of(make_training_profile({.page_data = false}));
+  ASSERT_FALSE(gpu.savings.lower_bound.empty());
+  EXPECT_NE(gpu.savings.lower_bound.front().find("launches on the host thread"), std::string::npos);
+}
+
+// A run whose slow tier this machine lacked (emulated on node 0) is marked in the summary, the run's
+// chart and its savings row; a measured fast peak above the profiled peak is explained.
+TEST(ReportModel, EmulatedTierAndPeakAboveTheProfiledOneAreExplained) {
+  const Profile p = make_training_profile();
+  const Plan plan = make_plan(p, p.peak_bytes(0) / 2);
+  RunStats run = make_run_stats(p, plan);
+  {
+    const auto m = model_of(p, &plan, &run);
+    EXPECT_TRUE(sentence(m, "EMULATED").empty());
+  }
+  run.emulated_tiers = {"cxl0 (NUMA node 1)"};
+  for (auto& it : run.iterations) it.fast_peak_bytes = p.peak_bytes(0) + (1 << 20);
+  const auto m = model_of(p, &plan, &run);
+  const std::string emu = sentence(m, "EMULATED: ");
+  EXPECT_NE(emu.find("cxl0 (NUMA node 1) was not on the machine and was emulated on NUMA node 0"), std::string::npos) << emu;
+  EXPECT_NE(m.memory.back().title.find("cxl0 (NUMA node 1) EMULATED on node 0"), std::string::npos) << m.memory.back().title;
+  bool row = false;
+  for (const auto& r : m.savings.rows) row |= r.source == "run" && r.label == "measured run (emulated tier)";
+  EXPECT_TRUE(row);
+  const std::string peak = sentence(m, "The measured fast peak");
+  EXPECT_NE(peak.find("is above the profiled peak of live tensor bytes"), std::string::npos) << peak;
+  EXPECT_NE(peak.find("by 1.00 MiB"), std::string::npos) << peak;
+  EXPECT_NE(peak.find("the plan's page groups alone need"), std::string::npos) << peak;
+}
