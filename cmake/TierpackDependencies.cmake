@@ -5,6 +5,12 @@ if(NOT nlohmann_json_FOUND)
   message(FATAL_ERROR "tierpack: nlohmann_json >= 3.10 not found: install the Debian/Ubuntu package nlohmann-json3-dev "
                       "(apt-get install nlohmann-json3-dev), or put its prefix on CMAKE_PREFIX_PATH")
 endif()
+# CLI11 parses the `tierpack` command line (integrations/cli/args.cpp); header-only, Debian's is 2.1.2.
+find_package(CLI11 2.1 CONFIG QUIET)
+if(NOT CLI11_FOUND)
+  message(FATAL_ERROR "tierpack: CLI11 >= 2.1 not found (the tierpack command's parser): install the Debian/Ubuntu "
+                      "package libcli11-dev (apt-get install libcli11-dev), or put its prefix on CMAKE_PREFIX_PATH")
+endif()
 include(TierpackSystemLibraries)  # hwloc, jemalloc, libnuma
 if(TIERPACK_WITH_CUDA)
   enable_language(CUDA)

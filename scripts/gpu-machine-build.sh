@@ -21,7 +21,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
 # The Debian packages carried: headers + linker names (-dev) and the shared libraries (runtime packages).
-deb_pkgs=(libjemalloc-dev libjemalloc2 libhwloc-dev libhwloc15 libnuma-dev libnuma1 nlohmann-json3-dev)
+deb_pkgs=(libjemalloc-dev libjemalloc2 libhwloc-dev libhwloc15 libnuma-dev libnuma1 nlohmann-json3-dev libcli11-dev)
 
 usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 

@@ -7,7 +7,7 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake ninja-build ccache pkg-config git
-      libnuma-dev libhwloc-dev hwloc libjemalloc-dev nlohmann-json3-dev
+      libnuma-dev libhwloc-dev hwloc libjemalloc-dev nlohmann-json3-dev libcli11-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       libtorch-dev python3-torch python3-numpy
       python3-pip python3-venv python3-setuptools python3-wheel

@@ -25,34 +25,40 @@
 
 namespace tierpack::cli {
 
-const char* const kExperimentUsage =
-    "usage: tierpack experiment (--workload run.tpk | -- COMMAND...) --tiers SPEC|FILE|preset:NAME -o DIR\n"
-    "                           [--fast-budgets 100%,50%,30%,20%] [--policies all|P,P,...] [--mode model|real]\n"
-    "                           [--iterations N] [--scale F] [--device N|host] [--measured LIST [--measured-source TEXT]]\n"
-    "                           [--compute-time DURATION]\n"
-    "  Runs (real) or simulates (model) the workload under each placement policy and fast-tier budget and\n"
-    "  writes DIR/results.csv, DIR/summary.md, DIR/step_time.svg and DIR/migration.svg. Progress on stderr.\n"
-    "  --workload FILE     a profile (tierpack profile); or give `-- COMMAND` to profile it first (DIR/workload.tpk)\n"
-    "  --tiers T           tier model: spec, `tierpack topo --json` file or preset (h200-pcie, ddr5-cxl,\n"
-    "                      ddr5-remote-socket); real mode maps its first two host tiers to NUMA nodes 0 and 1\n"
-    "  --fast-budgets B    fast-tier budgets, percentages of the peak or sizes (default 100%,50%,30%,20%)\n"
-    "  --policies P        all (default) or a list of: all-fast, first-touch, interleave, preferred-fast,\n"
-    "                      lru-demand, kernel-tiering, damon, page-agnostic, page-aware\n"
-    "  --mode M            model (default): the simulator on the tier model (predicted);\n"
-    "                      real: replay the tensors on this machine's NUMA nodes (needs >= 2 nodes; measured)\n"
-    "  --iterations N      real mode: iterations per run, the first untimed (default 3)\n"
-    "  --scale F           real mode: multiply tensor sizes by F (default 1)\n"
-    "  --measured LIST     model mode: measured step times to validate against, e.g.\n"
-    "                      'all-fast=145ms,page-aware@75%=490ms' (--measured-source says where they are from)\n"
-    "  --compute-time D    model mode: scale the profile's op times so that its iteration takes D (e.g. 148ms,\n"
-    "                      a measured step without offloading), for profiles stretched by the profiling itself\n"
-    "  What is measured and what is modelled: docs/experiments.md.\n";
+const ArgSpec& experiment_spec() {
+  static const ArgSpec spec{
+      .description =
+          "  Runs (real) or simulates (model) the workload under each placement policy and fast-tier budget and\n"
+          "  writes DIR/results.csv, DIR/summary.md, DIR/step_time.svg and DIR/migration.svg. Progress on stderr.\n"
+          "  Needs the workload (--workload FILE, or -- COMMAND to profile it first), --tiers and -o.\n",
+      .options = {
+          {"--workload", "FILE", "a profile (tierpack profile); or give `-- COMMAND` to profile it first "
+                                 "(DIR/workload.tpk)"},
+          {"--tiers", "SPEC|FILE|preset:NAME", "tier model: spec, `tierpack topo --json` file or preset (h200-pcie, "
+                                               "ddr5-cxl, ddr5-remote-socket); real mode maps its first two host tiers "
+                                               "to NUMA nodes 0 and 1"},
+          {"-o", "DIR", "where the results go"},
+          {"--fast-budgets", "B,B,...", "fast-tier budgets, percentages of the peak or sizes (default 100%,50%,30%,20%)"},
+          {"--policies", "all|P,P,...", "all (default) or a list of: all-fast, first-touch, interleave, preferred-fast, "
+                                        "lru-demand, kernel-tiering, damon, page-agnostic, page-aware"},
+          {"--mode", "model|real", "model (default): the simulator on the tier model (predicted);\nreal: replay the "
+                                   "tensors on this machine's NUMA nodes (needs >= 2 nodes; measured)"},
+          {"--iterations", "N", "real mode: iterations per run, the first untimed (default 3)"},
+          {"--scale", "F", "real mode: multiply tensor sizes by F (default 1)"},
+          {"--device", "N|host", "GPU ordinal or 'host' (default: the device with most bytes)"},
+          {"--measured", "LIST", "model mode: measured step times to validate against, e.g. "
+                                 "'all-fast=145ms,page-aware@75%=490ms'"},
+          {"--measured-source", "TEXT", "where the --measured times are from (named in the results)"},
+          {"--compute-time", "DURATION", "model mode: scale the profile's op times so that its iteration takes "
+                                         "DURATION (e.g. 148ms, a measured step without offloading), for profiles "
+                                         "stretched by the profiling itself"},
+      },
+      .child = "[-- COMMAND ...]",
+      .footer = "  What is measured and what is modelled: docs/experiments.md.\n"};
+  return spec;
+}
 
-int run_experiment(const std::vector<std::string>& argv) {
-  const Args args = parse_args(argv, {.valued = {"--workload", "--tiers", "--fast-budgets", "--policies", "--mode", "--iterations",
-                                                 "--scale", "--device", "--measured", "--measured-source", "--compute-time", "-o"},
-                                      .switches = {},
-                                      .allow_child = true});
+int run_experiment(const Args& args) {
   const auto out = args.get("-o");
   if (!out) throw usage_error("missing -o DIR (where the results go)");
   if (args.has("--workload") == !args.child.empty())
@@ -137,7 +143,7 @@ int run_experiment(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "tierpack experiment: profiling the command into %s\n", workload.c_str());
     std::vector<std::string> pargs{"-o", workload, "--"};
     pargs.insert(pargs.end(), args.child.begin(), args.child.end());
-    const int status = run_profile(pargs);
+    const int status = run_profile(parse_args("profile", pargs, profile_spec()));
     if (!std::filesystem::exists(workload)) return status != 0 ? status : 1;
     std::string cmd = "tierpack profile -o workload.tpk --";
     for (const auto& a : args.child) cmd += " " + a;
@@ -187,7 +193,7 @@ int run_experiment(const std::vector<std::string>& argv) {
   if (result.tiers.empty()) result.tiers = *args.get("--tiers");
   else result.tiers += "; planner figures from " + *args.get("--tiers");
   std::string cmd = "tierpack experiment";
-  for (const auto& a : argv) cmd += " " + a;
+  for (const auto& a : args.argv) cmd += " " + a;
   commands.push_back(cmd);
   result.commands = commands;
   const auto written = experiment::write_results(result, *out);

@@ -34,17 +34,9 @@ int main(int argc, char** argv) {
   }
   for (const auto& c : tierpack::cli::commands()) {
     if (c.name != args[0]) continue;
-    std::vector<std::string> rest(args.begin() + 1, args.end());
-    // --help before any "--" prints the command's usage.
-    for (const auto& a : rest) {
-      if (a == "--") break;
-      if (a == "--help" || a == "-h") {
-        std::printf("%.*s", int(c.usage.size()), c.usage.data());
-        return 0;
-      }
-    }
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
     try {
-      return c.run(rest);
+      return tierpack::cli::run_command(c, rest);  // --help before any "--" prints the command's usage
     } catch (const tierpack::cli::usage_error& e) {
       std::fprintf(stderr, "tierpack %s: %s\n", args[0].c_str(), e.what());
       return 2;

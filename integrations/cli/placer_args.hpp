@@ -10,6 +10,12 @@
 
 namespace tierpack::cli {
 
+/// The help of --tiers, for the commands that plan (plan, replay, experiment).
+inline constexpr const char* kTiersHelp =
+    "tier model: a spec (gpu:24G,host:120G@55GB/s; dram:16G+cxl:64G@+80ns/36GB/s), a JSON file from `tierpack topo "
+    "--json`, or preset:NAME (h200-pcie, ddr5-cxl, ddr5-remote-socket, ddr5-local); default: the tiers recorded in the "
+    "profile";
+
 struct PlannerInputs {
   TierModel model;
   placer::PlanOptions options;

@@ -16,20 +16,27 @@
 
 namespace tierpack::cli {
 
-const char* const kPlanUsage =
-    "usage: tierpack plan run.tpk [--gpu-budget SIZE | --fast-budget SIZE|PCT] [--tiers SPEC|FILE|preset:NAME]\n"
-    "                     [--policy page-aware|page-agnostic] [--device N|host] [--group-size SIZE] [-o plan.json]\n"
-    "  Plans where each tensor of the profiled iteration lives and when page groups move between tiers,\n"
-    "  keeping the fast tier within the budget at every op, and predicts the cost with the simulator.\n"
-    "  --gpu-budget SIZE   GPU memory budget (24G, 512M) or percentage of the profiled peak (60%)\n"
-    "  --fast-budget B     budget of the fast tier, for host runs on NUMA/CXL tiers (or any run)\n"
-    "  --tiers T           tier model: a spec (gpu:24G,host:120G@55GB/s; dram:16G+cxl:64G@+80ns/36GB/s),\n"
-    "                      a JSON file from `tierpack topo --json`, or preset:NAME (h200-pcie, ddr5-cxl,\n"
-    "                      ddr5-remote-socket, ddr5-local); default: the tiers recorded in the profile\n"
-    "  --policy P          page-aware (default) or page-agnostic (same schedule, allocation-order packing)\n"
-    "  --device D          whose tensors to place: a GPU ordinal or 'host' (default: the one with most bytes)\n"
-    "  --group-size SIZE   target size of shared page groups (default 32M on a GPU, 2M on the host)\n"
-    "  -o FILE             write the plan (JSON, docs/formats.md)\n";
+const ArgSpec& plan_spec() {
+  static const ArgSpec spec{
+      .description =
+          "  Plans where each tensor of the profiled iteration lives and when page groups move between tiers,\n"
+          "  keeping the fast tier within the budget at every op, and predicts the cost with the simulator.\n",
+      .options = {
+          {"--gpu-budget", "SIZE|PCT", "GPU memory budget (24G, 512M) or percentage of the profiled peak (60%)"},
+          {"--fast-budget", "SIZE|PCT", "budget of the fast tier, for host runs on NUMA/CXL tiers (or any run); "
+                                        "not with --gpu-budget"},
+          {"--tiers", "SPEC|FILE|preset:NAME", kTiersHelp},
+          {"--policy", "P", "page-aware (default) or page-agnostic (same schedule, allocation-order packing)"},
+          {"--device", "N|host", "whose tensors to place: a GPU ordinal or 'host' (default: the one with most bytes)"},
+          {"--group-size", "SIZE", "target size of shared page groups (default 32M on a GPU, 2M on the host)"},
+          {"-o", "FILE", "write the plan (JSON, docs/formats.md)"},
+      },
+      .positional = "run.tpk",
+      .positional_help = "the profile to plan (tierpack profile)",
+      .min_positional = 1,
+      .max_positional = 1};
+  return spec;
+}
 
 namespace {
 
@@ -112,11 +119,7 @@ void print_summary(const Profile& profile, const Plan& plan) {
 
 }  // namespace
 
-int run_plan(const std::vector<std::string>& argv) {
-  const Args args = parse_args(argv, {.valued = {"--gpu-budget", "--fast-budget", "--tiers", "--policy", "--device", "--group-size", "-o"},
-                                      .switches = {},
-                                      .min_positional = 1,
-                                      .max_positional = 1});
+int run_plan(const Args& args) {
   const Profile profile = read_profile(args.positional[0]);
   const PlannerInputs in = planner_inputs(args, profile, nullptr);
   const Plan plan = placer::make_plan(profile, in.model, in.options);

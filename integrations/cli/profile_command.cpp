@@ -17,32 +17,36 @@
 
 namespace tierpack::cli {
 
-const char* const kProfileUsage =
-    "usage: tierpack profile -o run.tpk [--warmup N] [--iterations N] [--max-iterations N]\n"
-    "                        [--page-tracer auto|mprotect|uffd|off] [--window-depth N] [--quiet|--verbose]\n"
-    "                        -- command ...\n"
-    "       tierpack profile --summary run.tpk [--top N] [--json]\n"
-    "  Runs a PyTorch training command and records one iteration: tensors (size, birth, death, the ops\n"
-    "  that used them), ops, host pages touched per op, page false sharing, hidden accesses, and\n"
-    "  whether later iterations allocate the same way. Python commands are bootstrapped through a\n"
-    "  sitecustomize (no code change); other commands (LibTorch programs) get libtierpack_torch.so\n"
-    "  through LD_PRELOAD.\n"
-    "  -o FILE              where the profile goes; %r in it becomes each rank's number under torchrun\n"
-    "                       (tierpack profile -o out.%r.tpk -- torchrun --nproc-per-node 2 train.py)\n"
-    "  --warmup N           iterations to skip first (default 1)\n"
-    "  --iterations N       iterations compared to build the profile; the first is recorded (default 1)\n"
-    "  --max-iterations N   stop observing after N iterations (default: until the program ends)\n"
-    "  --page-tracer KIND   host page access tracer: auto (uffd-wp where the kernel has it, else\n"
-    "                       mprotect), mprotect (sees reads and writes), uffd (writes only), off\n"
-    "  --window-depth N     ops nested less than N deep close page windows (default 1: top-level ops;\n"
-    "                       deeper gives finer page counts at a higher tracing cost)\n"
-    "  --quiet              no status lines from the profiled process\n"
-    "  --verbose            also the page tracer's counters (windows, faults, pages) at the end\n"
-    "  --summary FILE       print a readable summary of a profile instead\n"
-    "  --top N              rows in the summary's top-tensors table (default 15)\n"
-    "  --json               the summary as one JSON object (keys: docs/profiling.md)\n"
-    "  Iteration boundaries: the end of torch's Optimizer.step, tierpack.step() / tierpack::step(),\n"
-    "  or a period found in the allocation sequence.\n";
+const ArgSpec& profile_spec() {
+  static const ArgSpec spec{
+      .description =
+          "  Runs a PyTorch training command (after --) and records one iteration into -o FILE: tensors (size,\n"
+          "  birth, death, the ops that used them), ops, host pages touched per op, page false sharing, hidden\n"
+          "  accesses, and whether later iterations allocate the same way. Python commands are bootstrapped\n"
+          "  through a sitecustomize (no code change); other commands (LibTorch programs) get\n"
+          "  libtierpack_torch.so through LD_PRELOAD. With --summary FILE it prints a profile's summary instead\n"
+          "  (--top, --json), and runs nothing.\n",
+      .options = {
+          {"-o", "FILE", "where the profile goes; %r in it becomes each rank's number under torchrun "
+                         "(tierpack profile -o out.%r.tpk -- torchrun --nproc-per-node 2 train.py)"},
+          {"--warmup", "N", "iterations to skip first (default 1)"},
+          {"--iterations", "N", "iterations compared to build the profile; the first is recorded (default 1)"},
+          {"--max-iterations", "N", "stop observing after N iterations (default: until the program ends)"},
+          {"--page-tracer", "KIND", "host page access tracer: auto (uffd-wp where the kernel has it, else mprotect), "
+                                    "mprotect (sees reads and writes), uffd (writes only), off"},
+          {"--window-depth", "N", "ops nested less than N deep close page windows (default 1: top-level ops; deeper "
+                                  "gives finer page counts at a higher tracing cost)"},
+          {"--quiet", "", "no status lines from the profiled process"},
+          {"--verbose", "", "also the page tracer's counters (windows, faults, pages) at the end"},
+          {"--summary", "FILE", "print a readable summary of a profile instead"},
+          {"--top", "N", "with --summary: rows in the top-tensors table (default 15)"},
+          {"--json", "", "with --summary: the summary as one JSON object (keys: docs/profiling.md)"},
+      },
+      .child = "[-- command ...]",
+      .footer = "  Iteration boundaries: the end of torch's Optimizer.step, tierpack.step() / tierpack::step(),\n"
+                "  or a period found in the allocation sequence.\n"};
+  return spec;
+}
 
 namespace {
 
@@ -58,11 +62,7 @@ int summary(const Args& args) {
 
 }  // namespace
 
-int run_profile(const std::vector<std::string>& argv) {
-  const Args args = parse_args(argv, {.valued = {"-o", "--warmup", "--iterations", "--max-iterations", "--page-tracer",
-                                                 "--window-depth", "--summary", "--top"},
-                                      .switches = {"--quiet", "--verbose", "--json"},
-                                      .allow_child = true});
+int run_profile(const Args& args) {
   if (args.has("--summary")) return summary(args);
   if (args.has("--json")) throw usage_error("--json goes with --summary FILE");
   if (!args.has("-o")) throw usage_error("missing -o FILE (where the profile goes)");

@@ -18,24 +18,32 @@
 
 namespace tierpack::cli {
 
-const char* const kReplayUsage =
-    "usage: tierpack replay run.tpk [--plan plan.json] [--tiers SPEC|FILE|preset:NAME]\n"
-    "                       [--gpu-budget SIZE | --fast-budget SIZE|PCT] [--device N|host] [--json] [-o FILE]\n"
-    "  Simulates the profiled iteration on a tier model under tierpack's plan and under baseline\n"
-    "  policies (all-fast, first-touch, interleave, LRU-on-demand, page-agnostic), and prints step time,\n"
-    "  slowdown against all-fast, stalls, bytes moved each way, fast-tier peak and mixed-class pages.\n"
-    "  What is modelled and what is not: docs/simulator.md.\n"
-    "  --plan FILE         replay this plan as tierpack's row (default: plan now, page-aware)\n"
-    "  --tiers T           tier model: spec (dram:16G,cxl:64G@+80ns/36GB/s), `tierpack topo --json` file, or\n"
-    "                      preset:NAME (h200-pcie, ddr5-cxl, ddr5-remote-socket, ddr5-local);\n"
-    "                      default: the plan's tiers, else the tiers recorded in the profile\n"
-    "  --gpu-budget, --fast-budget   fast-tier budget: size or percentage of the peak (default: the plan's,\n"
-    "                      else the fast tier's capacity)\n"
-    "  --device D          GPU ordinal or 'host' (default: the plan's, else the device with most bytes)\n"
-    "  --budgets B,B,...   one comparison per fast-tier budget (100%,50%,30%,20% or sizes), printed as a\n"
-    "                      budget-vs-slowdown table (with --json: one comparison per budget)\n"
-    "  --json              machine-readable output, with fast-tier occupancy over time per policy\n"
-    "  -o FILE             write the output to FILE\n";
+const ArgSpec& replay_spec() {
+  static const ArgSpec spec{
+      .description =
+          "  Simulates the profiled iteration on a tier model under tierpack's plan and under baseline\n"
+          "  policies (all-fast, first-touch, interleave, LRU-on-demand, page-agnostic), and prints step time,\n"
+          "  slowdown against all-fast, stalls, bytes moved each way, fast-tier peak and mixed-class pages.\n"
+          "  What is modelled and what is not: docs/simulator.md.\n",
+      .options = {
+          {"--plan", "FILE", "replay this plan as tierpack's row (default: plan now, page-aware)"},
+          {"--tiers", "SPEC|FILE|preset:NAME", std::string(kTiersHelp) + "; with --plan: the plan's tiers"},
+          {"--gpu-budget", "SIZE|PCT", "fast-tier budget on a GPU: size or percentage of the peak (default: the "
+                                       "plan's, else the fast tier's capacity)"},
+          {"--fast-budget", "SIZE|PCT", "fast-tier budget, as --gpu-budget, for host tiers; not with --gpu-budget"},
+          {"--device", "N|host", "GPU ordinal or 'host' (default: the plan's, else the device with most bytes)"},
+          {"--budgets", "B,B,...", "one comparison per fast-tier budget (100%,50%,30%,20% or sizes), printed as a "
+                                   "budget-vs-slowdown table (with --json: one comparison per budget); replaces "
+                                   "--plan, --gpu-budget and --fast-budget"},
+          {"--json", "", "machine-readable output, with fast-tier occupancy over time per policy"},
+          {"-o", "FILE", "write the output to FILE"},
+      },
+      .positional = "run.tpk",
+      .positional_help = "the profile to replay (tierpack profile)",
+      .min_positional = 1,
+      .max_positional = 1};
+  return spec;
+}
 
 namespace {
 
@@ -114,11 +122,7 @@ std::string format_budget_table(const std::vector<std::pair<std::string, placer:
   return out;
 }
 
-int run_replay(const std::vector<std::string>& argv) {
-  const Args args = parse_args(argv, {.valued = {"--plan", "--tiers", "--gpu-budget", "--fast-budget", "--device", "--budgets", "-o"},
-                                      .switches = {"--json"},
-                                      .min_positional = 1,
-                                      .max_positional = 1});
+int run_replay(const Args& args) {
   const Profile profile = read_profile(args.positional[0]);
   std::optional<Plan> plan;
   if (auto path = args.get("--plan")) {

@@ -24,25 +24,36 @@
 
 namespace tierpack::cli {
 
-const char* const kReportUsage =
-    "usage: tierpack report run.tpk [--plan plan.json] [--run-stats stats.json] [-o DIR] [--budget SIZE]\n"
-    "                       [--tiers SPEC|FILE|preset:NAME] [--quiet | --json]\n"
-    "       tierpack report out.%r.tpk | r0.tpk r1.tpk ... [same options; %r in --plan/--run-stats]\n"
-    "  Writes an offline report of a profile into DIR (default: report):\n"
-    "    index.html              one self-contained page: summary, memory by tier, tensor lifetimes, page map,\n"
-    "                            migrations, tables (open it in any browser; no network needed)\n"
-    "    trace.json              Chrome/Perfetto trace (ui.perfetto.dev, chrome://tracing)\n"
-    "    memory_snapshot.json    PyTorch memory snapshot schema; memory_snapshot.pickle: the same for\n"
-    "                            pytorch.org/memory_viz (drag and drop)\n"
-    "  --plan FILE             add the plan's planned memory, page groups and predicted moves\n"
-    "  --run-stats FILE        add a run's measured counters (format: docs/report.md)\n"
-    "  --budget SIZE           fast-tier budget to draw and to evaluate (\"24G\", \"40%\" of the peak)\n"
-    "  --tiers T               tier model for \"what tierpack would save\" (as for tierpack plan); default: the\n"
-    "                          plan's, else the profile's tiers, else a preset (named on the page)\n"
-    "  --quiet                 print only where the report is\n"
-    "  --json                  print the summary, the warnings and the files written as one JSON object\n"
-    "  Several profiles (the ranks of a distributed job, or a %r pattern) give one report per rank in\n"
-    "  DIR/rank<N>/ and a merged view: DIR/index.html compares the ranks, DIR/trace.json holds them all.\n";
+const ArgSpec& report_spec() {
+  static const ArgSpec spec{
+      .description =
+          "  Writes an offline report of a profile into DIR (default: report):\n"
+          "    index.html              one self-contained page: summary, memory by tier, tensor lifetimes, page map,\n"
+          "                            migrations, tables (open it in any browser; no network needed)\n"
+          "    trace.json              Chrome/Perfetto trace (ui.perfetto.dev, chrome://tracing)\n"
+          "    memory_snapshot.json    PyTorch memory snapshot schema; memory_snapshot.pickle: the same for\n"
+          "                            pytorch.org/memory_viz (drag and drop)\n",
+      .options = {
+          {"--plan", "FILE", "add the plan's planned memory, page groups and predicted moves"},
+          {"--run-stats", "FILE", "add a run's measured counters (format: docs/report.md)"},
+          {"-o", "DIR", "where the report goes (default: report)"},
+          {"--budget", "SIZE|PCT", "fast-tier budget to draw and to evaluate (\"24G\", \"40%\" of the peak)"},
+          {"--tiers", "SPEC|FILE|preset:NAME", "tier model for \"what tierpack would save\" (as for tierpack plan); "
+                                               "default: the plan's, else the profile's tiers, else a preset (named on "
+                                               "the page)"},
+          {"--quiet", "", "print only where the report is"},
+          {"--json", "", "print the summary, the warnings and the files written as one JSON object"},
+      },
+      .positional = "run.tpk",
+      .positional_help = "the profile; several (r0.tpk r1.tpk ...) or a %r pattern (out.%r.tpk) for the ranks of a "
+                         "distributed job",
+      .min_positional = 1,
+      .max_positional = 64,
+      .footer = "  Several profiles (the ranks of a distributed job, or a %r pattern) give one report per rank in\n"
+                "  DIR/rank<N>/ and a merged view: DIR/index.html compares the ranks, DIR/trace.json holds them all;\n"
+                "  --plan and --run-stats then name each rank's file with %r.\n"};
+  return spec;
+}
 
 namespace {
 
@@ -121,11 +132,7 @@ std::optional<std::string> per_rank_flag(const Args& args, const std::string& fl
 
 }  // namespace
 
-int run_report(const std::vector<std::string>& argv) {
-  const Args args = parse_args(argv, {.valued = {"--plan", "--run-stats", "-o", "--budget", "--tiers"},
-                                      .switches = {"--quiet", "--json"},
-                                      .min_positional = 1,
-                                      .max_positional = 64});
+int run_report(const Args& args) {
   std::optional<Budget> budget;
   report::ReportOptions options;
   try {

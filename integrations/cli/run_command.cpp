@@ -29,31 +29,37 @@
 
 namespace tierpack::cli {
 
-const char* const kRunUsage =
-    "usage: tierpack run [--fast-budget SIZE|PCT] [--tiers SPEC|FILE|preset:NAME] [--plan plan.json]\n"
-    "                    [--warmup N] [--profile-iterations N] [-o run.tpk] [--stats stats.json]\n"
-    "                    [--gpu-budget SIZE|PCT] [--page-tracer KIND] [--quiet] [--json] -- command ...\n"
-    "  Runs a PyTorch (Python or LibTorch) training command with its CPU tensors placed on host memory\n"
-    "  tiers (DRAM and CXL / far NUMA nodes). Phases, each announced by a 'tierpack:' status line:\n"
-    "    1. warm-up and profiling: the first iteration(s) are profiled in the process;\n"
-    "    2. plan: the placer packs tensors into page groups and schedules moves under the fast budget;\n"
-    "    3. apply: from the next iteration on, CPU tensors come from page-group arenas on their planned\n"
-    "       NUMA node and op events move groups between nodes ahead of use;\n"
-    "    4. exit: one line per iteration (allocations, budget fallbacks, bytes moved, late prefetches) and\n"
-    "       the run statistics file.\n"
-    "  --fast-budget B      budget of the fast tier (DRAM): 4G, 512M, or a percentage of the profiled peak\n"
-    "  --tiers T            tier model to plan for (default: this machine's NUMA nodes); tiers whose NUMA\n"
-    "                       node this machine lacks are emulated on node 0 (see docs/run.md)\n"
-    "  --plan FILE          apply this host plan from the start (no profiling)\n"
-    "  --warmup N           iterations before the profiled one (default 1: optimizer state appears there)\n"
-    "  --profile-iterations N  iterations profiled (default 1); the plan applies after them\n"
-    "  -o FILE              write the profile there, and the plan next to it (FILE without extension\n"
-    "                       + .plan.json)\n"
-    "  --stats FILE         write the run statistics (JSON; `tierpack report --run-stats FILE`)\n"
-    "  --gpu-budget B       passed to the child for the GPU tier (tierpack.cuda, CUDA machines only)\n"
-    "  --page-tracer KIND   host page tracer while profiling: auto, mprotect, uffd, off\n"
-    "  --quiet              no status lines from the child\n"
-    "  --json               also print the outcome as one JSON object, the last line of stdout (docs/run.md)\n";
+const ArgSpec& run_spec() {
+  static const ArgSpec spec{
+      .description =
+          "  Runs a PyTorch (Python or LibTorch) training command with its CPU tensors placed on host memory\n"
+          "  tiers (DRAM and CXL / far NUMA nodes). Phases, each announced by a 'tierpack:' status line:\n"
+          "    1. warm-up and profiling: the first iteration(s) are profiled in the process;\n"
+          "    2. plan: the placer packs tensors into page groups and schedules moves under the fast budget;\n"
+          "    3. apply: from the next iteration on, CPU tensors come from page-group arenas on their planned\n"
+          "       NUMA node and op events move groups between nodes ahead of use;\n"
+          "    4. exit: one line per iteration (allocations, budget fallbacks, bytes moved, late prefetches) and\n"
+          "       the run statistics file.\n"
+          "  Everything after -- is the command, passed on untouched.\n",
+      .options = {
+          {"--fast-budget", "SIZE|PCT", "budget of the fast tier (DRAM): 4G, 512M, or a percentage of the profiled peak"},
+          {"--tiers", "SPEC|FILE|preset:NAME", "tier model to plan for (default: this machine's NUMA nodes); tiers "
+                                               "whose NUMA node this machine lacks are emulated on node 0 (see "
+                                               "docs/run.md)"},
+          {"--plan", "FILE", "apply this host plan from the start (no profiling)"},
+          {"--warmup", "N", "iterations before the profiled one (default 1: optimizer state appears there)"},
+          {"--profile-iterations", "N", "iterations profiled (default 1); the plan applies after them"},
+          {"-o", "FILE", "write the profile there, and the plan next to it (FILE without extension + .plan.json)"},
+          {"--stats", "FILE", "write the run statistics (JSON; `tierpack report --run-stats FILE`)"},
+          {"--gpu-budget", "SIZE|PCT", "passed to the child for the GPU tier (tierpack.cuda, CUDA machines only)"},
+          {"--page-tracer", "KIND", "host page tracer while profiling: auto, mprotect, uffd, off"},
+          {"--quiet", "", "no status lines from the child"},
+          {"--verbose", "", "more status lines from the child (its debug log)"},
+          {"--json", "", "also print the outcome as one JSON object, the last line of stdout (docs/run.md)"},
+      },
+      .child = "-- command ..."};
+  return spec;
+}
 
 namespace {
 namespace fs = std::filesystem;
@@ -335,11 +341,7 @@ std::string absolute(const std::string& path, const char* what) {
 
 }  // namespace
 
-int run_run(const std::vector<std::string>& argv) {
-  const Args args = parse_args(argv, {.valued = {"--fast-budget", "--tiers", "--plan", "--warmup", "--profile-iterations",
-                                                 "-o", "--stats", "--gpu-budget", "--page-tracer"},
-                                      .switches = {"--quiet", "--verbose", "--json"},
-                                      .allow_child = true});
+int run_run(const Args& args) {
   if (args.child.empty()) throw usage_error("missing the command to run: tierpack run --fast-budget 4G -- python train.py");
 
   Config c;

@@ -10,17 +10,20 @@
 
 namespace tierpack::cli {
 
-const char* const kTopoUsage =
-    "usage: tierpack topo [--json] [--xml hwloc.xml] [--no-gpu] [-o file]\n"
-    "  Lists the memory tiers of this machine: host DRAM NUMA nodes, CPU-less (CXL / far) nodes,\n"
-    "  GPUs, with capacity and HMAT bandwidth/latency when the firmware reports them.\n"
-    "  --json       machine-readable output (the tier-model format `tierpack replay --tiers` reads)\n"
-    "  --xml FILE   describe the topology in an hwloc XML file instead of this machine\n"
-    "  --no-gpu     do not probe CUDA devices\n"
-    "  -o FILE      write to FILE instead of standard output\n";
+const ArgSpec& topo_spec() {
+  static const ArgSpec spec{
+      .description = "  Lists the memory tiers of this machine: host DRAM NUMA nodes, CPU-less (CXL / far) nodes,\n"
+                     "  GPUs, with capacity and HMAT bandwidth/latency when the firmware reports them.\n",
+      .options = {
+          {"--json", "", "machine-readable output (the tier-model format `tierpack replay --tiers` reads)"},
+          {"--xml", "FILE", "describe the topology in an hwloc XML file instead of this machine"},
+          {"--no-gpu", "", "do not probe CUDA devices"},
+          {"-o", "FILE", "write to FILE instead of standard output"},
+      }};
+  return spec;
+}
 
-int run_topo(const std::vector<std::string>& argv) {
-  const Args args = parse_args(argv, {.valued = {"--xml", "-o"}, .switches = {"--json", "--no-gpu"}});
+int run_topo(const Args& args) {
   DiscoveryOptions opts;
   opts.hwloc_xml = args.get_or("--xml", "");
   opts.gpus = !args.has("--no-gpu");
