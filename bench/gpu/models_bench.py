@@ -16,6 +16,7 @@ Modes, each in a fresh process:
   compile-0.5/-0.1    torch.compile with torch._functorch.config.activation_memory_budget 0.5 / 0.1
   compile             torch.compile with no memory budget (the base of tierpack+compile)
   tierpack            tierpack's GPU tier (mechanism:storage) at --budgets % of default's NVML peak
+  tierpack-copy       the same with recompute:off (copies only: what making storages again saves)
   tierpack+ckpt       the same under ckpt, at --ckpt-budgets % of ckpt's peak
   tierpack+compile    the same under torch.compile, at --compile-budgets % of compile's peak
 
@@ -123,8 +124,8 @@ def run_child(a):
     if a.mode.startswith("tierpack"):
         sys.path.insert(0, os.path.join(ROOT, "python"))
         import tierpack.cuda as tc
-        tc.install(budget=int(a.alloc_budget), gpu="mechanism:storage" + ("," + a.gpu_options if a.gpu_options else ""),
-                   path=a.lib)
+        opts = "mechanism:storage" + (",recompute:off" if a.mode == "tierpack-copy" else "")
+        tc.install(budget=int(a.alloc_budget), gpu=opts + ("," + a.gpu_options if a.gpu_options else ""), path=a.lib)
     if a.deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import torch
@@ -411,7 +412,8 @@ def main():
         return run_child(a)
     models = [m for m in a.models.split(",") if m]
     modes = [m for m in a.modes.split(",") if m]
-    known = {"default", "ckpt", "compile-0.5", "compile-0.1", "compile", "tierpack", "tierpack+ckpt", "tierpack+compile"}
+    known = {"default", "ckpt", "compile-0.5", "compile-0.1", "compile", "tierpack", "tierpack-copy", "tierpack+ckpt",
+             "tierpack+compile"}
     bad = [m for m in modes if m not in known]
     if bad or not models:
         raise SystemExit("models_bench: unknown mode(s) %s (known: %s)" % (", ".join(bad), ", ".join(sorted(known))))
@@ -444,8 +446,8 @@ def main():
                 r = child(a, model, mode, a.warmup, compile_budget=cb)
                 r["budget_pct"] = None
                 rows.append(r)
-            elif mode == "tierpack":
-                budgeted("tierpack", base["peak_bytes"], pcts(a.budgets))
+            elif mode in ("tierpack", "tierpack-copy"):
+                budgeted(mode, base["peak_bytes"], pcts(a.budgets))
             elif mode == "tierpack+ckpt":
                 ck = next((r for r in rows if r["mode"] == "ckpt" and not r.get("failed")), None)
                 if ck:
