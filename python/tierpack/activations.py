@@ -525,6 +525,8 @@ class StorageMover:
             movable = first and rec.nbytes >= self.min_bytes and key not in self._parameters and not self._in_backward()
             if node is not None and self.recompute and movable and (self._recording or self._remade):
                 # Note [Recipes]: what this op made (a recipe's input), and how to make this storage again.
+                if len(self._made_by) > 100000:  # forwards with no backward (evaluation with grad on): hold no more
+                    self._made_by.clear()
                 self._made_by[node] = (rec, h)
                 if self._recording or rec.index in self._remade:
                     try:
