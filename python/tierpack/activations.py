@@ -203,9 +203,10 @@ def _find_recipe(torch, node, t, storage, made_by):
     """Note [Recipes]: (make, storages read, bytes read) for the saved tensor `t` made by the autograd node
     `node`, or None. made_by: autograd node -> (record, handle) of a storage packed this iteration."""
     name = type(node).__name__
+    # an op's own output, the whole storage (what a recipe makes anew)
+    whole = t.storage_offset() == 0 and t.is_contiguous() and t.numel() * t.element_size() == storage.nbytes()
     if name == "MulBackward0" and len(node.next_functions) == 2:
         # a product of two saved activations of its shape (SwiGLU's silu(gate) * up), each found as above
-        whole = t.storage_offset() == 0 and t.is_contiguous() and t.numel() * t.element_size() == storage.nbytes()
         srcs = [made_by.get(n) for n, _ in node.next_functions]
         if not whole or any(src is None or src[1].t is None or src[1].dtype != t.dtype or
                             tuple(src[1].size) != tuple(t.shape) for src in srcs):
@@ -213,7 +214,7 @@ def _find_recipe(torch, node, t, storage, made_by):
         a, b = (_saved_input(torch, src, t.device) for src in srcs)
         return (lambda: a() * b()), [src[0].index for src in srcs], 2 * storage.nbytes()
     if name in ("GeluBackward0", "SiluBackward0"):
-        if t.storage_offset() != 0 or not t.is_contiguous() or t.numel() * t.element_size() != storage.nbytes():
+        if not whole:
             return None
         src = made_by.get(node.next_functions[0][0]) if node.next_functions else None
         if src is None:
