@@ -334,17 +334,27 @@ def bound_for(r):
     return plan.get("bound_ms"), plan.get("predicted_ms")
 
 
+def budget_label(r):
+    """'75% (22.4 GiB)' of the default peak, '100% of ckpt (21.1 GiB)' of another mode's; '-' for no budget."""
+    if r.get("budget_pct") is None:
+        return "-"
+    of = r.get("budget_of") or "default"
+    return "%d%%%s (%.1f GiB)" % (r["budget_pct"], "" if of == "default" else " of " + of, r["budget"] / GiB)
+
+
 def table(a, model, rows, commit):
     """Rows of gpu-latest.json for one model, and its printed table."""
     base = next((r for r in rows if r["mode"] == "default" and not r.get("failed")), None)
     out, lines = [], []
-    lines.append("| mode | budget | step ms | x default | NVML peak GiB | held GiB | GB out / in per step | GB remade | bound ms | "
+    ck = next((r for r in rows if r["mode"] == "ckpt" and not r.get("failed")), None)
+    lines.append("| mode | budget | step ms | x default | x ckpt | NVML peak GiB | held GiB | GB out / in per step | GB remade | bound ms | "
                  "bound/step | predicted ms | pred. err | max loss rel. diff |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        row = {"model": model, "mode": r["mode"], "budget_pct": r.get("budget_pct"), "commit": commit}
+        row = {"model": model, "mode": r["mode"], "budget_pct": r.get("budget_pct"), "budget_of": r.get("budget_of"),
+               "commit": commit}
         if r.get("failed"):
-            lines.append("| %s | %s | FAILED (%s) | | | | | | | | | | |" % (r["mode"], r.get("budget_pct", "-"), r.get("error", "")[:120]))
+            lines.append("| %s | %s | FAILED (%s) | | | | | | | | | | | |" % (r["mode"], budget_label(r), r.get("error", "")[:120]))
             row.update(step_ms=None, failed=True, error=r.get("error"))
             out.append(row)
             continue
@@ -368,9 +378,9 @@ def table(a, model, rows, commit):
                    late_fetches_per_step=tp.get("fetched_late_per_step"), divergences=tp.get("divergences"),
                    warmup_steps=len(r.get("warmup_step_s", [])))
         out.append(row)
-        lines.append("| %s | %s | %.1f | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["mode"], "-" if r.get("budget_pct") is None else "%d%% (%.1f GiB)" % (r["budget_pct"], r["budget"] / GiB),
-            step, "%.2f" % (step / (base["median_step_s"] * 1e3)) if base else "-", r["peak_bytes"] / GiB,
+        lines.append("| %s | %s | %.1f | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["mode"], budget_label(r), step, "%.2f" % (step / (base["median_step_s"] * 1e3)) if base else "-",
+            "%.2f" % (step / (ck["median_step_s"] * 1e3)) if ck else "-", r["peak_bytes"] / GiB,
             "-" if held is None else "%.2f" % held,
             "-" if not tp else "%.2f / %.2f" % (tp["bytes_out_per_step"] / 1e9, tp["bytes_in_per_step"] / 1e9),
             "-" if not remade else "%.2f" % (remade / 1e9),
@@ -393,6 +403,8 @@ def main():
     ap.add_argument("--budgets", default="100,75,60,45,35")
     ap.add_argument("--ckpt-budgets", default="75,60,45")
     ap.add_argument("--compile-budgets", default="60")
+    ap.add_argument("--at-ckpt-budgets", default="", help="also run tierpack and tierpack-copy (no checkpointing) at these %% "
+                    "of ckpt's NVML peak (issue 23's rows: 100 and 60); needs the ckpt mode before them")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--tierpack-warmup", type=int, default=5)
@@ -430,11 +442,12 @@ def main():
             continue
         ctx = base["context_bytes"]
 
-        def budgeted(mode, of, pct_list):
+        def budgeted(mode, of, pct_list, of_name=None):
             for pct in pct_list:
                 b = of * pct / 100.0
                 r = child(a, model, mode, a.tierpack_warmup, budget=b, alloc_budget=max(b - ctx, 1 << 30))
                 r["budget_pct"] = pct
+                r["budget_of"] = of_name or {"tierpack+ckpt": "ckpt", "tierpack+compile": "compile"}.get(mode, "default")
                 r.setdefault("budget", b)
                 rows.append(r)
 
@@ -448,6 +461,9 @@ def main():
                 rows.append(r)
             elif mode in ("tierpack", "tierpack-copy"):
                 budgeted(mode, base["peak_bytes"], pcts(a.budgets))
+                ck = next((r for r in rows if r["mode"] == "ckpt" and not r.get("failed")), None)
+                if ck and a.at_ckpt_budgets:
+                    budgeted(mode, ck["peak_bytes"], pcts(a.at_ckpt_budgets), "ckpt")
             elif mode == "tierpack+ckpt":
                 ck = next((r for r in rows if r["mode"] == "ckpt" and not r.get("failed")), None)
                 if ck:
