@@ -23,6 +23,10 @@ struct SavedStorage {
   /// about this much GPU time, bit for bit (placer/saved_plan.cpp, Note [Recompute]); < 0: it cannot.
   double recompute_ms = -1;
   std::vector<std::int32_t> recompute_from;  ///< storages the recomputation reads (indexes into storages)
+  /// Another owner holds the storage until forward ends (autocast's cache of a parameter's cast): let go
+  /// before the iteration's first unpack, its bytes stay on the device (placer/saved_plan.cpp, Note
+  /// [Storage move plan]).
+  bool held_in_forward = false;
 
   friend bool operator==(const SavedStorage&, const SavedStorage&) = default;
 };

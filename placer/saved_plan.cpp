@@ -22,7 +22,11 @@
 // fetch (its destination is allocated on the compute stream there) and has until its use.
 //
 // Storages saved during backward (a reentrant checkpoint's recomputation), too small, or not movable
-// (parameters) stay; so does one unpacked before it could be let go.
+// (parameters) stay; so does one unpacked before it could be let go. One that another owner holds until
+// forward ends (held_in_forward: autocast keeps its cast of a parameter in a cache until the autocast
+// region exits, before backward) is let go no earlier than backward's first call: letting it go in
+// forward would free nothing (GPT-2 large's 1.4 GiB of casts were over the planned peak that way:
+// bench/results/gpu-h200-2026-12-01-3, call 1).
 //
 // Note [Recompute]
 // ~~~~~~~~~~~~~~~~
@@ -121,7 +125,7 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
         const StorageSpan& sp = spans[s];
         const SavedStorage& st = trace.storages[s];
         if (release[s] != kNone || !st.movable || st.bytes < options.min_bytes || sp.pack == kNone || sp.pack >= at ||
-            sp.pack >= backward || (sp.use != kNone && sp.use <= at))
+            sp.pack >= backward || (sp.use != kNone && sp.use <= at) || (st.held_in_forward && at < backward))
           continue;
         if (pinned[s]) continue;  // a chosen recomputation reads it: it stays
         const bool re = sp.use != kNone && can_recompute(s);

@@ -88,6 +88,14 @@ device anyway:
 * autocast's copy of a parameter (``ToCopyBackward0`` over the parameter's ``AccumulateGrad``, seen
   through view ops such as the transpose a linear layer saves): ``parameter.to(dtype)``.
 
+Each is also found through up to three view ops: a linear layer over 3-D input saves a 2-D view of it,
+so GPT-2's GELU outputs and SwiGLU's products reach the hook as views (none was made again without
+this: bench/results/gpu-h200-2026-12-01-3, call 1); a recipe makes the whole storage and each saved view
+is rebuilt over it. autocast keeps its casts of parameters in a cache until its region exits: such a
+storage is ``held_in_forward`` in the recorded iteration, and the plan lets it go no earlier than
+backward's first call (letting it go in forward freed nothing: GPT-2 large's live peak passed the plan
+by the casts' 1.2-1.4 GiB). If backward runs inside the region (the cache lives on), casts never move.
+
 The same kernel on the same bytes gives the same bytes, so gradients stay bit-identical. A recipe checks
 the version counter of what it reads: an input or parameter changed in place since the pack raises an
 error rather than making a different tensor. The recorded iteration gives each such storage
@@ -149,7 +157,7 @@ class _Record:
     """One storage in this iteration: saved for backward (views share it), or an optimizer state tensor's."""
 
     __slots__ = ("index", "nbytes", "key", "storage", "tensor", "host", "d2h", "fetched", "h2d", "handles",
-                 "released", "moving", "recipe")
+                 "released", "moving", "recipe", "held")
 
     def __init__(self, index, nbytes, key, storage, tensor=None):
         self.index, self.nbytes, self.key, self.storage = index, nbytes, key, storage
@@ -159,6 +167,7 @@ class _Record:
         self.released = False   # the device storage was let go
         self.moving = False     # copied out (a plan's move, or reactive)
         self.recipe = None      # (make() -> tensor over a new storage, storages read, bytes read): Note [Recipes]
+        self.held = False       # autocast's cache holds it until forward ends (Note [Recipes])
 
 
 class _Handle:
@@ -199,28 +208,71 @@ def _saved_input(torch, src, device):
     return the_input
 
 
+def _through_views(node):
+    """The op under at most 3 view ops (a linear layer saves its input as a 2-D view, its weight cast
+    transposed): views share their base's storage."""
+    steps = 0
+    while node is not None and type(node).__name__ in _VIEW_OPS and steps < 3:
+        node = node.next_functions[0][0] if node.next_functions else None
+        steps += 1
+    return node
+
+
+def _cast_parameter(node):
+    """The parameter whose autocast cast (``ToCopyBackward0`` over its ``AccumulateGrad``) the node made,
+    seen through views, or None."""
+    node = _through_views(node)
+    if node is None or type(node).__name__ != "ToCopyBackward0" or not node.next_functions:
+        return None
+    return getattr(node.next_functions[0][0], "variable", None)
+
+
+def _autocast_cache_on(torch):
+    f = getattr(torch, "is_autocast_cache_enabled", None)
+    return bool(f()) if f is not None else True
+
+
+def _autocast_on(torch, device_type):
+    """Whether autocast is on for the device type (torch 2.4+ takes the type; older ones have one call each)."""
+    try:
+        return bool(torch.is_autocast_enabled(device_type))
+    except TypeError:
+        return bool(torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled())
+
+
+def _numel(size):
+    n = 1
+    for d in size:
+        n *= d
+    return n
+
+
 def _find_recipe(torch, node, t, storage, made_by):
     """Note [Recipes]: (make, storages read, bytes read) for the saved tensor `t` made by the autograd node
     `node`, or None. made_by: autograd node -> (record, handle) of a storage packed this iteration."""
-    name = type(node).__name__
-    # an op's own output, the whole storage (what a recipe makes anew)
+    # an op's own output, the whole storage (what a recipe makes anew), saved as itself or as a view of it
+    # (the same storage: a recipe makes the storage, and each saved use is rebuilt over it)
     whole = t.storage_offset() == 0 and t.is_contiguous() and t.numel() * t.element_size() == storage.nbytes()
-    if name == "MulBackward0" and len(node.next_functions) == 2:
-        # a product of two saved activations of its shape (SwiGLU's silu(gate) * up), each found as above
-        srcs = [made_by.get(n) for n, _ in node.next_functions]
+    made = _through_views(node)
+    name = type(made).__name__
+    if name == "MulBackward0" and len(made.next_functions) == 2:
+        # a product of two saved activations of one shape and its size (SwiGLU's silu(gate) * up)
+        srcs = [made_by.get(n) for n, _ in made.next_functions]
         if not whole or any(src is None or src[1].t is None or src[1].dtype != t.dtype or
-                            tuple(src[1].size) != tuple(t.shape) for src in srcs):
+                            tuple(src[1].size) != tuple(srcs[0][1].size) or _numel(src[1].size) != t.numel() or
+                            not src[1].t.is_contiguous() for src in srcs):
             return None
         a, b = (_saved_input(torch, src, t.device) for src in srcs)
         return (lambda: a() * b()), [src[0].index for src in srcs], 2 * storage.nbytes()
     if name in ("GeluBackward0", "SiluBackward0"):
+        node = made
         if not whole:
             return None
         src = made_by.get(node.next_functions[0][0]) if node.next_functions else None
         if src is None:
             return None
         rec_in, h_in = src
-        if h_in.t is None or h_in.dtype != t.dtype or tuple(h_in.size) != tuple(t.shape):
+        if h_in.t is None or h_in.dtype != t.dtype or _numel(h_in.size) != t.numel() or not h_in.t.is_contiguous():
             return None
         the_input = _saved_input(torch, src, t.device)
         F = torch.nn.functional
@@ -230,13 +282,7 @@ def _find_recipe(torch, node, t, storage, made_by):
         else:
             make = lambda: F.silu(the_input())  # noqa: E731
         return make, [rec_in.index], storage.nbytes()
-    steps = 0
-    while node is not None and type(node).__name__ in _VIEW_OPS and steps < 3:
-        node = node.next_functions[0][0] if node.next_functions else None
-        steps += 1
-    if node is None or type(node).__name__ != "ToCopyBackward0" or not node.next_functions:
-        return None
-    param = getattr(node.next_functions[0][0], "variable", None)
+    param = _cast_parameter(node)
     if (param is None or param.device != t.device or not param.is_contiguous() or
             param.numel() * t.element_size() != storage.nbytes()):
         return None
@@ -336,6 +382,7 @@ class StorageMover:
         self._absent = 0          # bytes let go and not back
         self._diverged = False
         self._backward = False
+        self._autocast_in_backward = False
         self.counters = _Counters()
         self._recording = self.plan is None and self.iteration == self.record_iteration and self.device is not None
         self._timing = self.plan is None and self.iteration == self.record_iteration + 1 and self._trace is not None
@@ -524,6 +571,9 @@ class StorageMover:
             h = _Handle(rec, t)
             rec.handles.append(h)
             movable = first and rec.nbytes >= self.min_bytes and key not in self._parameters and not self._in_backward()
+            if movable and node is not None and self._recording and _cast_parameter(node) is not None:
+                # autocast keeps its cast of a parameter in a cache until its region exits (Note [Recipes])
+                rec.held = _autocast_cache_on(self.torch)
             if node is not None and self.recompute and movable and (self._recording or self._remade):
                 # Note [Recipes]: what this op made (a recipe's input), and how to make this storage again.
                 if len(self._made_by) > 100000:  # forwards with no backward (evaluation with grad on): hold no more
@@ -651,6 +701,9 @@ class StorageMover:
     def _unpack(self, x):
         with self._lock:
             rec = x.rec
+            if not self._backward and self._recording:
+                # Does autocast's cache outlive forward? Only if backward runs inside the autocast region.
+                self._autocast_in_backward = _autocast_on(self.torch, self.device_type)
             self._backward = True
             if self._made_by:
                 self._made_by = {}  # recipes are found in forward; the graph's nodes are not held longer
@@ -716,6 +769,8 @@ class StorageMover:
             if r.recipe is not None:  # Note [Recipes]: bytes read and written at the estimated bandwidth
                 entry["recompute_ms"] = (r.recipe[2] + r.nbytes) / self.recompute_bytes_per_s * 1e3
                 entry["recompute_from"] = list(r.recipe[1])
+            if r.held:
+                entry["held_in_forward"] = True
             seen.append(entry)
         if movable:
             seen[rec.index]["movable"] = True
@@ -730,6 +785,11 @@ class StorageMover:
         times = self._gpu_times(ev, end)
         events = [{"kind": e["kind"], "storage": e["storage"], "t_ms": t, "live": int(e["live"]),
                    "window_peak": int(max(e["window_peak"], e["live"]))} for e, t in zip(ev, times["t_ms"])]
+        if self._autocast_in_backward:
+            # autocast's cache holds its casts through backward too: letting them go frees nothing (Note [Recipes])
+            for st in self._seen:
+                if st.pop("held_in_forward", False):
+                    st["movable"] = False
         free, total = self.torch.cuda.mem_get_info(self.device) if self.device_type == "cuda" else (0, 0)
         reserved = self.torch.cuda.memory_reserved(self.device) if self.device_type == "cuda" else 0
         self._trace = {"storages": list(self._seen), "events": events, "step_ms": times["step_ms"],

@@ -133,6 +133,31 @@ TEST(SavedPlan, NeverMovesSmallStoragesOrOnesSavedInBackward) {
   }
 }
 
+TEST(SavedPlan, AStorageHeldUntilForwardEndsIsLetGoNoEarlierThanBackward) {
+  // Storages 0 and 1 are autocast's casts of parameters: its cache holds them until forward ends, so
+  // letting them go in forward would free nothing. Belady would pick them first (used last).
+  SavedTrace t = layered(4, 64 * MiB, 256 * MiB, 1.0);
+  t.storages[0].held_in_forward = t.storages[1].held_in_forward = true;
+  const std::int32_t backward = 4;  // the first unpack
+  const SavedPlan p = plan_saved_tensors(t, options(450 * MiB));  // at the pack of 3: one storage must go
+  ASSERT_TRUE(p.fits);
+  ASSERT_FALSE(p.moves.empty());
+  EXPECT_EQ(p.moves.front().storage, 2);  // the one not held, although used before 0 and 1
+  for (const SavedMove& m : p.moves)
+    if (m.storage < 2) EXPECT_GE(m.release_at, backward) << "storage " << m.storage;
+  // At the pack of 2 (448 MiB live) one must go and both packed before it are held: it does not fit there.
+  const SavedPlan q = plan_saved_tensors(t, options(400 * MiB));
+  EXPECT_FALSE(q.fits);
+  EXPECT_EQ(q.over_at, 2);
+  // Not held, the same limit fits by letting 0 and 1 go in forward.
+  SavedTrace free_ = t;
+  free_.storages[0].held_in_forward = free_.storages[1].held_in_forward = false;
+  EXPECT_TRUE(plan_saved_tensors(free_, options(400 * MiB)).fits);
+  // The field travels through JSON, and is optional.
+  EXPECT_EQ(saved_trace_from_json(saved_trace_to_json(t)), t);
+  EXPECT_EQ(saved_trace_to_json(free_).find("held_in_forward"), std::string::npos);
+}
+
 TEST(SavedPlan, PredictsTheStallOfACopyOutThatIsNotDoneWhenItsMemoryIsNeeded) {
   // 1 GiB storages, 1 ms apart, 50 GB/s: a copy out takes 21.5 ms, so letting go of storage 0 at the
   // pack that crosses the limit waits for most of it.
