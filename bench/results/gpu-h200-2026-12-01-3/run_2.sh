@@ -10,10 +10,10 @@ C=$(cat $D/COMMIT2)
 { echo "commit $C"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c 'import torch;print("torch",torch.__version__)'; } | tee $OUT/env2.txt
 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True timeout 60 python3 bench/gpu/expandable_cost.py 2>&1 | tee $OUT/call2_expandable.txt
 B="python3 bench/gpu/models_bench.py --lib $TIERPACK_CUDA_LIB --steps 4 --warmup 2 --tierpack-warmup 8 --child-timeout 70 --commit $C --logs /tmp/logs"
-timeout 200 $B --models gpt2 --modes default,ckpt,tierpack,tierpack-copy --budgets 75 --at-ckpt-budgets 100 \
+timeout 160 $B --models gpt2 --modes default,ckpt,tierpack --budgets 75 --at-ckpt-budgets 100 \
   --json $OUT/call2_gpt2.json 2>&1 | tee $OUT/call2_bench.txt
 mkdir -p /tmp/logs/hard
-timeout 130 $B --logs /tmp/logs/hard --models gpt2 --modes default,ckpt,tierpack --budgets 75 --at-ckpt-budgets 100 \
+timeout 150 $B --logs /tmp/logs/hard --models gpt2 --modes default,ckpt,tierpack --budgets 75 --at-ckpt-budgets 100 \
   --gpu-options limit:hard,fill:0.92 --json $OUT/call2_gpt2_hard.json 2>&1 | tee -a $OUT/call2_bench.txt
 timeout 170 $B --models llama --modes default,ckpt,tierpack --budgets 75 --at-ckpt-budgets 100 \
   --json $OUT/call2_llama.json 2>&1 | tee -a $OUT/call2_bench.txt
