@@ -53,13 +53,15 @@ same calls. The plan is made at its end.
 Note [Budget]
 ~~~~~~~~~~~~~
 The budget is the device memory PyTorch's allocator may hold (reserved bytes); the CUDA context is outside
-it. ``expandable_segments`` keeps reserved close to live bytes. The plan keeps live bytes under ``fill``
-(0.95) of the budget. The budget is soft by default: where no plan can fit it (not enough movable saved
-bytes) the run goes on over it and the plan, the statistics and ``tierpack run`` say so, and the warm-up
-iterations before the plan may pass it. With ``limit:hard`` a plan that fits makes the budget PyTorch's
-memory limit (``torch.cuda.set_per_process_memory_fraction``): an allocation past it raises
-``torch.OutOfMemoryError``, as PyTorch does at the device's size (a hard limit in warm-up made GPT-2 large
-fail in its first optimizer step on the H200: bench/results/gpu-h200-2026-12-01, call 1). A first planned
+it. The plan keeps live bytes under ``fill`` (0.92) of the budget; the rest is for what the allocator
+holds and cannot give back (Note [Reserved memory]). By default (``limit:hard``) a plan that fits makes
+the budget PyTorch's memory limit (``torch.cuda.set_per_process_memory_fraction``): the allocator gives
+its cached pages back when it would pass it, and an allocation past it raises ``torch.OutOfMemoryError``,
+as PyTorch does at the device's size. The warm-up iterations before the plan have no limit (a limit in
+warm-up made GPT-2 large fail in its first optimizer step on the H200: bench/results/gpu-h200-2026-12-01,
+call 1). Where no plan can fit the budget (not enough movable saved bytes) the limit is lifted, the run
+goes on over it, and the plan, the statistics and ``tierpack run`` say so. ``limit:soft`` sets no limit
+(Note [Reserved memory] says what that costs). A first planned
 iteration whose live peak passes the planned one (a storage that another tensor still holds frees nothing
 when let go) lowers the limit by the difference and plans again (at most ``replans`` times).
 
@@ -69,9 +71,20 @@ What the device holds is PyTorch's reserved memory, not its live bytes. Storages
 forward and new ones of other sizes allocated around them leave holes no later request fits, so the
 allocator maps more: on GPT-2 large at 75% of its peak a planned iteration held 27.2 GiB with a live peak
 of 20.7 GiB (the plain caching allocator held 27.8, sizes rounded to 4 classes per power of two 28.2:
-bench/results/gpu-h200-2026-12-01-2, calls 1-2). So a planned iteration whose reserved peak passes the
-budget lowers the plan's limit on live bytes by the excess and plans again (``empty_cache`` then returns
-the old layout), at most ``reserved_replans`` times; after that the run goes on over its budget, and the
+bench/results/gpu-h200-2026-12-01-2, calls 1-2). Under expandable segments those holes are whole pages
+the allocator can unmap, and the pages of a new request mapped elsewhere are as good: giving them back
+costs ~2.2 ms per GiB and mapping new ones ~2.1 ms per GiB on the H200 (bench/gpu/expandable_cost.py,
+bench/results/gpu-h200-2026-12-01-3, call 2), against ~40 ms per GiB to copy a storage out and back. So
+by default (``limit:hard``, Note [Budget]) the budget is the allocator's memory limit once a plan fits:
+reaching it, the allocator unmaps its cached pages and maps what the request needs, and what it holds
+stays under the budget; only pages a live block shares with free space cannot go back, which ``fill``
+leaves room for (0.34 GiB of 11.9 GiB at the end of a GPT-2 large step). GPT-2 large at 75% of its peak
+held 22.13 GiB of a 22.43 GiB budget at 238 ms a step, where lowering the plan's limit instead (below)
+moved twice the bytes and held 24.1 GiB at 468 ms (call 2).
+
+Under ``limit:soft`` (no memory limit) a planned iteration whose reserved peak passes the budget lowers
+the plan's limit on live bytes by the excess and plans again (``empty_cache`` then returns the old
+layout), at most ``reserved_replans`` times; after that the run goes on over its budget, and the
 statistics (``peak_reserved`` per iteration) and the log say so.
 
 Note [Recipes]
@@ -320,8 +333,8 @@ class StorageMover:
     """
 
     def __init__(self, torch, transport, planner, budget_bytes, allocated, max_allocated, reset_peak,
-                 set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.95,
-                 divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
+                 set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.92,
+                 divergences=2, replans=2, hard_limit=True, budget_fraction=None, stats_out="",
                  empty_cache=None, optimizer_state=False, capacity=None, log=None, max_reserved=None,
                  reserved_replans=4, recompute=True, recompute_bytes_per_s=2e12):
         self.torch = torch
@@ -465,6 +478,19 @@ class StorageMover:
         for h in rec.handles:
             h.t = None
         rec.handles = []
+
+    def out_of_memory(self, size, limit):
+        """PyTorch's allocator is about to raise out of memory: say what tierpack had set and planned."""
+        gib = float(1 << 30)
+        if self.plan is not None and self.hard_limit and self.plan.get("fits"):
+            self.log("storage mover: out of memory asking for %.2f GiB under the budget's limit %.2f GiB (limit:hard, "
+                     "Note [Budget]); the plan keeps live bytes under %.2f GiB (fill %.2f); a lower fill, or "
+                     "TIERPACK_GPU limit:soft (no limit: the run may go over the budget), avoids this"
+                     % (size / gib, limit / gib, self.plan["limit_bytes"] / gib, self.fill))
+        else:
+            self.log("storage mover: out of memory asking for %.2f GiB (limit %.2f GiB); %s" % (
+                size / gib, limit / gib, "no plan yet (warm-up)" if self.plan is None else
+                "the plan does not fit the budget" if not self.plan.get("fits") else "the budget is soft"))
 
     def _drop_plan(self):
         self.plan = None
@@ -905,8 +931,9 @@ class StorageMover:
     def _check_reserved(self):
         """Note [Reserved memory]: memory the allocator holds over the budget lowers the limit by as much and
         plans again (at most ``reserved_replans`` times)."""
-        if self._max_reserved is None or not self.budget or not self.plan["fits"]:
-            return
+        if self._max_reserved is None or not self.budget or not self.plan["fits"] or \
+                (self.hard_limit and self._set_limit is not None):
+            return  # under a hard limit the allocator itself keeps what it holds under the budget
         over = self.counters.peak_reserved - self.budget
         if over <= 0:
             return

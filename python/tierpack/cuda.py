@@ -270,6 +270,9 @@ def _install_storage_mover(torch, lib, options):
         hard_limit=bool(options.get("hard_limit")), recompute=bool(options.get("recompute", True)),
         stats_out=options["stats_out"])
     _offloader.install()
+    observe = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
+    if observe is not None:  # says why, before PyTorch raises
+        observe(lambda device, size, limit, free: _offloader.out_of_memory(size, limit))
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
     register_optimizer_step_pre_hook(lambda opt, *a, **k: _offloader.optimizer_begins(opt))
