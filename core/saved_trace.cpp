@@ -53,8 +53,8 @@ void from_json(const nlohmann::json& j, SavedMove& m) {
   detail::get(j, "fetch_at", m.fetch_at, std::int32_t{-1}, kMaxIndex);
   detail::get(j, "use_at", m.use_at, std::int32_t{-1}, kMaxIndex);
   if (j.contains("recompute")) detail::get(j, "recompute", m.recompute);
-  if (m.recompute && m.fetch_at != m.use_at) throw format_error("field 'fetch_at' of a recomputed storage is not its 'use_at'");
-  if (!m.recompute && m.fetch_at >= 0 && m.fetch_at <= m.release_at) throw format_error("field 'fetch_at' is not after 'release_at'");
+  if (m.recompute && m.use_at < 0) throw format_error("field 'use_at' of a recomputed storage is -1 (never used)");
+  if (m.fetch_at >= 0 && m.fetch_at <= m.release_at) throw format_error("field 'fetch_at' is not after 'release_at'");
   if (m.use_at >= 0 && (m.fetch_at < 0 || m.use_at < m.fetch_at))
     throw format_error("field 'use_at' comes before 'fetch_at'");
 }

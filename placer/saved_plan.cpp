@@ -22,7 +22,9 @@
 // fetch (its destination is allocated on the compute stream there) and has until its use.
 //
 // Storages saved during backward (a reentrant checkpoint's recomputation), too small, or not movable
-// (parameters) stay; so does one unpacked before it could be let go. One that another owner holds until
+// (parameters) stay; so does one unpacked before it could be let go. One saved again (a view of it, by a
+// later op) is let go only after its last pack: the forward still holds it until then, and the runtime
+// knows a storage it let go as a new one. One that another owner holds until
 // forward ends (held_in_forward: autocast keeps its cast of a parameter in a cache until the autocast
 // region exits, before backward) is let go no earlier than backward's first call: letting it go in
 // forward would free nothing (GPT-2 large's 1.4 GiB of casts were over the planned peak that way:
@@ -36,9 +38,12 @@
 // activations.py, Note [Recipes]). Making one again costs the compute stream about recompute_ms (an
 // elementwise pass: microseconds per MiB where a copy each way over PCIe costs ~40 us per MiB) and the
 // link nothing. So at each release the storages that can be made again are let go first (Belady among
-// them), and only then the ones that must be copied; a storage is made again only while every storage it
-// reads is on the device (none of them let go), and what a chosen recomputation reads is never let go
-// after it. A recomputed storage has no copy out and no early fetch: it is made at its use.
+// them), and only then the ones that must be copied. A storage is made again only from storages on the
+// device or themselves made again (a chain: SwiGLU's product from silu(gate), itself made from gate), never
+// from one that was copied out, and what a chosen recomputation reads is never copied out after it. A
+// recomputed storage has no copy out and no early fetch: it is made at its first use, or earlier where a
+// recomputation that reads it is made (its fetch_at: from there it is back on the device, and its own
+// recompute_ms is spent there).
 #include "placer/saved_plan.hpp"
 
 #include <algorithm>
@@ -54,8 +59,9 @@ namespace {
 constexpr std::int32_t kNone = -1;
 
 struct StorageSpan {
-  std::int32_t pack = kNone;  // first pack
-  std::int32_t use = kNone;   // first unpack after it
+  std::int32_t pack = kNone;       // first pack
+  std::int32_t last_pack = kNone;  // the last pack before its first unpack (a view of it saved again)
+  std::int32_t use = kNone;        // first unpack after it
 };
 
 std::vector<StorageSpan> spans_of(const SavedTrace& trace) {
@@ -68,6 +74,7 @@ std::vector<StorageSpan> spans_of(const SavedTrace& trace) {
     StorageSpan& s = spans[static_cast<std::size_t>(e.storage)];
     const auto at = static_cast<std::int32_t>(i);
     if (e.kind == SavedEventKind::pack && s.pack == kNone) s.pack = at;
+    if (e.kind == SavedEventKind::pack && s.use == kNone) s.last_pack = at;
     if (e.kind == SavedEventKind::unpack && s.pack != kNone && s.use == kNone) s.use = at;
   }
   return spans;
@@ -104,11 +111,25 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
     const SavedStorage& st = trace.storages[s];
     if (!options.recompute || st.recompute_ms < 0) return false;
     for (std::int32_t in : st.recompute_from)
-      if (in < 0 || static_cast<std::size_t>(in) >= spans.size() || release[static_cast<std::size_t>(in)] != kNone)
-        return false;
+      if (in < 0 || static_cast<std::size_t>(in) >= spans.size() || static_cast<std::size_t>(in) == s ||
+          (release[static_cast<std::size_t>(in)] != kNone && !recompute[static_cast<std::size_t>(in)]))
+        return false;  // an input copied out (or a recipe naming itself) cannot be read
     return true;
   };
   std::vector<std::uint64_t> returning(n + 1, 0);  // bytes back on the device at each call (fetched at use)
+  // back[s]: where a recomputed storage is made again: its first use, or the earlier point where a
+  // recomputation that reads it is made (Note [Recompute]); its bytes return there.
+  std::vector<std::int32_t> back(spans.size(), kNone);
+  const auto make_earlier = [&](auto&& self, std::size_t s, std::int32_t at) -> void {
+    for (std::int32_t in_ : trace.storages[s].recompute_from) {
+      const auto in = static_cast<std::size_t>(in_);
+      if (!recompute[in] || back[in] <= at) continue;
+      returning[static_cast<std::size_t>(back[in])] -= trace.storages[in].bytes;
+      returning[static_cast<std::size_t>(at)] += trace.storages[in].bytes;
+      back[in] = at;
+      self(self, in, at);
+    }
+  };
   std::uint64_t absent = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto at = static_cast<std::int32_t>(i);
@@ -124,11 +145,11 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
       for (std::size_t s = 0; s < spans.size(); ++s) {
         const StorageSpan& sp = spans[s];
         const SavedStorage& st = trace.storages[s];
-        if (release[s] != kNone || !st.movable || st.bytes < options.min_bytes || sp.pack == kNone || sp.pack >= at ||
+        if (release[s] != kNone || !st.movable || st.bytes < options.min_bytes || sp.pack == kNone || sp.last_pack >= at ||
             sp.pack >= backward || (sp.use != kNone && sp.use <= at) || (st.held_in_forward && at < backward))
           continue;
-        if (pinned[s]) continue;  // a chosen recomputation reads it: it stays
         const bool re = sp.use != kNone && can_recompute(s);
+        if (pinned[s] && !re) continue;  // a chosen recomputation reads it: it is not copied out
         const std::int64_t use = sp.use == kNone ? std::numeric_limits<std::int64_t>::max() : sp.use;
         if ((re && !best_re) ||
             (re == best_re &&
@@ -143,16 +164,23 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
         plan.fits = false;
         break;
       }
-      release[static_cast<std::size_t>(best)] = at;
+      const auto b = static_cast<std::size_t>(best);
+      release[b] = at;
+      absent += trace.storages[b].bytes;
+      std::int32_t returns = spans[b].use;
       if (best_re) {
-        recompute[static_cast<std::size_t>(best)] = 1;
-        for (std::int32_t in : trace.storages[static_cast<std::size_t>(best)].recompute_from)
-          pinned[static_cast<std::size_t>(in)] = 1;
+        recompute[b] = 1;
+        for (std::int32_t in : trace.storages[b].recompute_from) pinned[static_cast<std::size_t>(in)] = 1;
+        // made where the first recomputation reading it that is made after this call is made
+        for (std::size_t d = 0; d < spans.size(); ++d)
+          if (recompute[d] && d != b && back[d] > at &&
+              std::find(trace.storages[d].recompute_from.begin(), trace.storages[d].recompute_from.end(),
+                        static_cast<std::int32_t>(best)) != trace.storages[d].recompute_from.end())
+            returns = std::min(returns, back[d]);
+        back[b] = returns;
+        make_earlier(make_earlier, b, returns);  // what it reads, if made again, is made with it
       }
-      absent += trace.storages[static_cast<std::size_t>(best)].bytes;
-      const std::int32_t use = spans[static_cast<std::size_t>(best)].use;
-      if (use != kNone)
-        returning[static_cast<std::size_t>(use)] += trace.storages[static_cast<std::size_t>(best)].bytes;
+      if (returns != kNone) returning[static_cast<std::size_t>(returns)] += trace.storages[b].bytes;
     }
   }
 
@@ -162,7 +190,7 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
   for (std::size_t s = 0; s < spans.size(); ++s)
     if (release[s] != kNone) {
       moved.push_back(static_cast<std::int32_t>(s));
-      const std::int32_t end = spans[s].use == kNone ? static_cast<std::int32_t>(n) : spans[s].use;
+      const std::int32_t end = recompute[s] ? back[s] : spans[s].use == kNone ? static_cast<std::int32_t>(n) : spans[s].use;
       for (std::int32_t i = release[s]; i < end; ++i) absent_at[static_cast<std::size_t>(i)] += trace.storages[s].bytes;
     }
   std::sort(moved.begin(), moved.end(), [&](std::int32_t a, std::int32_t b) {
@@ -175,8 +203,8 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
     const auto si = static_cast<std::size_t>(s);
     const std::int32_t use = spans[si].use;
     if (use == kNone) continue;
-    if (recompute[si]) {  // made at its use: absent until then
-      fetch[si] = use;
+    if (recompute[si]) {  // made at its use (or a reader's): absent until then
+      fetch[si] = back[si];
       continue;
     }
     const std::uint64_t bytes = trace.storages[si].bytes;
@@ -216,7 +244,7 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
   std::vector<std::uint64_t> remade(n, 0);
   for (const SavedMove& m : plan.moves)
     if (m.recompute)
-      for (std::int32_t i = m.release_at; i < m.use_at; ++i)
+      for (std::int32_t i = m.release_at; i < m.fetch_at; ++i)
         remade[static_cast<std::size_t>(i)] += trace.storages[static_cast<std::size_t>(m.storage)].bytes;
   plan.bound_ms = saved_transfer_bound_ms(trace, options.limit_bytes, options.d2h_bytes_per_s,
                                           options.h2d_bytes_per_s, &remade);
@@ -243,8 +271,11 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
         static_cast<std::size_t>(mv.storage) >= trace.storages.size())
       throw logic_error("saved-tensor plan: move " + std::to_string(m) +
                         " refers to calls or a storage the trace lacks");
+    if (mv.recompute) {  // no copy either way: made at its fetch (its use, or a reader's: Note [Recompute])
+      if (mv.fetch_at != kNone) uses[static_cast<std::size_t>(mv.fetch_at)].push_back(m);
+      continue;
+    }
     if (mv.use_at != kNone) uses[static_cast<std::size_t>(mv.use_at)].push_back(m);
-    if (mv.recompute) continue;  // no copy either way: made at its use (Note [Recompute])
     copies[static_cast<std::size_t>(mv.copy_at)].push_back(m);
     releases[static_cast<std::size_t>(mv.release_at)].push_back(m);
     if (mv.fetch_at != kNone) fetches[static_cast<std::size_t>(mv.fetch_at)].push_back(m);

@@ -104,7 +104,9 @@ device anyway:
 Each is also found through up to three view ops: a linear layer over 3-D input saves a 2-D view of it,
 so GPT-2's GELU outputs and SwiGLU's products reach the hook as views (none was made again without
 this: bench/results/gpu-h200-2026-12-01-3, call 1); a recipe makes the whole storage and each saved view
-is rebuilt over it. autocast keeps its casts of parameters in a cache until its region exits: such a
+is rebuilt over it. A recipe may read a storage that was itself let go to be made again (SwiGLU's product
+from silu(gate), itself made from gate): that input is made first, at the product's use, and stays until
+its own (the plan counts it back from there: placer/saved_plan.cpp, Note [Recompute]). autocast keeps its casts of parameters in a cache until its region exits: such a
 storage is ``held_in_forward`` in the recorded iteration, and the plan lets it go no earlier than
 backward's first call (letting it go in forward freed nothing: GPT-2 large's live peak passed the plan
 by the casts' 1.2-1.4 GiB). If backward runs inside the region (the cache lives on), casts never move.
@@ -114,8 +116,8 @@ the version counter of what it reads: an input or parameter changed in place sin
 error rather than making a different tensor. The recorded iteration gives each such storage
 ``recompute_ms`` (bytes read and written at ``recompute_bytes_per_s``, an estimate: 2e12 B/s, under an
 H200's HBM) and the storages it reads (``recompute_from``); in planned iterations a storage the plan
-remakes is let go without a copy and made on the compute stream at its first unpack. Dropout (its RNG
-state), normalisations and chains of recomputations are not made again yet.
+remakes is let go without a copy and made on the compute stream at its first unpack (or a reader's, in a
+chain). Dropout (its RNG state) and normalisations are not made again yet.
 
 Note [Optimizer state]
 ~~~~~~~~~~~~~~~~~~~~~~
@@ -204,9 +206,10 @@ def _checked(t, version, what):
     return t
 
 
-def _saved_input(torch, src, device):
+def _saved_input(torch, src, device, remake=None):
     """() -> the tensor a recipe reads: what autograd saved (its version checked), or the same view rebuilt on
-    the input's storage once that handle was handed out (autograd's own saved copy still checks it)."""
+    the input's storage once that handle was handed out (autograd's own saved copy still checks it), or made
+    again first when the input was let go to be made again itself (a chain: remake(record) -> tensor)."""
     rec_in, h_in = src
     version = h_in.t._version
 
@@ -215,6 +218,9 @@ def _saved_input(torch, src, device):
             return _checked(h_in.t, version, "a recipe's input")
         st = rec_in.storage if rec_in.storage is not None else (
             _untyped(rec_in.fetched) if rec_in.fetched is not None else None)
+        if st is None and remake is not None and rec_in.released:
+            made = remake(rec_in)
+            st = _untyped(made) if made is not None else None
         if st is None:
             raise RuntimeError("tierpack: cannot make a saved tensor again: its input left the device (Note [Recipes])")
         return _on_storage(torch, st, h_in.dtype, device, h_in.offset, h_in.size, h_in.stride)
@@ -260,9 +266,10 @@ def _numel(size):
     return n
 
 
-def _find_recipe(torch, node, t, storage, made_by):
+def _find_recipe(torch, node, t, storage, made_by, remake=None):
     """Note [Recipes]: (make, storages read, bytes read) for the saved tensor `t` made by the autograd node
-    `node`, or None. made_by: autograd node -> (record, handle) of a storage packed this iteration."""
+    `node`, or None. made_by: autograd node -> (record, handle) of a storage packed this iteration; remake:
+    makes a let-go input again (a chain)."""
     # an op's own output, the whole storage (what a recipe makes anew), saved as itself or as a view of it
     # (the same storage: a recipe makes the storage, and each saved use is rebuilt over it)
     whole = t.storage_offset() == 0 and t.is_contiguous() and t.numel() * t.element_size() == storage.nbytes()
@@ -275,7 +282,7 @@ def _find_recipe(torch, node, t, storage, made_by):
                             tuple(src[1].size) != tuple(srcs[0][1].size) or _numel(src[1].size) != t.numel() or
                             not src[1].t.is_contiguous() for src in srcs):
             return None
-        a, b = (_saved_input(torch, src, t.device) for src in srcs)
+        a, b = (_saved_input(torch, src, t.device, remake) for src in srcs)
         return (lambda: a() * b()), [src[0].index for src in srcs], 2 * storage.nbytes()
     if name in ("GeluBackward0", "SiluBackward0"):
         node = made
@@ -287,7 +294,7 @@ def _find_recipe(torch, node, t, storage, made_by):
         rec_in, h_in = src
         if h_in.t is None or h_in.dtype != t.dtype or _numel(h_in.size) != t.numel() or not h_in.t.is_contiguous():
             return None
-        the_input = _saved_input(torch, src, t.device)
+        the_input = _saved_input(torch, src, t.device, remake)
         F = torch.nn.functional
         if name == "GeluBackward0":
             approximate = getattr(node, "_saved_approximate", "none")
@@ -607,7 +614,7 @@ class StorageMover:
                 self._made_by[node] = (rec, h)
                 if self._recording or rec.index in self._remade:
                     try:
-                        rec.recipe = _find_recipe(self.torch, node, t, storage, self._made_by)
+                        rec.recipe = _find_recipe(self.torch, node, t, storage, self._made_by, self._remake)
                     except (AttributeError, IndexError, TypeError):  # a node unlike the ones recipes know
                         rec.recipe = None
             self._on_call("pack", rec, movable)
@@ -687,6 +694,16 @@ class StorageMover:
         self._needed.update(rec.recipe[1])  # what it is made from stays, whatever happens later (a divergence)
         self._let_go(rec)
 
+    def _remake(self, rec):
+        """Note [Recipes]: a storage let go to be made again is made on the compute stream (at its use, or where
+        a recomputation that reads it is made); it stays until its own use. Returns it (None: it cannot be)."""
+        if rec.fetched is None and rec.recipe is not None and not rec.moving:
+            rec.fetched = rec.recipe[0]()
+            self._absent -= rec.nbytes
+            self.counters.recomputed += 1
+            self.counters.bytes_recomputed += rec.nbytes
+        return rec.fetched
+
     def _let_go(self, rec):
         """The record drops the device storage and every handle's tensor: what frees it (Note [Storage moves])."""
         rec.storage = None
@@ -738,10 +755,7 @@ class StorageMover:
                 out = x.t
             else:
                 if rec.fetched is None and rec.recipe is not None and not rec.moving:
-                    rec.fetched = rec.recipe[0]()  # made again on the compute stream (Note [Recipes])
-                    self._absent -= rec.nbytes
-                    self.counters.recomputed += 1
-                    self.counters.bytes_recomputed += rec.nbytes
+                    self._remake(rec)
                 elif rec.fetched is None:
                     self.counters.fetched_late += 1
                     self._fetch(rec)

@@ -211,6 +211,13 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
         const std::uint64_t bytes = (next() % 4 == 0 ? MiB / 4 : (1 + next() % 128) * MiB);
         t.storages.push_back(stored(bytes, next() % 10 != 0));
         const auto s = static_cast<std::int32_t>(t.storages.size() - 1);
+        if (c % 2 == 1 && s > 0 && next() % 3 == 0) {  // a recipe from one or two earlier storages (chains too)
+          SavedStorage& st = t.storages.back();
+          st.recompute_ms = 0.001 * static_cast<double>(next() % 100);
+          st.recompute_from.push_back(static_cast<std::int32_t>(next() % static_cast<std::uint64_t>(s)));
+          if (next() % 4 == 0) st.recompute_from.push_back(static_cast<std::int32_t>(next() % static_cast<std::uint64_t>(s)));
+        }
+        if (c % 2 == 1 && next() % 8 == 0) t.storages.back().held_in_forward = true;
         live += bytes;
         const std::uint64_t temp = next() % 3 == 0 ? (next() % 64) * MiB : 0;
         t.events.push_back({SavedEventKind::pack, s, now, live, live + temp});
@@ -251,12 +258,34 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
     }
     // Nothing moves that the limit does not need: without its latest-released move the plan would be
     // over the limit at that release (each release was forced by a window).
-    std::uint64_t out = 0;
+    std::uint64_t out = 0, remade = 0;
+    std::int32_t backward = 0;
+    while (backward < static_cast<std::int32_t>(t.events.size()) &&
+           t.events[static_cast<std::size_t>(backward)].kind == SavedEventKind::pack)
+      ++backward;
+    std::vector<const SavedMove*> move_of(t.storages.size(), nullptr);
+    for (const SavedMove& m : p.moves) move_of[static_cast<std::size_t>(m.storage)] = &m;
     for (const SavedMove& m : p.moves) {
       const SavedStorage& s = t.storages[static_cast<std::size_t>(m.storage)];
+      if (s.held_in_forward) {
+        EXPECT_GE(m.release_at, backward) << "a storage autocast holds let go in forward";
+      }
+      if (m.recompute) {  // what it is made from is on the device when it is made: kept, or made no later
+        EXPECT_GE(s.recompute_ms, 0);
+        for (std::int32_t in : s.recompute_from) {
+          const SavedMove* im = move_of[static_cast<std::size_t>(in)];
+          if (im == nullptr || im->release_at >= m.fetch_at) continue;
+          EXPECT_TRUE(im->recompute) << "storage " << m.storage << " is made from " << in << ", copied out";
+          EXPECT_LE(im->fetch_at, m.fetch_at) << "storage " << m.storage << " is made before its input " << in;
+        }
+      }
       EXPECT_TRUE(s.movable);
       EXPECT_GE(s.bytes, o.min_bytes);
       EXPECT_LT(m.copy_at, m.release_at);
+      for (std::int32_t i = m.release_at; i < (m.use_at < 0 ? static_cast<std::int32_t>(t.events.size()) : m.use_at); ++i)
+        EXPECT_FALSE(t.events[static_cast<std::size_t>(i)].storage == m.storage &&
+                     t.events[static_cast<std::size_t>(i)].kind == SavedEventKind::pack)
+            << "storage " << m.storage << " let go at " << m.release_at << " before its pack at " << i;
       EXPECT_EQ(t.events[static_cast<std::size_t>(m.copy_at)].kind, SavedEventKind::pack);
       if (m.use_at >= 0) {
         EXPECT_GT(m.fetch_at, m.release_at);
@@ -265,13 +294,14 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
         EXPECT_EQ(t.events[static_cast<std::size_t>(m.use_at)].storage, m.storage);
       }
       EXPECT_LT(m.release_at, m.use_at < 0 ? static_cast<std::int32_t>(t.events.size()) : m.use_at);
-      out += s.bytes;
+      (m.recompute ? remade : out) += s.bytes;
       const std::uint64_t w = t.events[static_cast<std::size_t>(m.release_at)].window_peak;
       EXPECT_GT(w, limit) << "a release at a call whose window fits";
     }
     EXPECT_EQ(out, p.bytes_out);
+    EXPECT_EQ(remade, p.bytes_recomputed);
     if (p.fits) {
-      EXPECT_GE(out, p.bytes_needed);
+      EXPECT_GE(out + remade, p.bytes_needed);
     }
     EXPECT_GE(p.predicted_ms, t.step_ms);
     if (p.fits) {  // a plan that moves what the limit needs is never faster than the bound
@@ -404,42 +434,84 @@ TEST(SavedPlan, ARecomputationWhoseInputIsAwayIsNotChosen) {
   EXPECT_EQ(saved_plan_from_json(saved_plan_to_json(p)).moves, p.moves);
 }
 
-TEST(SavedPlan, WhatARecomputationReadsIsNeitherCopiedNorRecomputed) {
-  // A chain: storage 2 is made from 1, which is made from 0, and 1 is used before 2 in backward, so at the
-  // pack of 3 the planner lets 2 go first (used last). At the pack of 4 storage 1 could be made again too,
-  // but 2 reads it: it must stay, and storage 3 is copied instead.
+namespace {
+// A chain: storage 2 is made from 1, which is made from 0 (SwiGLU: the product from silu(gate), from gate);
+// backward unpacks in `order`.
+SavedTrace chain(std::initializer_list<int> order) {
   SavedTrace t;
   const std::uint64_t base = 256 * MiB, b = 64 * MiB;
   for (int s = 0; s < 5; ++s) t.storages.push_back(stored(b, true));
   t.storages[1].recompute_ms = 0.01;
   t.storages[1].recompute_from = {0};
-  t.storages[2].recompute_ms = 0.01;
+  t.storages[2].recompute_ms = 0.02;
   t.storages[2].recompute_from = {1};
   double now = 0;
   for (int s = 0; s < 5; ++s, now += 1) {
     const std::uint64_t live = base + b * static_cast<std::uint64_t>(s + 1);
     t.events.push_back({SavedEventKind::pack, s, now, live, live});
   }
-  std::uint64_t live = base + 5 * b;
-  for (int s : {1, 2, 0, 3, 4}) {
+  std::uint64_t live = base + 3 * b;  // the loss's 2b freed before backward
+  for (int s : order) {
     t.events.push_back({SavedEventKind::unpack, s, now, live, live});
     live -= b;
     now += 1;
   }
   t.optimizer_ms = 1;
   t.step_ms = now + 1;
-  const SavedPlan p = plan_saved_tensors(t, options(base + 3 * b));
-  ASSERT_TRUE(p.fits);
-  std::vector<char> away(t.storages.size(), 0);
-  for (const SavedMove& m : p.moves) away[static_cast<std::size_t>(m.storage)] = 1;
-  for (const SavedMove& m : p.moves) {
-    if (!m.recompute) continue;
-    for (std::int32_t in : t.storages[static_cast<std::size_t>(m.storage)].recompute_from) {
-      EXPECT_FALSE(away[static_cast<std::size_t>(in)]) << m.storage << " is made from " << in << ", which is away";
+  return t;
+}
+}  // namespace
+
+TEST(SavedPlan, AChainIsMadeAgainAndWhatItReadsIsNeverCopied) {
+  const std::uint64_t base = 256 * MiB, b = 64 * MiB;
+  // 1 is used before 2: at the pack of 3 storage 2 goes first (used last); at the pack of 4 storage 1, made
+  // again from 0 at its own use, before 2 reads it. Nothing is copied; 0 (what the chain starts from) stays.
+  {
+    const SavedTrace t = chain({1, 2, 0, 3, 4});
+    const SavedPlan p = plan_saved_tensors(t, options(base + 3 * b));
+    ASSERT_TRUE(p.fits);
+    EXPECT_EQ(p.bytes_out, 0u);
+    EXPECT_EQ(p.bytes_recomputed, 2 * b);
+    for (const SavedMove& m : p.moves) {
+      EXPECT_TRUE(m.recompute) << m.storage;
+      EXPECT_NE(m.storage, 0);
+      EXPECT_EQ(m.fetch_at, m.use_at) << m.storage;
     }
+    EXPECT_EQ(replayed_peak(t, p), p.planned_peak);
+    EXPECT_LE(p.planned_peak, p.limit_bytes);
   }
-  EXPECT_TRUE(away[2]);
-  EXPECT_TRUE(away[3]);
+  // 2 is used before 1: 1 goes first (used last), then 2, made from 1: making 2 at its use makes 1 there too,
+  // so 1 is back from 2's use on (its fetch_at), and both recomputations are paid there.
+  {
+    const SavedTrace t = chain({2, 1, 0, 3, 4});
+    const SavedPlan p = plan_saved_tensors(t, options(base + 3 * b));
+    ASSERT_TRUE(p.fits);
+    EXPECT_EQ(p.bytes_out, 0u);
+    const SavedMove* one = nullptr;
+    const SavedMove* two = nullptr;
+    for (const SavedMove& m : p.moves) {
+      if (m.storage == 1) one = &m;
+      if (m.storage == 2) two = &m;
+    }
+    ASSERT_TRUE(one && two);
+    EXPECT_TRUE(one->recompute && two->recompute);
+    EXPECT_EQ(two->fetch_at, two->use_at);
+    EXPECT_EQ(one->fetch_at, two->use_at) << "made with 2, before its own use " << one->use_at;
+    EXPECT_EQ(replayed_peak(t, p), p.planned_peak);
+    EXPECT_LE(p.planned_peak, p.limit_bytes);
+    EXPECT_NEAR(p.predicted_ms, t.step_ms + 0.01 + 0.02, 1e-9);
+  }
+  // A recomputation never reads a storage that was copied out: with 1's recipe gone, 2 cannot be made again
+  // once 1 is copied, and 1 is not copied while 2 is to be made from it.
+  {
+    SavedTrace t = chain({1, 2, 0, 3, 4});
+    t.storages[1].recompute_ms = -1;
+    t.storages[1].recompute_from.clear();
+    const SavedPlan p = plan_saved_tensors(t, options(base + 3 * b));
+    std::vector<char> copied(t.storages.size(), 0), remade(t.storages.size(), 0);
+    for (const SavedMove& m : p.moves) (m.recompute ? remade : copied)[static_cast<std::size_t>(m.storage)] = 1;
+    EXPECT_FALSE(remade[2] && copied[1]);
+  }
 }
 
 TEST(SavedTraceJson, RecipesRoundTripAndOldTracesReadWithout) {

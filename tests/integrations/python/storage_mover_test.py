@@ -437,6 +437,10 @@ class StorageMoverTest(unittest.TestCase):
                 self.check_same(ref, train(self.ITER, mover, swiglu=swiglu, seq=True))
                 self.assertGreater(len(self.remade(mover)), 0, mover.plan)
                 self.assertGreater(mover.history[-1]["recomputed"], 0)
+                if swiglu:  # a chain: the product made from silu(gate), itself made again from gate
+                    remade = {m["storage"] for m in self.remade(mover)}
+                    st = mover.trace()["storages"]
+                    self.assertTrue(any(i in remade for s in remade for i in st[s]["recompute_from"]), mover.plan)
 
     def test_recompute_off_copies_only(self):
         peak = self.saved_peak()
