@@ -29,7 +29,7 @@
 //                       in stream order, at the points the placer's plan names: python/tierpack/
 //                       activations.py, Note [Storage moves]) or vmm (tierpack is PyTorch's allocator and
 //                       moves page groups by remapping them behind gates: the keys below, chunk to gate)
-//   fill:0.92           storage: live bytes the plan keeps under, as a fraction of the budget (the rest is
+//   fill:0.88           storage: live bytes the plan keeps under, as a fraction of the budget (the rest is
 //                       for pages the allocator cannot give back: Note [Reserved memory])
 //   limit:hard          storage: hard (default: once a plan fits, the budget is PyTorch's memory limit; the
 //                       allocator gives its cached pages back when it would pass it, and an allocation past

@@ -43,7 +43,7 @@ struct GpuRuntimeOptions {
   std::chrono::milliseconds remap_max_delay{20};
   std::size_t copy_piece = 0;  ///< chunk copies issued in pieces of this size (0: whole chunks)
   Mechanism mechanism = Mechanism::storage;  ///< how tensors leave the device (docs/config.md)
-  double fill = 0.92;  ///< storage: fraction of the budget the plan fills with live bytes (Note [Budget])
+  double fill = 0.88;  ///< storage: fraction of the budget the plan fills with live bytes (Note [Budget])
   bool recompute = true;  ///< storage: let go what can be made again first (placer Note [Recompute])
   /// storage: once a plan fits, the budget is PyTorch's memory limit: the allocator gives its cached pages
   /// back when it would pass it (Note [Reserved memory]), and raises out of memory past it; false: soft

@@ -497,7 +497,7 @@ TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
   EXPECT_EQ(GpuRuntimeOptions{}.mechanism, Mechanism::storage) << "the default";
   EXPECT_EQ(parse_gpu_options("mechanism:vmm", {}).mechanism, Mechanism::vmm);
   EXPECT_DOUBLE_EQ(parse_gpu_options("fill:0.8", {}).fill, 0.8);
-  EXPECT_DOUBLE_EQ(GpuRuntimeOptions{}.fill, 0.92) << "the default";
+  EXPECT_DOUBLE_EQ(GpuRuntimeOptions{}.fill, 0.88) << "the default";
   EXPECT_NE(message("mechanism:remap").find("accepted: storage, vmm"), std::string::npos) << message("mechanism:remap");
   EXPECT_NE(message("fill:1.5").find("(0, 1]"), std::string::npos) << message("fill:1.5");
   EXPECT_TRUE(GpuRuntimeOptions{}.hard_limit) << "the default (Note [Reserved memory])";

@@ -366,7 +366,7 @@ class StorageMoverTest(unittest.TestCase):
         self.assertTrue(mover.plan["fits"])
         self.assertEqual(dev.limits, [mover.budget])
         self.assertEqual(mover.reserved_replans_left, 4)
-        self.assertEqual(mover.plan["limit_bytes"], int(budget * 0.92))
+        self.assertEqual(mover.plan["limit_bytes"], int(budget * 0.88))
         logs = []
         mover.log = logs.append
         mover.out_of_memory(1 << 30, budget)  # what cuda.py's out-of-memory observer calls
