@@ -345,7 +345,7 @@ TIERPACK_C_API const char* tierpack_gpu_options_json(void) {
     nlohmann::json j{{"mechanism", o.mechanism == tierpack::gpu::Mechanism::storage ? "storage" : "vmm"},
                      {"budget_bytes", nullptr},
                      {"budget_fraction", nullptr},
-                     {"fill", o.fill},
+                     {"fill", o.storage_fill()},
                      {"hard_limit", o.hard_limit},
                      {"recompute", o.recompute},
                      {"warmup_iterations", o.warmup_iterations},

@@ -29,13 +29,14 @@
 //                       in stream order, at the points the placer's plan names: python/tierpack/
 //                       activations.py, Note [Storage moves]) or vmm (tierpack is PyTorch's allocator and
 //                       moves page groups by remapping them behind gates: the keys below, chunk to gate)
-//   fill:0.88           storage: live bytes the plan keeps under, as a fraction of the budget (the rest is
-//                       for pages the allocator cannot give back: Note [Reserved memory])
-//   limit:hard          storage: hard (default: once a plan fits, the budget is PyTorch's memory limit; the
-//                       allocator gives its cached pages back when it would pass it, and an allocation past
-//                       it raises torch.OutOfMemoryError) or soft (no limit: where the allocator holds more
-//                       than the budget the plan's limit is lowered; where no plan fits the run goes on over
-//                       the budget and says so)
+//   fill:0.95           storage: live bytes the plan keeps under, as a fraction of the budget (default 0.95
+//                       under limit:soft, 0.88 under limit:hard: the rest is for memory the allocator
+//                       cannot give back, Note [Reserved memory])
+//   limit:soft          storage: soft (default: no memory limit; where the allocator holds more than the
+//                       budget the plan's limit on live bytes is lowered, and where no plan fits the run goes
+//                       on over the budget and says so) or hard (once a plan fits, the budget is PyTorch's
+//                       memory limit: the allocator gives its cached pages back when it would pass it, which
+//                       is faster, and an allocation past it raises torch.OutOfMemoryError)
 //   recompute:on        storage: saved storages the runtime can make again bit for bit (an activation's
 //                       output from its input, autocast's copy of a parameter) are let go and made again
 //                       at their use before any is copied (placer/saved_plan.cpp, Note [Recompute]); off:

@@ -43,11 +43,15 @@ struct GpuRuntimeOptions {
   std::chrono::milliseconds remap_max_delay{20};
   std::size_t copy_piece = 0;  ///< chunk copies issued in pieces of this size (0: whole chunks)
   Mechanism mechanism = Mechanism::storage;  ///< how tensors leave the device (docs/config.md)
-  double fill = 0.88;  ///< storage: fraction of the budget the plan fills with live bytes (Note [Budget])
+  /// storage: fraction of the budget the plan fills with live bytes (Note [Budget]); 0: 0.95 under a soft
+  /// limit, 0.88 under a hard one (what the allocator cannot give back: Note [Reserved memory])
+  double fill = 0;
+  double storage_fill() const { return fill > 0 ? fill : hard_limit ? 0.88 : 0.95; }
   bool recompute = true;  ///< storage: let go what can be made again first (placer Note [Recompute])
   /// storage: once a plan fits, the budget is PyTorch's memory limit: the allocator gives its cached pages
-  /// back when it would pass it (Note [Reserved memory]), and raises out of memory past it; false: soft
-  bool hard_limit = true;
+  /// back when it would pass it (Note [Reserved memory]), and raises out of memory past it; false (the
+  /// default): soft
+  bool hard_limit = false;
   LogLevel log = LogLevel::info;
 };
 

@@ -496,11 +496,13 @@ TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
   // mechanism: storage moves by default (python/tierpack/activations.py), vmm page groups on request.
   EXPECT_EQ(GpuRuntimeOptions{}.mechanism, Mechanism::storage) << "the default";
   EXPECT_EQ(parse_gpu_options("mechanism:vmm", {}).mechanism, Mechanism::vmm);
-  EXPECT_DOUBLE_EQ(parse_gpu_options("fill:0.8", {}).fill, 0.8);
-  EXPECT_DOUBLE_EQ(GpuRuntimeOptions{}.fill, 0.88) << "the default";
+  EXPECT_DOUBLE_EQ(parse_gpu_options("fill:0.8", {}).storage_fill(), 0.8);
+  EXPECT_DOUBLE_EQ(GpuRuntimeOptions{}.storage_fill(), 0.95) << "the default (soft)";
+  EXPECT_DOUBLE_EQ(parse_gpu_options("limit:hard", {}).storage_fill(), 0.88) << "hard: room for what the allocator keeps";
+  EXPECT_DOUBLE_EQ(parse_gpu_options("limit:hard,fill:0.9", {}).storage_fill(), 0.9) << "an explicit fill stays";
   EXPECT_NE(message("mechanism:remap").find("accepted: storage, vmm"), std::string::npos) << message("mechanism:remap");
   EXPECT_NE(message("fill:1.5").find("(0, 1]"), std::string::npos) << message("fill:1.5");
-  EXPECT_TRUE(GpuRuntimeOptions{}.hard_limit) << "the default (Note [Reserved memory])";
+  EXPECT_FALSE(GpuRuntimeOptions{}.hard_limit) << "the default (Note [Reserved memory])";
   EXPECT_TRUE(parse_gpu_options("limit:hard", {}).hard_limit);
   EXPECT_FALSE(parse_gpu_options("limit:soft", {}).hard_limit);
   EXPECT_NE(message("limit:strict").find("accepted: soft, hard"), std::string::npos) << message("limit:strict");

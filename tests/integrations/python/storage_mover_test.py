@@ -293,7 +293,7 @@ class StorageMoverTest(unittest.TestCase):
             self.assertEqual(h["fetched_late"], 0, h)  # every copy back started at its planned fetch
             self.assertEqual(h["divergences"], 0, h)
             self.assertLessEqual(h["peak_live"], mover.limit + largest, h)
-        self.assertTrue(dev.limits and all(x == mover.budget for x in dev.limits), dev.limits)  # limit:hard by default
+        self.assertEqual(dev.limits, [])  # a soft budget by default
         self.assertGreater(transport.waits, 0)    # releases and uses wait on the compute stream
 
     def test_warm_up_moves_reactively_under_the_budget(self):
@@ -325,13 +325,13 @@ class StorageMoverTest(unittest.TestCase):
         self.assertGreater(mover.history[mover.record_iteration - 1]["released"], 0)  # the recorded one moved
 
     def test_reserved_memory_over_the_budget_plans_again_under_a_lower_limit(self):
-        # Note [Reserved memory], limit:soft: an allocator holding a fixed 15% of the budget over its live peak.
+        # Note [Reserved memory], limit:soft (the default): an allocator holding a fixed 15% of the budget over its live peak.
         peak = self.saved_peak()
         budget = int(peak * 0.7)
         gap = int(budget * 0.15)
         ref = self.reference()
         dev = Device()
-        mover, dev = make_mover(budget, device=dev, max_reserved=lambda d: dev.max_allocated() + gap, hard_limit=False)
+        mover, dev = make_mover(budget, device=dev, max_reserved=lambda d: dev.max_allocated() + gap)
         got = train(self.ITER + 3, mover)
         self.check_same(train(self.ITER + 3), got)
         self.assertEqual(ref[0], got[0][:self.ITER])
@@ -341,7 +341,7 @@ class StorageMoverTest(unittest.TestCase):
         self.assertLess(mover.reserved_replans_left, 4)
         # A lower limit no plan fits: the plan that fitted stays, and the log says the run stays over.
         logs = []
-        mover, dev3 = make_mover(budget, hard_limit=False)
+        mover, dev3 = make_mover(budget)
         mover.log = logs.append
         mover._max_reserved = lambda d: dev3.max_allocated() + budget  # never under the budget
         train(self.ITER, mover)
@@ -350,18 +350,19 @@ class StorageMoverTest(unittest.TestCase):
         self.assertTrue(any("the plan under" in m for m in logs), logs)
         # No replan left: the run goes on over the budget and says so.
         logs = []
-        mover, dev2 = make_mover(budget, reserved_replans=0, hard_limit=False)
+        mover, dev2 = make_mover(budget, reserved_replans=0)
         mover.log = logs.append
         mover._max_reserved = lambda d: dev2.max_allocated() + gap
         train(self.ITER, mover)
         self.assertTrue(any("over the budget" in m for m in logs), logs)
 
-    def test_by_default_the_budget_becomes_the_allocators_limit_and_reserved_memory_does_not_replan(self):
-        # Note [Reserved memory], limit:hard (the default): the allocator keeps what it holds under the budget
+    def test_a_hard_limit_is_the_allocators_limit_and_reserved_memory_does_not_replan(self):
+        # Note [Reserved memory], limit:hard: the allocator keeps what it holds under the budget
         peak = self.saved_peak()
         budget = int(peak * 0.7)
         dev = Device()
-        mover, dev = make_mover(budget, device=dev, max_reserved=lambda d: dev.max_allocated() + int(budget * 0.15))
+        mover, dev = make_mover(budget, device=dev, max_reserved=lambda d: dev.max_allocated() + int(budget * 0.15),
+                                hard_limit=True, fill=0.88)
         self.check_same(self.reference(), train(self.ITER, mover))
         self.assertTrue(mover.plan["fits"])
         self.assertEqual(dev.limits, [mover.budget])
