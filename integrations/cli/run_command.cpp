@@ -104,6 +104,10 @@ int report_gpu_outcome(const std::string& stats_path, const std::string& who, bo
               format_bytes(last.value("bytes_to_host", std::uint64_t{0})) + " to host, " +
               format_bytes(last.value("bytes_to_device", std::uint64_t{0})) + " back, " +
               std::to_string(last.value("stalls", 0)) + " stall(s)";
+      // Storages let go and made again at their use instead of copied (Note [Recipes]).
+      if (last.value("recomputed", 0) > 0)
+        line += ", " + std::to_string(last.value("recomputed", 0)) + " storage(s) made again (" +
+                format_bytes(last.value("bytes_recomputed", std::uint64_t{0})) + ")";
       // What the device held (PyTorch's reserved bytes) against the budget: Note [Reserved memory].
       if (last.contains("peak_reserved"))
         line += ", PyTorch's allocator held " + format_bytes(last.value("peak_reserved", std::uint64_t{0})) + " (" +

@@ -1034,7 +1034,9 @@ class StorageMover:
                "iterations": [{"iteration": h["iteration"], "mode": h["mode"], "bytes_to_host": h["bytes_out"],
                                "bytes_to_device": h["bytes_in"], "stalls": h["fetched_late"],
                                "divergences": h["divergences"], "peak_live": h["peak_live"],
-                               "peak_reserved": h["peak_reserved"]} for h in self.history]}
+                               "peak_reserved": h["peak_reserved"], "recomputed": h["recomputed"],
+                               "bytes_recomputed": h["bytes_recomputed"], "host_ms": h["host_ms"]}
+                              for h in self.history]}
         if last.get("diverged") and self.plan is None:
             doc["divergence"] = "iterations stopped matching the recorded one"
         try:

@@ -16,7 +16,8 @@ if [ "$1" = storage ]; then
 {"device": 0, "mechanism": "storage", "phase": "planned", "budget": 1073741824,
  "plan": {"moves": 3, "fits": true},
  "iterations": [{"iteration": 7, "mode": "planned", "bytes_to_host": 1048576, "bytes_to_device": 1048576,
-                 "stalls": 0, "divergences": 0, "peak_live": 805306368, "peak_reserved": $2}]}
+                 "stalls": 0, "divergences": 0, "peak_live": 805306368, "peak_reserved": $2,
+                 "recomputed": 2, "bytes_recomputed": 2097152, "host_ms": 1.5}]}
 JSON
 else
 cat > "$gpu" <<JSON
