@@ -156,6 +156,29 @@ SavedPlanOptions saved_plan_options_from_json(const std::string& text) {
   return o;
 }
 
+SavedRecord saved_record_from_json(const std::string& text) {
+  const std::string what = "GPU tier's recorded iteration";
+  const json j = parse_object(text, what);
+  SavedRecord r;
+  reading(what, [&] {
+    detail::check_keys(j, {"format", "version", "budget", "fill", "trace", "options", "plan"});
+    std::string format;
+    detail::get(j, "format", format);
+    if (format != "tierpack-gpu-saved")
+      throw format_error("field 'format' is '" + format + "', not 'tierpack-gpu-saved' (the GPU tier's <stats>.gpu<N>.saved.json)");
+    int version = 0;
+    detail::get(j, "version", version, 1, 1, "1 (this tierpack reads version 1)");
+    detail::get(j, "budget", r.budget, std::uint64_t{0}, detail::kMaxTotalBytes, detail::kMaxTotalBytesText);
+    detail::get(j, "fill", r.fill, 0.01, 1.0, "1");
+    if (!j.contains("trace") || !j["trace"].is_object()) throw format_error("field 'trace' is missing or not an object");
+    if (!j.contains("options") || !j["options"].is_object())
+      throw format_error("field 'options' is missing or not an object");
+  });
+  r.trace = saved_trace_from_json(j["trace"].dump());  // their own readers name their fields
+  r.options = saved_plan_options_from_json(j["options"].dump());
+  return r;
+}
+
 std::string saved_plan_to_json(const SavedPlan& p) {
   json moves = json::array();
   for (const auto& m : p.moves)

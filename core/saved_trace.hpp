@@ -95,6 +95,16 @@ struct SavedPlan {
   friend bool operator==(const SavedPlan&, const SavedPlan&) = default;
 };
 
+/// What the GPU tier writes beside its statistics once it plans (<stats>.gpu<N>.saved.json): the recorded
+/// iteration, the options it planned with and the plan, for `tierpack gpu-replay` (docs/formats.md).
+struct SavedRecord {
+  std::uint64_t budget = 0;  ///< the allocator's budget, bytes
+  double fill = 0.95;        ///< the plan's limit is this fraction of the budget
+  SavedTrace trace;
+  SavedPlanOptions options;
+};
+SavedRecord saved_record_from_json(const std::string& text);  ///< throws format_error naming the bad field
+
 /// JSON text of the values (docs/formats.md, "Saved-tensor trace and plan").
 std::string saved_trace_to_json(const SavedTrace& trace);
 SavedTrace saved_trace_from_json(const std::string& text);               ///< throws format_error naming the bad field

@@ -13,6 +13,7 @@ std::span<const Command> commands() {
       {"plan", "plan placement and migrations for a profile under a fast-tier budget", plan_spec, run_plan},
       {"run", "run a training command with its tensors placed and moved by plan (profile -> plan -> apply)", run_spec, run_run},
       {"replay", "simulate a profile under tierpack's plan and baseline policies on a tier model", replay_spec, run_replay},
+      {"gpu-replay", "plan the GPU tier's recorded iteration again at other budgets: keep, offload or recompute per storage", gpu_replay_spec, run_gpu_replay},
       {"experiment", "compare placement policies across fast-tier budgets: calibrated model or real NUMA nodes", experiment_spec, run_experiment},
   };
   return table;

@@ -36,6 +36,8 @@ const ArgSpec& plan_spec();
 int run_plan(const Args& args);
 const ArgSpec& replay_spec();
 int run_replay(const Args& args);
+const ArgSpec& gpu_replay_spec();
+int run_gpu_replay(const Args& args);
 const ArgSpec& run_spec();
 int run_run(const Args& args);
 const ArgSpec& experiment_spec();

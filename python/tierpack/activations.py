@@ -91,9 +91,12 @@ bench/results/gpu-h200-2026-12-01-2, calls 1-2). Two ways keep what the allocato
   allocation that finds no room raises out of memory: at the errors it was 1.89 GiB of a 22.25 GiB budget
   (8.5%: the Llama-style decoder with fill 0.92) and 98-128 MiB of 664-930 MiB (14-15%: the CUDA test's
   small model, with fill 0.92 and 0.88), where the soft limit ran the same tests bit-identical (calls 3-5).
-  What that memory is (partly used pages, the small-block pool) is not measured yet; until a fill can be
-  chosen from it, the soft limit stays the default and ``limit:hard`` is the faster choice for runs that
-  leave it room.
+  PyTorch's source (c10/cuda/CUDACachingAllocator.cpp, read, not measured) says why: expandable
+  segments map the large pool in 20 MiB pages and give back only pages wholly free, so every free gap
+  between live blocks keeps up to a page or two mapped (1.89 GiB is ~95 such gaps), and the limit check
+  charges a request's whole size against what stays mapped. Until that is measured (a memory snapshot at
+  the error) and a fill can be chosen from it, the soft limit stays the default and ``limit:hard`` is the
+  faster choice for runs that leave it room.
 
 Note [Recipes]
 ~~~~~~~~~~~~~~
@@ -922,6 +925,7 @@ class StorageMover:
             self.phase = "reactive"
             return
         self.plan = plan
+        self._write_saved(options)
         self._remade = frozenset(m["storage"] for m in plan["moves"] if m.get("recompute"))
         self._actions = self._plan_actions(plan)
         self._idle = bool(plan["fits"]) and not plan["moves"]  # nothing to move: the hooks step aside
@@ -1018,16 +1022,41 @@ class StorageMover:
             return {"mechanism": "storage", "phase": self.phase, "budget": self.budget, "limit": self.limit,
                     "plan": self.plan_summary, "iterations": list(self.history), "current": self.counters.as_dict()}
 
-    def _write_stats(self):
-        """The GPU statistics file `tierpack run` reads (<stats>.gpu<N>.json, as the vmm runtime writes it)."""
-        import os
-
+    def _stats_path(self, suffix):
+        """<stats without its extension>.gpu<N><suffix>: the files beside `tierpack run --stats`."""
         base = self.stats_out
         slash, dot = base.rfind("/"), base.rfind(".")
         if dot > slash:
             base = base[:dot]
+        return "%s.gpu%d%s" % (base, self.device.index if self.device.index is not None else 0, suffix)
+
+    def _write_json(self, path, doc):
+        import os
+
+        try:
+            with open(path + ".tmp", "w") as f:
+                json.dump(doc, f)
+            os.replace(path + ".tmp", path)
+        except OSError as e:
+            if not getattr(self, "_stats_failed", False):
+                self._stats_failed = True
+                self.log("storage mover: cannot write %s: %s" % (path, e))
+
+    def _write_saved(self, options):
+        """The recorded iteration and the plan made from it (<stats>.gpu<N>.saved.json): what `tierpack
+        gpu-replay` plans again offline at other budgets (docs/formats.md, "GPU tier's recorded iteration")."""
+        if not self.stats_out or self.device is None:
+            return
+        self._write_json(self._stats_path(".saved.json"), {
+            "format": "tierpack-gpu-saved", "version": 1, "budget": int(self.budget or 0), "fill": self.fill,
+            "trace": {k: v for k, v in self._trace.items() if k in ("storages", "events", "step_ms", "optimizer_ms",
+                                                                  "context_bytes")},
+            "options": options, "plan": self.plan})
+
+    def _write_stats(self):
+        """The GPU statistics file `tierpack run` reads (<stats>.gpu<N>.json, as the vmm runtime writes it)."""
         index = self.device.index if self.device.index is not None else 0
-        path = "%s.gpu%d.json" % (base, index)
+        path = self._stats_path(".json")
         last = self.history[-1] if self.history else {}
         doc = {"device": index, "mechanism": "storage", "phase": self.phase, "budget": self.budget or 0,
                "plan": self.plan_summary,
@@ -1039,14 +1068,7 @@ class StorageMover:
                               for h in self.history]}
         if last.get("diverged") and self.plan is None:
             doc["divergence"] = "iterations stopped matching the recorded one"
-        try:
-            with open(path + ".tmp", "w") as f:
-                json.dump(doc, f)
-            os.replace(path + ".tmp", path)
-        except OSError as e:
-            if not getattr(self, "_stats_failed", False):
-                self._stats_failed = True
-                self.log("storage mover: cannot write %s: %s" % (path, e))
+        self._write_json(path, doc)
 
     def trace(self):
         """The recorded iteration (a SavedTrace as a dict), or None."""

@@ -11,6 +11,7 @@ gradients with a run without hooks, bit for bit.
 Run: TIERPACK_CUDA_LIB=build/lib/libtierpack_cuda.so /usr/bin/python3 tests/integrations/python/storage_mover_test.py
 """
 import ctypes
+import json
 import os
 import sys
 import unittest
@@ -373,6 +374,29 @@ class StorageMoverTest(unittest.TestCase):
         mover.out_of_memory(1 << 30, budget)  # what cuda.py's out-of-memory observer calls
         self.assertIn("under the budget's limit", logs[-1])
         self.assertIn("limit:soft", logs[-1])
+
+    def test_the_recorded_iteration_is_written_for_gpu_replay(self):
+        # <stats>.gpu<N>.saved.json: what `tierpack gpu-replay` plans again at other budgets
+        import subprocess
+        import tempfile
+        peak = self.saved_peak()
+        with tempfile.TemporaryDirectory() as d:
+            mover, dev = make_mover(int(peak * 0.6), stats_out=os.path.join(d, "s.json"))
+            train(self.ITER, mover)
+            path = os.path.join(d, "s.gpu0.saved.json")
+            with open(path) as f:
+                doc = json.load(f)
+            self.assertEqual((doc["format"], doc["version"]), ("tierpack-gpu-saved", 1))
+            self.assertEqual(doc["budget"], mover.budget)
+            self.assertEqual(len(doc["trace"]["storages"]), len(mover.trace()["storages"]))
+            self.assertEqual(doc["plan"]["moves"], mover.plan["moves"])
+            cli = os.environ.get("TIERPACK_CLI")
+            if cli:  # the CLI reads it and plans the same moves at the run's budget
+                out = subprocess.run([cli, "gpu-replay", path, "--json", "--storages"], capture_output=True, text=True)
+                self.assertEqual(out.returncode, 0, out.stderr)
+                row = json.loads(out.stdout)[0]
+                self.assertEqual(row["limit_bytes"], mover.plan["limit_bytes"])
+                self.assertEqual(row["offloaded"] + row["recomputed"], len(mover.plan["moves"]))
 
     def test_small_storages_are_handed_back_untraced(self):
         # Storages under min_bytes never move: no record, no call (their host cost was T5's step).

@@ -1,0 +1,210 @@
+// `tierpack gpu-replay`: plans the GPU tier's recorded iteration again at other budgets (placer/saved_plan.hpp)
+// and prints, per budget, what the plan keeps, copies out and makes again, and its predicted step; with
+// --storages, each storage's choice.
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "core/file_envelope.hpp"
+#include "core/input_file.hpp"
+#include "core/saved_trace.hpp"
+#include "core/units.hpp"
+#include "integrations/cli/args.hpp"
+#include "integrations/cli/commands.hpp"
+#include "placer/saved_plan.hpp"
+
+namespace tierpack::cli {
+
+const ArgSpec& gpu_replay_spec() {
+  static const ArgSpec spec{
+      .description =
+          "  Plans the GPU tier's recorded iteration again (the storage mechanism's <stats>.gpu<N>.saved.json,\n"
+          "  written by `tierpack run --stats`) at other budgets, offline, with the placer the runtime uses:\n"
+          "  for each budget, the storages kept, copied out to host and made again on the GPU, the bytes each\n"
+          "  way, the predicted step and the transfer bound. Budgets are the allocator's (sizes, or % of the\n"
+          "  recorded live peak); the plan keeps live bytes under the file's fill of each.\n",
+      .options = {
+          {"--budgets", "B,B,...", "budgets to plan at (default: the run's own budget and the limit it planned under)"},
+          {"--recompute", "on|off", "let the plan make storages again (default: as the run did)"},
+          {"--storages", "", "each storage's choice at the first budget (largest first; all with --json)"},
+          {"--json", "", "machine-readable output"},
+          {"-o", "FILE", "write the output to FILE"},
+      },
+      .positional = "run.gpu0.saved.json",
+      .positional_help = "what the GPU tier wrote beside its statistics",
+      .min_positional = 1,
+      .max_positional = 1};
+  return spec;
+}
+
+namespace {
+
+template <class... A>
+std::string printf_string(const char* format, A... a) {
+  char line[512];
+  std::snprintf(line, sizeof line, format, a...);
+  return line;
+}
+
+struct Row {
+  std::string label;
+  std::uint64_t budget = 0;
+  SavedPlan plan;
+};
+
+struct Choice {
+  std::size_t kept = 0, copied = 0, remade = 0;
+  std::uint64_t kept_bytes = 0;
+};
+
+Choice choices(const SavedTrace& t, const SavedPlan& p) {
+  Choice c;
+  std::vector<char> moved(t.storages.size(), 0);
+  for (const SavedMove& m : p.moves) {
+    moved[static_cast<std::size_t>(m.storage)] = 1;
+    (m.recompute ? c.remade : c.copied) += 1;
+  }
+  for (std::size_t s = 0; s < t.storages.size(); ++s)
+    if (!moved[s]) ++c.kept, c.kept_bytes += t.storages[s].bytes;
+  return c;
+}
+
+nlohmann::json storages_json(const SavedTrace& t, const SavedPlan& p) {
+  std::vector<const SavedMove*> move(t.storages.size(), nullptr);
+  for (const SavedMove& m : p.moves) move[static_cast<std::size_t>(m.storage)] = &m;
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t s = 0; s < t.storages.size(); ++s) {
+    const SavedStorage& st = t.storages[s];
+    nlohmann::json j{{"storage", s}, {"bytes", st.bytes}, {"movable", st.movable}};
+    if (st.recompute_ms >= 0) j["recipe"] = {{"recompute_ms", st.recompute_ms}, {"from", st.recompute_from}};
+    if (st.held_in_forward) j["held_in_forward"] = true;
+    const SavedMove* m = move[s];
+    if (m == nullptr) j["choice"] = "keep";
+    else if (m->recompute) j["choice"] = "recompute", j["released_at"] = m->release_at, j["made_at"] = m->fetch_at;
+    else j["choice"] = "offload", j["released_at"] = m->release_at, j["back_at"] = m->fetch_at;
+    out.push_back(j);
+  }
+  return out;
+}
+
+std::string format_storages(const SavedTrace& t, const SavedPlan& p) {
+  std::vector<const SavedMove*> move(t.storages.size(), nullptr);
+  for (const SavedMove& m : p.moves) move[static_cast<std::size_t>(m.storage)] = &m;
+  std::vector<std::size_t> order(t.storages.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return t.storages[a].bytes > t.storages[b].bytes; });
+  std::string out = printf_string("%8s %11s  %-44s %s\n", "storage", "bytes", "choice (calls of the recorded iteration)", "recipe");
+  const std::size_t shown = std::min<std::size_t>(order.size(), 40);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const std::size_t s = order[i];
+    const SavedStorage& st = t.storages[s];
+    const SavedMove* m = move[s];
+    const std::string choice =
+        m == nullptr   ? (st.movable ? "keep" : "keep (never moves)")
+        : m->recompute ? printf_string("recompute: let go at %d, made at %d", m->release_at, m->fetch_at)
+                       : printf_string("offload: out at %d, back from %d", m->release_at, m->fetch_at);
+    std::string recipe = "-";
+    if (st.recompute_ms >= 0) {
+      recipe = printf_string("%.3f ms from", st.recompute_ms);
+      for (std::size_t k = 0; k < st.recompute_from.size(); ++k)
+        recipe += (k ? "," : " ") + std::to_string(st.recompute_from[k]);
+    }
+    if (st.held_in_forward) recipe += " (autocast holds it in forward)";
+    out += printf_string("%8zu %11s  %-44s %s\n", s, format_bytes(st.bytes).c_str(), choice.c_str(), recipe.c_str());
+  }
+  if (shown < order.size()) out += printf_string("... %zu smaller storages (all with --json)\n", order.size() - shown);
+  return out;
+}
+
+}  // namespace
+
+int run_gpu_replay(const Args& args) {
+  const std::string& path = args.positional[0];
+  const SavedRecord rec = [&] {
+    try {
+      return saved_record_from_json(read_file(path));
+    } catch (const format_error& e) {
+      throw format_error(path + ": " + e.what());
+    }
+  }();
+  SavedPlanOptions options = rec.options;
+  if (auto r = args.get("--recompute")) {
+    if (*r != "on" && *r != "off") throw usage_error("--recompute: expected on or off, got " + quote_input(*r));
+    options.recompute = *r == "on";
+  }
+  std::uint64_t peak = 0;
+  for (const SavedEvent& e : rec.trace.events) peak = std::max(peak, e.window_peak);
+  std::vector<std::pair<std::string, std::uint64_t>> budgets;
+  if (auto list = args.get("--budgets")) {
+    for (std::size_t pos = 0; pos <= list->size();) {
+      const std::size_t end = std::min(list->find(',', pos), list->size());
+      const std::string item = list->substr(pos, end - pos);
+      pos = end + 1;
+      try {
+        budgets.emplace_back(item, parse_budget(item).resolve(peak));
+      } catch (const logic_error& e) {
+        throw usage_error(std::string("--budgets: ") + e.what());
+      }
+    }
+  } else {
+    if (rec.budget == 0) throw usage_error(path + " names no budget: give --budgets");
+    budgets.emplace_back("the run's", rec.budget);
+  }
+  std::vector<Row> rows;
+  for (const auto& [label, budget] : budgets) {
+    // The run's own budget keeps the limit it planned under (lowered by replans: Note [Budget]).
+    if (args.has("--budgets")) options.limit_bytes = static_cast<std::uint64_t>(static_cast<double>(budget) * rec.fill);
+    rows.push_back({label, budget, placer::plan_saved_tensors(rec.trace, options)});
+  }
+  std::string text;
+  if (args.has("--json")) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const Row& r : rows) {
+      const Choice c = choices(rec.trace, r.plan);
+      nlohmann::json row{{"budget", r.label},
+                         {"budget_bytes", r.budget},
+                         {"limit_bytes", r.plan.limit_bytes},
+                         {"fits", r.plan.fits},
+                         {"predicted_ms", r.plan.predicted_ms},
+                         {"recorded_ms", rec.trace.step_ms},
+                         {"bound_ms", r.plan.bound_ms},
+                         {"bytes_out", r.plan.bytes_out},
+                         {"bytes_in", r.plan.bytes_in},
+                         {"bytes_recomputed", r.plan.bytes_recomputed},
+                         {"kept", c.kept},
+                         {"offloaded", c.copied},
+                         {"recomputed", c.remade}};
+      if (args.has("--storages")) row["storages"] = storages_json(rec.trace, r.plan);
+      j.push_back(row);
+    }
+    text = j.dump(1) + "\n";
+  } else {
+    text = printf_string("recorded iteration: %zu saved storages, live peak %s, step %.1f ms; link %.1f / %.1f GB/s; "
+                         "recompute %s; the plan fills %.0f%% of each budget\n",
+                         rec.trace.storages.size(), format_bytes(peak).c_str(), rec.trace.step_ms,
+                         options.d2h_bytes_per_s / 1e9, options.h2d_bytes_per_s / 1e9, options.recompute ? "on" : "off",
+                         rec.fill * 100);
+    text += printf_string("%-24s %11s %8s %15s %12s %20s %12s %9s\n", "budget", "limit", "fits", "copied each way",
+                          "made again", "kept/offload/remake", "predicted", "bound");
+    for (const Row& r : rows) {
+      const Choice c = choices(rec.trace, r.plan);
+      const std::string label = r.label + " (" + format_bytes(r.budget) + ")";
+      const std::string counts = std::to_string(c.kept) + "/" + std::to_string(c.copied) + "/" + std::to_string(c.remade);
+      text += printf_string("%-24s %11s %8s %15s %12s %20s %9.1f ms %6.1f ms\n", label.c_str(),
+                            format_bytes(r.plan.limit_bytes).c_str(), r.plan.fits ? "yes" : "DOES NOT",
+                            format_bytes(r.plan.bytes_out).c_str(), format_bytes(r.plan.bytes_recomputed).c_str(),
+                            counts.c_str(), r.plan.predicted_ms, r.plan.bound_ms);
+    }
+    text += "predicted: the recorded step plus the waits the cost model finds (placer/saved_plan.cpp, Note [Storage move "
+            "cost]); a lower bound where the run's host time or the allocator adds more\n";
+    if (args.has("--storages")) text += "\n" + format_storages(rec.trace, rows.front().plan);
+  }
+  if (auto out = args.get("-o")) write_file_atomic(*out, text);
+  else std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace tierpack::cli
