@@ -84,7 +84,9 @@ struct CodeInfo {
 // are freed and allocated during interpreter shutdown, after static destructors may have run).
 struct State {
   Api api;
-  std::mutex mu;  // guards the rest (callers also hold the GIL; the mutex keeps this file's own promise)
+  // Guards the rest, held only around C++ work: never while calling Python, which may run a finalizer
+  // that lets another thread take the GIL and come here (it would wait for us, we for the GIL).
+  std::mutex mu;
   std::unordered_map<const void*, CodeInfo> codes;  // code object (kept alive) -> what it is
   std::vector<std::string> package_dirs;            // "/usr/lib/python3/dist-packages/torch/", ...
   bool dirs_complete = false;
@@ -110,18 +112,23 @@ std::string text_of(const Api& api, PyObj* obj, const char* attr) {
 
 /// The directories of the torch and tierpack packages, from sys.modules (until both are found).
 void find_package_dirs(State& s) {
-  if (s.dirs_complete) return;
+  {
+    std::lock_guard lock(s.mu);
+    if (s.dirs_complete) return;
+  }
   PyObj* modules = s.api.PySys_GetObject("modules");
   if (!modules) return;
-  s.package_dirs.clear();
+  std::vector<std::string> dirs;
   for (const char* name : {"torch", "tierpack"}) {
     PyObj* mod = s.api.PyDict_GetItemString(modules, name);
     if (!mod) continue;
     std::string file = text_of(s.api, mod, "__file__");  // .../torch/__init__.py
     const auto slash = file.find_last_of('/');
-    if (slash != std::string::npos) s.package_dirs.push_back(file.substr(0, slash + 1));
+    if (slash != std::string::npos) dirs.push_back(file.substr(0, slash + 1));
   }
-  s.dirs_complete = s.package_dirs.size() == 2;
+  std::lock_guard lock(s.mu);
+  s.dirs_complete = dirs.size() == 2;
+  s.package_dirs = std::move(dirs);
 }
 
 bool is_skipped(const State& s, const std::string& file) {
@@ -131,16 +138,21 @@ bool is_skipped(const State& s, const std::string& file) {
   return !s.dirs_complete && file.find("/torch/") != std::string::npos;
 }
 
+/// What `code` is (the reference stays valid: entries are never removed).
 const CodeInfo& info_of(State& s, PyObj* code) {
-  auto it = s.codes.find(code);
-  if (it != s.codes.end()) return it->second;
+  {
+    std::lock_guard lock(s.mu);
+    if (auto it = s.codes.find(code); it != s.codes.end()) return it->second;
+  }
   find_package_dirs(s);
   CodeInfo info;
   info.file = text_of(s.api, code, "co_filename");
   info.function = text_of(s.api, code, "co_name");
+  std::lock_guard lock(s.mu);
   info.skip = info.file.empty() || is_skipped(s, info.file);
-  s.api.Py_IncRef(code);  // keep it alive: its address is the key
-  return s.codes.emplace(code, std::move(info)).first->second;
+  const auto [it, inserted] = s.codes.emplace(code, std::move(info));
+  if (inserted) s.api.Py_IncRef(code);  // keep it alive: its address is the key
+  return it->second;
 }
 
 /// Saves the pending Python exception (if any) and puts it back, dropping any error raised between.
@@ -164,27 +176,24 @@ SourceRef innermost_user_frame(State& s) {
   const Api& api = s.api;
   const ErrorKeeper keep(api);
   SourceRef out;
-  {
-    std::lock_guard lock(s.mu);
-    PyObj* frame = api.PyEval_GetFrame();
-    if (frame) api.Py_IncRef(frame);
-    for (int depth = 0; frame && depth < kMaxDepth; ++depth) {
-      PyObj* code = api.PyFrame_GetCode(frame);
-      if (code) {
-        const CodeInfo& info = info_of(s, code);
-        api.Py_DecRef(code);
-        if (!info.skip) {
-          const int line = api.PyFrame_GetLineNumber(frame);
-          out = SourceRef{info.file, line > 0 ? line : 0, info.function};
-          break;
-        }
+  PyObj* frame = api.PyEval_GetFrame();
+  if (frame) api.Py_IncRef(frame);
+  for (int depth = 0; frame && depth < kMaxDepth; ++depth) {
+    PyObj* code = api.PyFrame_GetCode(frame);
+    if (code) {
+      const CodeInfo& info = info_of(s, code);
+      api.Py_DecRef(code);
+      if (!info.skip) {
+        const int line = api.PyFrame_GetLineNumber(frame);
+        out = SourceRef{info.file, line > 0 ? line : 0, info.function};
+        break;
       }
-      PyObj* back = api.PyFrame_GetBack(frame);
-      api.Py_DecRef(frame);
-      frame = back;
     }
-    if (frame) api.Py_DecRef(frame);
+    PyObj* back = api.PyFrame_GetBack(frame);
+    api.Py_DecRef(frame);
+    frame = back;
   }
+  if (frame) api.Py_DecRef(frame);
   return out;
 }
 
