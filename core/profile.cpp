@@ -31,6 +31,11 @@ std::uint64_t Profile::peak_bytes(int device) const {
   return static_cast<std::uint64_t>(peak);
 }
 
+std::string Profile::source_text(const TensorRecord& t) const {
+  const SourceLocation* s = source_of(t);
+  return s ? s->short_text() : std::string();
+}
+
 void Profile::validate() const {
   const auto n_ops = static_cast<OpIndex>(ops.size());
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -63,6 +68,9 @@ void Profile::validate() const {
     if (!std::is_sorted(t.uses.begin(), t.uses.end())) throw format_error(where + ": uses not sorted");
     for (auto u : t.uses)
       if (u < 0 || u >= n_ops) throw format_error(where + ": use of op " + std::to_string(u) + " out of range");
+    if (t.source >= 0 && static_cast<std::size_t>(t.source) >= sources.size())
+      throw format_error(where + ": field 'source' = " + std::to_string(t.source) + " is out of range (the profile has " +
+                         std::to_string(sources.size()) + " source(s))");
     if (t.tier != kNoTier && t.tier >= topology.tiers.size())
       throw format_error(where + ": tier " + std::to_string(t.tier) + " not in topology");
   }
@@ -100,7 +108,8 @@ void to_json(nlohmann::json& j, const Profile& p) {
                      {"tensors", p.tensors},
                      {"pages", p.pages},
                      {"iterations", iters},
-                     {"divergences", divs}};
+                     {"divergences", divs},
+                     {"sources", p.sources}};
   // Only ranks of a distributed job carry these (older readers ignore unknown keys).
   if (m.rank >= 0) {
     j["meta"]["rank"] = m.rank;
@@ -160,6 +169,7 @@ void from_json(const nlohmann::json& j, Profile& p) {
   get_or(j, "iteration_ns", p.iteration_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
   get_records(j, "ops", "op", p.ops);
   get_records(j, "tensors", "tensor", p.tensors);
+  get_records(j, "sources", "source", p.sources, false);  // version 2; absent in version 1 files
   get_records(j, "pages", "page record", p.pages, false);
   get_records(j, "iterations", "iteration", p.iterations, false);
   get_records(j, "divergences", "divergence", p.divergences, false);

@@ -52,17 +52,26 @@ struct Divergence {
 };
 
 struct Profile {
-  static constexpr int kFormatVersion = 1;
+  /// 2: `sources` and the tensors' `source` (version 1 files read with every source unknown).
+  static constexpr int kFormatVersion = 2;
 
   ProfileMeta meta;
   Topology topology;
   std::vector<OpRecord> ops;            ///< ops of the profiled iteration, in order
   std::vector<TensorRecord> tensors;    ///< tensors alive at some point in it
+  std::vector<SourceLocation> sources;  ///< where tensors were allocated (TensorRecord::source indexes it)
   std::vector<PageRecord> pages;        ///< notable pages (shared, hidden accesses)
   std::vector<IterationInfo> iterations;
   std::vector<Divergence> divergences;
   std::uint64_t iteration_ns = 0;       ///< duration of the profiled iteration
 
+  /// Where `t` was allocated, or nullptr when unknown.
+  const SourceLocation* source_of(const TensorRecord& t) const {
+    return t.source >= 0 && static_cast<std::size_t>(t.source) < sources.size()
+               ? &sources[static_cast<std::size_t>(t.source)] : nullptr;
+  }
+  /// source_of(t)->short_text() ("model.py:63 forward"), "" when unknown.
+  std::string source_text(const TensorRecord& t) const;
   /// Peak of live tensor bytes on a device (-1 host) over the op timeline.
   std::uint64_t peak_bytes(int device) const;
   /// Checks internal consistency (ids, op indices in range, uses sorted); throws format_error.

@@ -23,6 +23,28 @@ TensorClass parse_tensor_class(std::string_view text) {
   return detail::enum_from_name("tensor class", text, kClasses);
 }
 
+std::string SourceLocation::short_text() const {
+  if (file.empty()) return {};
+  const auto slash = file.find_last_of('/');
+  std::string text = slash == std::string::npos ? file : file.substr(slash + 1);
+  if (line > 0) text += ":" + std::to_string(line);
+  if (!function.empty()) text += " " + function;
+  return text;
+}
+
+void to_json(nlohmann::json& j, const SourceLocation& r) {
+  j = nlohmann::json{{"file", r.file}, {"line", r.line}, {"function", r.function}};
+}
+
+void from_json(const nlohmann::json& j, SourceLocation& r) {
+  using namespace detail;
+  check_keys(j, {"file", "line", "function"});
+  get(j, "file", r.file);
+  if (r.file.empty()) throw format_error("field 'file' is empty");
+  get_or(j, "line", r.line, 0, std::numeric_limits<std::int32_t>::max());
+  get_or(j, "function", r.function);
+}
+
 void to_json(nlohmann::json& j, const OpRecord& r) {
   j = nlohmann::json{{"index", r.index},   {"name", r.name},     {"begin_ns", r.begin_ns},
                      {"end_ns", r.end_ns}, {"thread", r.thread}, {"parent", r.parent},
@@ -62,12 +84,13 @@ void to_json(nlohmann::json& j, const TensorRecord& r) {
                      {"pages_written", r.pages_written},
                      {"tier", r.tier},
                      {"flags", r.flags}};
+  if (r.source >= 0) j["source"] = r.source;  // version 2; absent: unknown
 }
 
 void from_json(const nlohmann::json& j, TensorRecord& r) {
   using namespace detail;
   check_keys(j, {"id", "seq", "bytes", "device", "stream", "address", "alloc_op", "birth_op", "death_op", "birth_ns",
-                 "death_ns", "uses", "pages", "pages_touched", "page_touches", "pages_written", "tier", "flags"});
+                 "death_ns", "uses", "pages", "pages_touched", "page_touches", "pages_written", "tier", "flags", "source"});
   get(j, "id", r.id);
   get(j, "seq", r.seq, std::int64_t{-1}, std::numeric_limits<std::int64_t>::max());
   get(j, "bytes", r.bytes, std::uint64_t{0}, kMaxBytes, kMaxBytesText);
@@ -86,6 +109,8 @@ void from_json(const nlohmann::json& j, TensorRecord& r) {
   get_or(j, "pages_written", r.pages_written);
   get_or(j, "tier", r.tier);
   get_or(j, "flags", r.flags);
+  // An index into the profile's sources: Profile::validate() checks it against their number.
+  get_or(j, "source", r.source, -1, std::numeric_limits<std::int32_t>::max());
 }
 
 void to_json(nlohmann::json& j, const PageRecord& r) {

@@ -48,6 +48,19 @@ enum TensorFlags : std::uint32_t {
   kTensorOptimizerState = 1u << 5,    ///< framework says: optimizer state
 };
 
+/// Where the program allocated a tensor: for a Python program the innermost frame outside torch's
+/// (and tierpack's) own files when the allocation happened (Note [Python source] in
+/// integrations/torch/python_source.cpp). Interned in Profile::sources; tensors carry an index.
+struct SourceLocation {
+  std::string file;        ///< as the interpreter names it: "/home/me/model.py", "<stdin>"
+  std::int32_t line = 0;   ///< 1-based; 0 unknown
+  std::string function;    ///< "forward", "<module>"
+
+  /// "model.py:63 forward": the file's last path component, the line, the function.
+  std::string short_text() const;
+  friend bool operator==(const SourceLocation&, const SourceLocation&) = default;
+};
+
 struct TensorRecord {
   std::uint32_t id = 0;            ///< TensorId: index in Profile::tensors
   std::int64_t seq = -1;           ///< allocation position within the iteration (-1: allocated before it)
@@ -67,6 +80,7 @@ struct TensorRecord {
   std::uint64_t pages_written = 0; ///< pages found written (PAGEMAP_SCAN / soft-dirty)
   TierId tier = kNoTier;           ///< tier its pages lived on (majority)
   std::uint32_t flags = 0;         ///< TensorFlags
+  std::int32_t source = -1;        ///< index into Profile::sources (-1: unknown)
 
   bool has(TensorFlags f) const { return (flags & f) != 0; }
   friend bool operator==(const TensorRecord&, const TensorRecord&) = default;
@@ -85,6 +99,8 @@ struct PageRecord {
   friend bool operator==(const PageRecord&, const PageRecord&) = default;
 };
 
+void to_json(nlohmann::json& j, const SourceLocation& r);
+void from_json(const nlohmann::json& j, SourceLocation& r);
 void to_json(nlohmann::json& j, const OpRecord& r);
 void from_json(const nlohmann::json& j, OpRecord& r);
 void to_json(nlohmann::json& j, const TensorRecord& r);

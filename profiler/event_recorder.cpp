@@ -71,6 +71,29 @@ struct NameHash {
   std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
+SourceRef as_ref(const SourceLocation& s) { return {s.file, s.line, s.function}; }
+const SourceRef& as_ref(const SourceRef& s) { return s; }
+
+/// Allocation sources keyed by content; lookups with a SourceRef build no string.
+struct SourceHash {
+  using is_transparent = void;
+  template <class S>
+  std::size_t operator()(const S& s) const {
+    const SourceRef r = as_ref(s);
+    return std::hash<std::string_view>{}(r.file) ^ (std::hash<std::string_view>{}(r.function) * 31) ^
+           (static_cast<std::size_t>(r.line) * 0x9e3779b97f4a7c15ull);
+  }
+};
+struct SourceEq {
+  using is_transparent = void;
+  template <class A, class B>
+  bool operator()(const A& a, const B& b) const {
+    const SourceRef x = as_ref(a), y = as_ref(b);
+    return x.line == y.line && x.file == y.file && x.function == y.function;
+  }
+};
+constexpr std::size_t kMaxSources = 1u << 20;  // distinct sources kept; more are recorded as unknown
+
 }  // namespace
 
 struct EventRecorder::Impl {
@@ -85,11 +108,17 @@ struct EventRecorder::Impl {
   std::vector<std::string> names{""};
   std::vector<std::uint64_t> name_hashes{0};
 
+  // Allocation sources, interned: index into `sources` (-1 unknown). Kept for the whole run (live
+  // tensors born in warm-up refer to them); build_profile() copies the ones the profile uses.
+  std::unordered_map<SourceLocation, std::int32_t, SourceHash, SourceEq> source_ids;
+  std::vector<SourceLocation> sources;
+
   struct Live {
     std::uint64_t bytes = 0;
     int device = -1;
     std::uint64_t stream = 0;
     std::uint32_t name = 0;
+    std::int32_t source = -1;
     std::uint32_t flags = 0;
     std::int64_t tensor = -1;  ///< id in the recorded iteration, -1 if not part of it
     bool trackable = false;
@@ -186,6 +215,16 @@ struct EventRecorder::Impl {
     names.emplace_back(name);
     name_hashes.push_back(fnv1a(name));
     name_ids.emplace(std::string(name), id);
+    return id;
+  }
+
+  std::int32_t intern_source(const SourceRef& s) {
+    if (s.empty()) return -1;
+    if (auto it = source_ids.find(s); it != source_ids.end()) return it->second;
+    if (sources.size() >= kMaxSources) return -1;
+    const auto id = static_cast<std::int32_t>(sources.size());
+    sources.push_back(SourceLocation{std::string(s.file), s.line, std::string(s.function)});
+    source_ids.emplace(sources.back(), id);
     return id;
   }
 
@@ -374,6 +413,7 @@ void EventRecorder::start_recording() {
     t.address = addr;
     t.birth_op = kBeforeIteration;
     t.flags = l.flags;
+    t.source = l.source;
     l.tensor = t.id;
     m.tensors.push_back(std::move(t));
     m.tensor_names.push_back(l.name);
@@ -453,6 +493,17 @@ void EventRecorder::build_profile() {
     std::sort(t.uses.begin(), t.uses.end());
     t.uses.erase(std::unique(t.uses.begin(), t.uses.end()), t.uses.end());
     t.alloc_op = m.names[m.done_names[i]];
+  }
+  // The sources the recorded tensors name, in order of first use.
+  std::vector<std::int32_t> remap(m.sources.size(), -1);
+  for (auto& t : m.done_tensors) {
+    if (t.source < 0) continue;
+    auto& to = remap[static_cast<std::size_t>(t.source)];
+    if (to < 0) {
+      to = static_cast<std::int32_t>(p.sources.size());
+      p.sources.push_back(m.sources[static_cast<std::size_t>(t.source)]);
+    }
+    t.source = to;
   }
   p.tensors = std::move(m.done_tensors);
   m.done_tensors = {};
@@ -581,7 +632,7 @@ void EventRecorder::adopt_period() {
 // ---- allocation events ------------------------------------------------------------------------
 
 void EventRecorder::alloc(const void* ptr, std::size_t bytes, int device, std::uint64_t stream,
-                          bool page_trackable) noexcept {
+                          bool page_trackable, SourceRef source) noexcept {
   if (!active() || !ptr) return;
   Impl& m = *impl_;
   std::lock_guard lock(m.mu);
@@ -623,6 +674,7 @@ void EventRecorder::alloc(const void* ptr, std::size_t bytes, int device, std::u
     l.device = device;
     l.stream = stream;
     l.name = name;
+    l.source = m.intern_source(source);
     l.trackable = page_trackable;
     if (state_.load() == kRecording) {
       TensorRecord t;
@@ -632,6 +684,7 @@ void EventRecorder::alloc(const void* ptr, std::size_t bytes, int device, std::u
       t.device = device;
       t.stream = stream;
       t.address = addr;
+      t.source = l.source;
       const std::int32_t cur = th.stack.empty() ? -1 : th.stack.back().op;
       t.birth_op = cur >= 0 ? cur : static_cast<OpIndex>(m.ops.size());
       t.birth_ns = now_ns() - m.rec_start;

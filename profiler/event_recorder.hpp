@@ -60,6 +60,15 @@ enum class IterationSource : std::uint8_t { optimizer_step, explicit_mark, perio
 /// "optimizer-step", "explicit", "periodicity" (the names ProfileMeta::iteration_source uses).
 std::string_view to_string(IterationSource s);
 
+/// Where the program made an allocation (core's SourceLocation as views, valid during the call that
+/// takes it: the framework side keeps its own copies, the recorder interns what it keeps).
+struct SourceRef {
+  std::string_view file;  ///< "" unknown
+  std::int32_t line = 0;
+  std::string_view function;
+  bool empty() const { return file.empty(); }
+};
+
 /// What the framework says a tensor is (see TensorFlags).
 enum class TensorRole : std::uint8_t { saved_for_backward, parameter, gradient, optimizer_state };
 
@@ -125,10 +134,16 @@ class EventRecorder {
     return s == kRecording || (s == kObserving && !recorded_.load(std::memory_order_relaxed));
   }
 
+  /// Whether allocations should say where the program made them (`source` of alloc()): before and
+  /// during the recording, so that tensors alive in the profiled iteration have one. Finding the
+  /// source costs the framework side work (a Python stack walk): nothing asks for it afterwards.
+  bool wants_sources() const noexcept { return needs_ops(); }
+
   /// An allocation of `bytes` at `ptr` on `device` (-1 host). `page_trackable`: the memory comes
-  /// from page-aligned regions that hold nothing but tensors, so its pages can be traced.
+  /// from page-aligned regions that hold nothing but tensors, so its pages can be traced. `source`:
+  /// where the program made it (empty: unknown), becomes TensorRecord::source.
   void alloc(const void* ptr, std::size_t bytes, int device, std::uint64_t stream = 0,
-             bool page_trackable = false) noexcept;
+             bool page_trackable = false, SourceRef source = {}) noexcept;
   void free(const void* ptr) noexcept;
 
   /// An op starts on the calling thread. `name` must stay valid until the matching op_end. `inputs`

@@ -123,6 +123,13 @@ ClassTotals class_totals(const Profile& p, const std::vector<TensorClass>& cls) 
   return t;
 }
 
+/// Where the program allocated `t`: {file, line, function, text}, or null when unknown.
+nlohmann::json source_json(const Profile& p, const TensorRecord& t) {
+  const SourceLocation* s = p.source_of(t);
+  if (!s) return nullptr;
+  return {{"file", s->file}, {"line", s->line}, {"function", s->function}, {"text", s->short_text()}};
+}
+
 }  // namespace
 
 nlohmann::json profile_summary_json(const Profile& p, const SummaryOptions& opt) {
@@ -146,7 +153,7 @@ nlohmann::json profile_summary_json(const Profile& p, const SummaryOptions& opt)
                    {"lifetime_ns", lifetime_ns(r, p)}, {"birth_op", r.birth_op}, {"death_op", r.death_op},
                    {"class", to_string(cls[r.id])}, {"alloc_op", r.alloc_op}, {"uses", r.uses.size()},
                    {"pages", r.pages}, {"pages_touched", r.pages_touched}, {"pages_written", r.pages_written},
-                   {"flags", flags_text(r)}});
+                   {"flags", flags_text(r)}, {"source", source_json(p, r)}});
   }
   std::size_t shared = 0, false_shared = 0, hidden = 0, hidden_tensors = 0;
   for (const auto& pg : p.pages) {
@@ -213,13 +220,14 @@ std::string format_profile_summary(const Profile& p, const SummaryOptions& opt) 
   {
     const auto order = by_weight(p);
     Table t;
-    t.row({"id", "seq", "device", "bytes", "lifetime", "ops", "class", "allocated by", "uses", "pages", "touched",
-           "written", "flags"});
+    t.row({"id", "seq", "device", "bytes", "lifetime", "ops", "class", "allocated by", "source", "uses", "pages",
+           "touched", "written", "flags"});
     for (std::size_t k = 0; k < order.size() && k < opt.top_tensors; ++k) {
       const auto& r = p.tensors[order[k]];
       t.row({std::to_string(r.id), std::to_string(r.seq), device_text(r.device), format_bytes(r.bytes),
              format_duration_ns(double(lifetime_ns(r, p))), op_text(r.birth_op) + ".." + op_text(r.death_op),
-             std::string(to_string(cls[r.id])), r.alloc_op.empty() ? "-" : r.alloc_op, std::to_string(r.uses.size()),
+             std::string(to_string(cls[r.id])), r.alloc_op.empty() ? "-" : r.alloc_op,
+             r.source < 0 ? "-" : p.source_text(r), std::to_string(r.uses.size()),
              std::to_string(r.pages), std::to_string(r.pages_touched), std::to_string(r.pages_written), flags_text(r)});
     }
     out << "\ntop tensors by bytes x lifetime:\n" << (t.empty() ? "  (no tensors)\n" : t.str());

@@ -27,6 +27,9 @@ namespace tierpack::report {
 //  - addresses are the profiled ones when every tensor has one and live tensors never overlap;
 //    otherwise a best-fit allocator with 512-byte rounding (like the caching allocator's) lays the
 //    tensors out in one segment per device, and tierpack.devices[i].addresses says "synthetic";
+//  - "frames" (innermost first) are the allocating op ("tierpack: op 12", line 12, "aten::empty") and,
+//    when the profile knows it, where the program allocated the tensor (file, line, function: the
+//    Python source line, Note [Python source] in integrations/torch/python_source.cpp);
 //  - "category" carries the lifetime class (memory_viz colours by it), extra keys tierpack_* the
 //    tensor id and tier. memory_viz (some versions) mistypes 'categories' when no event has the
 //    category "unknown", so the closing snapshot marker carries that category.
@@ -221,6 +224,7 @@ MemorySnapshot build_snapshot(const ReportModel& m) {
 
 namespace {
 
+// Frames, innermost first: the allocating op, then where the program called it (when known).
 void write_frame(detail::StructuredWriter& w, const Profile& p, const TensorRecord& t) {
   w.begin_array();
   w.begin_object();
@@ -230,6 +234,13 @@ void write_frame(detail::StructuredWriter& w, const Profile& p, const TensorReco
   if (name.empty() && t.birth_op >= 0 && t.birth_op < static_cast<OpIndex>(p.ops.size())) name = p.ops[static_cast<std::size_t>(t.birth_op)].name;
   w.key("name"), w.str(name.empty() ? "(unknown op)" : name);
   w.end_object();
+  if (const SourceLocation* src = p.source_of(t)) {
+    w.begin_object();
+    w.key("filename"), w.str(src->file);
+    w.key("line"), w.i64(src->line);
+    w.key("name"), w.str(src->function.empty() ? "(unknown function)" : src->function);
+    w.end_object();
+  }
   w.end_array();
 }
 

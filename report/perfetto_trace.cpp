@@ -156,6 +156,7 @@ void write_tensors(TraceOut& out, const ReportModel& m) {
         w.key("bytes"), w.u64(t.bytes);
         w.key("seq"), w.i64(t.seq);
         w.key("alloc_op"), w.str(t.alloc_op);
+        if (const SourceLocation* src = m.profile->source_of(t)) w.key("source"), w.str(src->short_text());
         w.key("uses"), w.u64(t.uses.size());
         w.key("flags"), w.u64(t.flags);
         w.end_object();

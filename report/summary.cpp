@@ -232,6 +232,7 @@ TensorRow tensor_row(const ReportModel& m, const TensorRecord& t) {
   r.end_ns = m.axis.tensor_end(t);
   r.cls = m.classes[t.id];
   r.alloc_op = t.alloc_op;
+  r.source = m.profile->source_text(t);
   r.uses = static_cast<std::uint32_t>(t.uses.size());
   r.where = TierNamer(m.profile->topology)(t);
   r.flags = t.flags;

@@ -46,6 +46,7 @@ struct TensorRow {
   double begin_ns = 0, end_ns = 0;
   TensorClass cls = TensorClass::temporary;
   std::string alloc_op;
+  std::string source;  ///< where the program allocated it ("model.py:63 forward"), "" unknown
   std::uint32_t uses = 0;
   std::string where;  ///< device / tier name
   std::uint32_t flags = 0;

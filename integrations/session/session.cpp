@@ -118,8 +118,9 @@ void Session::log(std::string_view line) const noexcept {
 
 // ---- events ---------------------------------------------------------------------------------------
 
-void Session::on_alloc(const void* ptr, std::size_t bytes, int device, std::uint64_t stream, bool trackable) noexcept {
-  if (recorder_) recorder_->alloc(ptr, bytes, device, stream, trackable);
+void Session::on_alloc(const void* ptr, std::size_t bytes, int device, std::uint64_t stream, bool trackable,
+                       SourceRef source) noexcept {
+  if (recorder_) recorder_->alloc(ptr, bytes, device, stream, trackable, source);
   for (const auto& l : listeners_) l->on_alloc(ptr, bytes, device, stream);
 }
 

@@ -92,13 +92,17 @@ class Session {
   bool wants_ops() const noexcept;
   /// Whether op events should carry tensor pointers now (a profile is being recorded).
   bool wants_op_tensors() const noexcept { return recorder_ && recorder_->recording(); }
+  /// Whether allocations should say where the program made them (EventRecorder::wants_sources()).
+  bool wants_sources() const noexcept { return recorder_ && recorder_->wants_sources(); }
   /// Whether iteration marks are still useful (the recorder is observing).
   bool wants_iterations() const noexcept { return recorder_ && recorder_->active(); }
   /// Whether tensor-role marks (parameter, gradient, optimizer state) are wanted now.
   bool wants_marks() const noexcept { return recorder_ && recorder_->wants_marks(); }
 
   // ---- events ----
-  void on_alloc(const void* ptr, std::size_t bytes, int device, std::uint64_t stream, bool trackable) noexcept;
+  /// `source`: where the program made it (empty: unknown; asked for only while wants_sources()).
+  void on_alloc(const void* ptr, std::size_t bytes, int device, std::uint64_t stream, bool trackable,
+                SourceRef source = {}) noexcept;
   void on_free(const void* ptr, int device) noexcept;
   OpToken op_begin(std::string_view name, std::span<const void* const> inputs, Phase phase) noexcept;
   void op_end(OpToken token, std::string_view name, std::span<const void* const> outputs) noexcept;

@@ -23,6 +23,7 @@
 #include "core/version.hpp"
 #include "integrations/run/run_controller.hpp"
 #include "integrations/session/session.hpp"
+#include "integrations/torch/python_source.hpp"
 #include "integrations/torch/tierpack_c.h"
 #include "integrations/torch/tierpack_torch.hpp"
 #include "integrations/torch/torch_hooks.hpp"
@@ -45,9 +46,25 @@ std::string command_line() {
   return raw;
 }
 
+/// `--verbose`: how the Python source lines were found (Note [Python source]), once.
+void log_source_stats(Session& s) {
+  static std::atomic<bool> logged{false};
+  if (s.config().log != tierpack::LogLevel::debug || logged.exchange(true)) return;
+  if (!tierpack::python_source::available()) {
+    s.log("python sources: none (no Python in this process, or TIERPACK_PYTHON_SOURCE=off)");
+    return;
+  }
+  const auto st = tierpack::python_source::stats();
+  s.log("python sources: " + std::to_string(st.walks) + " stack walk(s), " + std::to_string(st.gil_held) +
+        " with the GIL already held, " + std::to_string(st.found) + " found a frame outside torch");
+}
+
 void finish_at_exit() {
   if (Session* s = g_session.load()) {
-    if (!g_forked_child.load()) s->finish();
+    if (!g_forked_child.load()) {
+      log_source_stats(*s);
+      s->finish();
+    }
   }
 }
 
@@ -135,6 +152,7 @@ int tierpack_finish(void) {
   if (!s) return -1;
   if (g_forked_child.load()) return 0;
   return guarded([s] {
+    log_source_stats(*s);
     const int rc = s->finish() ? 0 : 1;
     tierpack::torch_hooks::refresh_observer();
     if (rc != 0) g_error = "profile not written (see the message above)";

@@ -34,6 +34,7 @@
 #include <c10/util/Exception.h>
 
 #include "integrations/session/session.hpp"
+#include "integrations/torch/python_source.hpp"
 #include "integrations/torch/torch_compat.hpp"
 
 namespace tierpack::torch_hooks {
@@ -61,6 +62,9 @@ class CpuAllocator final : public c10::Allocator {
     const c10::Device cpu(c10::DeviceType::CPU);
     if (n == 0) return {nullptr, nullptr, &delete_cpu, cpu};
     Session* s = g_session.load(std::memory_order_acquire);
+    // Where the Python program is (Note [Python source]): only while the profiler asks, before any
+    // tierpack lock is taken (it may wait for the GIL).
+    const SourceRef source = s && s->wants_sources() ? python_source::current() : SourceRef{};
     HostMemory* mem = s ? s->host_memory_for_new() : nullptr;
     void* p = nullptr;
     bool trackable = false;
@@ -72,7 +76,7 @@ class CpuAllocator final : public c10::Allocator {
     } else {
       p = c10::alloc_cpu(n);  // throws like PyTorch's default allocator
     }
-    if (s) s->on_alloc(p, n, -1, 0, trackable);
+    if (s) s->on_alloc(p, n, -1, 0, trackable, source);
     return {p, p, &delete_cpu, cpu};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &delete_cpu; }
@@ -177,6 +181,7 @@ void on_step_end(const at::RecordFunction& fn, at::ObserverContext*) {
 void install(Session* session) {
   std::lock_guard lock(g_install_mu);
   if (g_session.load()) return;
+  python_source::init();
   g_session.store(session, std::memory_order_release);
   // Priority above PyTorch's default registration (0): c10 keeps the highest.
   c10::SetAllocator(c10::DeviceType::CPU, &cpu_allocator(), /*priority=*/100);

@@ -232,4 +232,36 @@ TEST(FieldRanges, NegativeOrHugeRunStatTimesAreRefused) {
   EXPECT_HAS(run_error([](nlohmann::json& j) { j["moves"][0]["byte"] = 7; }), "move 0: unknown field 'byte'");
 }
 
+
+// Version 2: the sources table and each tensor's index into it (a bad index names the field).
+TEST(FieldRanges, AllocationSourcesAreCheckedNamingTheField) {
+  auto with_sources = [](nlohmann::json& j) {
+    j["sources"] = {{{"file", "/home/me/model.py"}, {"line", 63}, {"function", "forward"}}};
+    j["tensors"][0]["source"] = 0;
+  };
+  // The error of a profile with one source and `edit` applied on top.
+  auto source_error = [&](const std::function<void(nlohmann::json&)>& edit) {
+    return profile_error([&](nlohmann::json& j) {
+      with_sources(j);
+      edit(j);
+    });
+  };
+  EXPECT_EQ(profile_error(with_sources), "");
+  EXPECT_HAS(source_error([](nlohmann::json& j) { j["tensors"][1]["source"] = 1; }),
+             "run.tpk: invalid profile: tensor 1: field 'source' = 1 is out of range (the profile has 1 source(s))");
+  EXPECT_HAS(profile_error([](nlohmann::json& j) { j["tensors"][1]["source"] = 0; }),
+             "tensor 1: field 'source' = 0 is out of range (the profile has 0 source(s))");
+  EXPECT_HAS(source_error([](nlohmann::json& j) { j["tensors"][1]["source"] = -2; }),
+             "tensor 1: field 'source' = -2 is out of range (at least -1)");
+  EXPECT_HAS(source_error([](nlohmann::json& j) { j["tensors"][1]["source"] = "model.py:63"; }),
+             "tensor 1: field 'source' = \"model.py:63\" must be a whole number, not string");
+  EXPECT_HAS(source_error([](nlohmann::json& j) { j["sources"][0]["line"] = -1; }),
+             "source 0: field 'line' = -1 is out of range (at least 0)");
+  EXPECT_HAS(source_error([](nlohmann::json& j) { j["sources"][0].erase("file"); }), "source 0: missing field 'file'");
+  EXPECT_HAS(source_error([](nlohmann::json& j) { j["sources"][0]["file"] = ""; }), "source 0: field 'file' is empty");
+  EXPECT_HAS(source_error([](nlohmann::json& j) { j["sources"][0]["lineno"] = 3; }), "source 0: unknown field 'lineno'");
+  EXPECT_HAS(profile_error([](nlohmann::json& j) { j["sources"] = "model.py"; }),
+             "field 'sources' = \"model.py\" must be a list, not string");
+}
+
 }  // namespace

@@ -227,3 +227,45 @@ TEST(ProfileIdentity, ABadIdentityIsAFieldError) {
   }
   fs::remove(path);
 }
+
+TEST(ProfileIo, AllocationSourcesRoundTrip) {
+  Profile p = small_profile();
+  p.sources = {{"/home/me/model.py", 63, "forward"}, {"<stdin>", 1, "<module>"}};
+  p.tensors[0].source = 1;
+  p.tensors[1].source = 0;
+  const std::string path = temp_path("sources.tpk");
+  write_profile(p, path);
+  EXPECT_EQ(slurp(path).rfind("tierpack-profile 2 ", 0), 0u) << "written as version 2";
+  const Profile q = read_profile(path);
+  EXPECT_EQ(p, q);
+  EXPECT_EQ(q.source_text(q.tensors[1]), "model.py:63 forward");
+  EXPECT_EQ(q.source_text(q.tensors[0]), "<stdin>:1 <module>");
+  fs::remove(path);
+}
+
+TEST(ProfileIo, VersionOneFilesReadWithSourcesUnknown) {
+  // A version 1 file as tierpack wrote it before sources existed (the committed example profile).
+  const Profile old = read_profile(std::string(TIERPACK_SOURCE_DIR) + "/tests/data/profiles/train_cpu.tpk");
+  ASSERT_FALSE(old.tensors.empty());
+  EXPECT_TRUE(old.sources.empty());
+  for (const auto& t : old.tensors) {
+    EXPECT_EQ(t.source, -1) << "tensor " << t.id;
+    EXPECT_EQ(old.source_of(t), nullptr);
+    EXPECT_EQ(old.source_text(t), "");
+  }
+  // And one written by hand under a version 1 header.
+  nlohmann::json j = small_profile();
+  j["version"] = 1;
+  j.erase("sources");
+  const std::string payload = j.dump();
+  char header[96];
+  std::snprintf(header, sizeof header, "tierpack-profile 1 %zu %08x\n", payload.size(), crc32(payload));
+  const Profile q = parse_profile(header + payload, "v1.tpk");
+  EXPECT_EQ(q, small_profile());
+}
+
+TEST(ProfileIo, SourceShortText) {
+  EXPECT_EQ((SourceLocation{"/a/b/model.py", 63, "forward"}.short_text()), "model.py:63 forward");
+  EXPECT_EQ((SourceLocation{"model.py", 0, ""}.short_text()), "model.py");
+  EXPECT_EQ((SourceLocation{"", 3, "f"}.short_text()), "");
+}

@@ -157,6 +157,15 @@ std::string loss_lines(const std::string& output) {
   return out;
 }
 
+/// The line of `script` tagged `# SOURCE: <tag>` (1-based), 0 if none.
+int tagged_line(const std::string& path, const std::string& tag) {
+  std::ifstream in(path);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n)
+    if (line.find("# SOURCE: " + tag) != std::string::npos) return n;
+  return 0;
+}
+
 }  // namespace
 
 TEST(TorchProfile, PythonKnownTensorsMatchGroundTruth) {
@@ -375,4 +384,74 @@ TEST(TorchProfile, CorruptOrTruncatedProfilesGiveAClearError) {
     EXPECT_EQ(std::count(s.output.begin(), s.output.end(), '\n'), 1) << "one line: " << s.output;
     fs::remove(path);
   }
+}
+
+// Note [Python source]: each tensor carries the line of the script that allocated it, in the profile, the
+// summary (text and JSON), the report's tables and the memory_viz snapshot's frames.
+TEST(TorchProfile, TensorsCarryThePythonLineThatAllocatedThem) {
+  const std::string src = script("source_lines.py");
+  const int weight_line = tagged_line(src, "weight"), input_line = tagged_line(src, "input"),
+            product_line = tagged_line(src, "product");
+  ASSERT_TRUE(weight_line > 0 && input_line > 0 && product_line > 0);
+  const std::string path = temp("source.tpk");
+  const Proc r = run(tierpack_bin() + " profile --verbose -o " + path + " -- " + python() + " " + src);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("python sources: "), std::string::npos) << r.output;
+  const Profile p = read_profile(path);
+  auto with_source = [&](std::uint64_t bytes, int line) {
+    for (const auto& t : p.tensors) {
+      const SourceLocation* s = p.source_of(t);
+      if (t.bytes == bytes && s && s->line == line) return &t;
+    }
+    return static_cast<const TensorRecord*>(nullptr);
+  };
+  const TensorRecord* weight = with_source(8000, weight_line);
+  ASSERT_NE(weight, nullptr) << "the parameter, allocated in warm-up";
+  EXPECT_EQ(weight->seq, -1);
+  EXPECT_EQ(p.source_of(*weight)->file, src);
+  EXPECT_EQ(p.source_of(*weight)->function, "__init__");
+  const TensorRecord* input = with_source(24000, input_line);
+  ASSERT_NE(input, nullptr);
+  EXPECT_GE(input->seq, 0);
+  EXPECT_EQ(p.source_of(*input)->function, "make_input");
+  const TensorRecord* product = with_source(8000, product_line);
+  ASSERT_NE(product, nullptr);
+  EXPECT_GE(product->seq, 0);
+  const std::string product_text = "source_lines.py:" + std::to_string(product_line) + " forward";
+  EXPECT_EQ(p.source_text(*product), product_text);
+  // No tensor is attributed to torch's own files (nn.Module.__call__, torch.nn.functional).
+  for (const auto& s : p.sources) EXPECT_EQ(s.file.find("/torch/"), std::string::npos) << s.file;
+
+  const Proc summary = run(tierpack_bin() + " profile --summary " + path);
+  ASSERT_EQ(summary.status, 0) << summary.output;
+  EXPECT_NE(summary.output.find(product_text), std::string::npos) << summary.output;
+  EXPECT_NE(summary.output.find("source_lines.py:" + std::to_string(input_line) + " make_input"), std::string::npos)
+      << summary.output;
+  const Proc json = run(tierpack_bin() + " profile --summary " + path + " --json");
+  ASSERT_EQ(json.status, 0) << json.output;
+  bool in_json = false;
+  const auto summary_json = nlohmann::json::parse(json.output);
+  for (const auto& t : summary_json.at("top_tensors"))
+    if (t.at("source").is_object() && t["source"].at("line") == product_line && t["source"].at("file") == src)
+      in_json = t["source"].at("text") == product_text;
+  EXPECT_TRUE(in_json) << json.output;
+
+  const std::string dir = temp("source_report");
+  const Proc report = run(tierpack_bin() + " report " + path + " -o " + dir + " --quiet");
+  ASSERT_EQ(report.status, 0) << report.output;
+  std::ifstream html_in(dir + "/index.html");
+  const std::string html((std::istreambuf_iterator<char>(html_in)), {});
+  EXPECT_NE(html.find(product_text), std::string::npos) << "the top-tensors table names the line";
+  std::ifstream snap_in(dir + "/memory_snapshot.json");
+  const auto snap = nlohmann::json::parse(snap_in);
+  bool framed = false;
+  for (const auto& trace : snap.at("device_traces"))
+    for (const auto& e : trace)
+      if (e.at("action") == "alloc" && e.at("frames").size() == 2 &&
+          e["frames"][1].at("filename") == src && e["frames"][1].at("line") == product_line &&
+          e["frames"][1].at("name") == "forward")
+        framed = true;
+  EXPECT_TRUE(framed) << "an alloc whose second frame is the script's line";
+  fs::remove(path);
+  fs::remove_all(dir);
 }

@@ -384,3 +384,41 @@ TEST(EventRecorder, OpsOpenAtTheBoundaryBelongToTheRecordedIteration) {
   EXPECT_EQ(p.ops[0].begin_ns, 0u);
   EXPECT_EQ(p.ops[static_cast<std::size_t>(op_named(p, "y"))].parent, 0);
 }
+
+TEST(EventRecorder, AllocationSourcesAreInternedAndKeptForLiveTensors) {
+  EventRecorder r(test_options(1));
+  EXPECT_FALSE(r.wants_sources());  // idle
+  r.start();
+  EXPECT_TRUE(r.wants_sources());   // warm-up: tensors born now may live into the profiled iteration
+  const SourceRef model{"/home/me/model.py", 12, "__init__"};
+  const SourceRef loop{"/home/me/train.py", 40, "<module>"};
+  const SourceRef unused{"/home/me/data.py", 7, "load"};
+  r.alloc(P(kParam), 4096, -1, 0, false, model);
+  r.alloc(P(0x900000), 64, -1, 0, false, unused);  // freed in warm-up: not in the profile
+  r.free(P(0x900000));
+  r.mark_iteration(IterationSource::explicit_mark);
+  EXPECT_TRUE(r.recording());
+  EXPECT_TRUE(r.wants_sources());
+  // Views of a caller's buffer: the recorder keeps its own copy of the text.
+  std::string file = "/home/me/train.py";
+  r.alloc(P(kAct), 1000, -1, 0, false, SourceRef{file, 40, "<module>"});
+  file = "overwritten";
+  r.alloc(P(kTmp), 64, -1, 0, false, loop);  // the same source: one entry
+  r.alloc(P(kOut), 128, -1);                 // none known
+  r.mark_iteration(IterationSource::explicit_mark);
+  EXPECT_FALSE(r.wants_sources());  // recorded: later allocations are not asked for theirs
+  const Profile p = r.finish();
+  p.validate();
+  ASSERT_EQ(p.sources.size(), 2u);  // the unused one is dropped
+  const TensorRecord* param = by_address(p, kParam);
+  ASSERT_NE(param, nullptr);
+  EXPECT_EQ(p.source_text(*param), "model.py:12 __init__");
+  ASSERT_NE(p.source_of(*param), nullptr);
+  EXPECT_EQ(p.source_of(*param)->file, "/home/me/model.py");
+  const TensorRecord* act = by_address(p, kAct);
+  const TensorRecord* tmp = by_address(p, kTmp);
+  ASSERT_TRUE(act && tmp);
+  EXPECT_EQ(act->source, tmp->source);
+  EXPECT_EQ(p.source_text(*act), "train.py:40 <module>");
+  EXPECT_EQ(by_address(p, kOut)->source, -1);
+}

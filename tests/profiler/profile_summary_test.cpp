@@ -77,3 +77,32 @@ TEST(ProfileSummary, EmptyProfileStillPrints) {
   EXPECT_TRUE(contains(s, "identity unknown")) << s;
   EXPECT_TRUE(profile_summary_json(p)["id"].is_null());
 }
+
+// The top tensors say where the program allocated them ("-" / null when the profile does not know).
+TEST(ProfileSummary, TopTensorsNameTheirSourceLine) {
+  Profile p;
+  p.ops.push_back({0, "aten::empty", 0, 10, 0, -1, Phase::forward, {}, {0, 1}});
+  p.iteration_ns = 10;
+  TensorRecord a;
+  a.id = 0;
+  a.seq = 0;
+  a.bytes = 1 << 20;
+  a.birth_op = 0;
+  a.source = 0;
+  TensorRecord b = a;
+  b.id = 1;
+  b.seq = 1;
+  b.bytes = 64;
+  b.source = -1;
+  p.tensors = {a, b};
+  p.sources = {{"/home/me/model.py", 63, "forward"}};
+  p.validate();
+  const std::string s = format_profile_summary(p);
+  EXPECT_TRUE(contains(s, "source")) << s;
+  EXPECT_TRUE(contains(s, "model.py:63 forward")) << s;
+  const auto j = profile_summary_json(p);
+  ASSERT_EQ(j["top_tensors"].size(), 2u);
+  EXPECT_EQ(j["top_tensors"][0]["source"],
+            nlohmann::json({{"file", "/home/me/model.py"}, {"line", 63}, {"function", "forward"}, {"text", "model.py:63 forward"}}));
+  EXPECT_TRUE(j["top_tensors"][1]["source"].is_null());
+}

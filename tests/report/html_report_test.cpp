@@ -195,6 +195,7 @@ TEST(HtmlReport, WithoutPlanSaysSoAndWithoutPageDataToo) {
   EXPECT_EQ(chart_data(r.html)["memory"].size(), 1u);
 }
 
+
 }  // namespace
 
 // Note [Lower-bound predictions]: the savings section of a traced profile's report says its predicted
@@ -206,4 +207,33 @@ TEST(HtmlReport, SavingsSayWhenPredictionsAreLowerBounds) {
   const auto bound = r.html.find("Predicted step times are lower bounds:</strong>", savings);
   ASSERT_NE(bound, std::string::npos);
   EXPECT_NE(r.html.find("uffd-wp page tracer", bound), std::string::npos);
+}
+
+// The top-tensors table and the lifetime chart's tooltips name where the program allocated a tensor.
+TEST(HtmlReport, TopTensorsNameTheirSourceLine) {
+  Profile p = make_training_profile();
+  p.sources = {{"/home/me/model.py", 63, "forward"}, {"/home/me/<odd>.py", 7, "<module>"}};
+  ReportInputs in;
+  in.profile = &p;
+  const ReportModel before = build_model(in, {});
+  ASSERT_GE(before.top_tensors.size(), 2u);
+  p.tensors[before.top_tensors[0].id].source = 0;
+  p.tensors[before.top_tensors[1].id].source = 1;
+  const ReportModel model = build_model(in, {});
+  EXPECT_EQ(model.top_tensors[0].source, "model.py:63 forward");
+  const std::string html = render_html(model);
+  const auto start = html.find("<table id=\"top-tensors-table\"");
+  ASSERT_NE(start, std::string::npos);
+  const std::string table = html.substr(start, html.find("</table>", start) - start);
+  EXPECT_NE(table.find(">source<"), std::string::npos) << "a source column";
+  EXPECT_NE(table.find("model.py:63 forward"), std::string::npos);
+  EXPECT_NE(table.find("&lt;odd&gt;.py:7 &lt;module&gt;"), std::string::npos) << "escaped";
+  bool in_rows = false;
+  const auto data = chart_data(html);
+  for (const auto& row : data["lifetimes"]["rows"]) in_rows |= row["src"] == "model.py:63 forward";
+  EXPECT_EQ(in_rows, [&] {
+    for (const auto& r : model.lifetimes.rows)
+      if (r.tensor.source == "model.py:63 forward") return true;
+    return false;
+  }());
 }

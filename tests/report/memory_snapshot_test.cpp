@@ -118,4 +118,31 @@ TEST(MemorySnapshot, PickleHoldsTheSameDictionary) {
   std::filesystem::remove_all(dir);
 }
 
+
+// Note [Memory snapshot from a profile]: a tensor whose source the profile knows gets a second frame
+// (file, line, function) after the allocating op's; one without keeps the op's frame alone.
+TEST(MemorySnapshot, SourceLinesAreFramesAfterTheAllocatingOp) {
+  Profile p = make_training_profile();
+  p.sources = {{"/home/me/model.py", 63, "forward"}};
+  TensorId with = 0;
+  for (const auto& t : p.tensors)
+    if (t.device == 0 && t.seq >= 0) with = t.id;
+  p.tensors[with].source = 0;
+  p.validate();
+  const auto m = model_of(p);
+  const auto j = json::parse(snapshot_json(m, build_snapshot(m)));
+  EXPECT_TRUE(check_snapshot(j).empty());
+  std::size_t framed = 0;
+  for (const auto& e : j["device_traces"][0]) {
+    if (e["action"] != "alloc") continue;
+    const bool has = e["tierpack_tensor"].get<TensorId>() == with;
+    ASSERT_EQ(e["frames"].size(), has ? 2u : 1u);
+    if (!has) continue;
+    ++framed;
+    EXPECT_EQ(e["frames"][0]["filename"].get<std::string>().rfind("tierpack: op ", 0), 0u);
+    EXPECT_EQ(e["frames"][1], json({{"filename", "/home/me/model.py"}, {"line", 63}, {"name", "forward"}}));
+  }
+  EXPECT_EQ(framed, 1u);
+}
+
 }  // namespace
