@@ -1,8 +1,7 @@
-// NUMA policy wrappers for the real-nodes experiment (see node_policy.hpp).
+// NUMA policy wrappers for the real-nodes experiment (see node_policy.hpp): the kernel's calls go
+// through the OS layer (platform/host_os.hpp), which returns a positive errno where these return -errno.
 #include "experiment/node_policy.hpp"
 
-#include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,59 +10,36 @@
 #include <fstream>
 #include <sstream>
 
-#include "alloc/host/host_os.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "platform/host_os.hpp"
 
 namespace tierpack::experiment {
-namespace {
-
-constexpr int kMpolPreferred = 1, kMpolBind = 2, kMpolInterleave = 3;
-
-int set_policy(void* p, std::size_t bytes, int mode, const std::vector<int>& nodes) {
-  unsigned long mask = 0;
-  for (int n : nodes)
-    if (n >= 0 && n < 64) mask |= 1ul << n;
-  if (syscall(SYS_mbind, p, bytes, mode, &mask, 64ul, 0u) != 0) return -errno;
-  return 0;
-}
-
-}  // namespace
 
 int set_process_policy(NodePolicy policy, const std::vector<int>& nodes) {
-  unsigned long mask = 0;
-  for (int n : nodes)
-    if (n >= 0 && n < 64) mask |= 1ul << n;
-  const int mode = policy == NodePolicy::interleave ? kMpolInterleave
-                   : policy == NodePolicy::preferred ? kMpolPreferred
-                   : policy == NodePolicy::bind      ? kMpolBind
-                                                     : 0;
-  if (syscall(SYS_set_mempolicy, mode, mode == 0 ? nullptr : &mask, mode == 0 ? 0ul : 64ul) != 0) return -errno;
-  return 0;
+  return -host::system_os().set_thread_policy(policy, nodes);
 }
 
 void* map_with_policy(std::size_t bytes, NodePolicy policy, const std::vector<int>& nodes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  // Base pages only: a transparent huge page would put 2 MiB on one node at once.
-  madvise(p, bytes, MADV_NOHUGEPAGE);
-  int rc = 0;
-  switch (policy) {
-    case NodePolicy::local: break;
-    case NodePolicy::preferred: rc = set_policy(p, bytes, kMpolPreferred, nodes); break;
-    case NodePolicy::bind: rc = set_policy(p, bytes, kMpolBind, nodes); break;
-    case NodePolicy::interleave: rc = set_policy(p, bytes, kMpolInterleave, nodes); break;
+  auto& os = host::system_os();
+  void* p = nullptr;
+  if (const int err = os.map(bytes, &p); err != 0) {
+    errno = err;
+    return nullptr;
   }
-  if (rc != 0) {
-    munmap(p, bytes);
-    errno = -rc;
+  // Base pages only: a transparent huge page would put 2 MiB on one node at once.
+  os.advise_huge(p, bytes, false);
+  if (policy == NodePolicy::local) return p;
+  if (const int err = os.set_policy(p, bytes, policy, nodes); err != 0) {
+    os.unmap(p, bytes);
+    errno = err;
     return nullptr;
   }
   return p;
 }
 
 void unmap(void* p, std::size_t bytes) noexcept {
-  if (p) munmap(p, bytes);
+  if (p) host::system_os().unmap(p, bytes);
 }
 
 std::uint64_t node_free_bytes(int node) {
@@ -96,7 +72,7 @@ std::uint64_t node_low_watermark_bytes(int node) {
     std::uint64_t v = 0;
     if (s >> key >> v && key == "low") pages += v;
   }
-  return pages * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  return pages * host::system_os().page_size();
 }
 
 std::vector<int> memory_nodes() {
@@ -139,7 +115,7 @@ void add_residency(const void* p, std::size_t n, std::map<int, std::uint64_t>& b
 }
 
 bool Balloon::add(std::uint64_t bytes) {
-  const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  const std::uint64_t page = host::system_os().page_size();
   bytes = bytes / page * page;
   if (bytes == 0) return true;
   // Preferred, not bind: if the node fills up meanwhile (another balloon part, the kernel's own
@@ -147,8 +123,9 @@ bool Balloon::add(std::uint64_t bytes) {
   void* p = map_with_policy(bytes, NodePolicy::preferred, {node_});
   if (!p) return false;
   // mlock populates and pins the pages: reclaim (and so demotion) cannot take them.
-  if (mlock(p, bytes) != 0) {
-    munmap(p, bytes);
+  if (const int err = host::system_os().lock(p, bytes); err != 0) {
+    unmap(p, bytes);
+    errno = err;
     return false;
   }
   parts_.emplace_back(p, bytes);
@@ -158,7 +135,7 @@ bool Balloon::add(std::uint64_t bytes) {
 std::uint64_t Balloon::probe() const {
   // Touch pages with the local policy (this CPU's node is `node_`: node 0 holds the CPUs here) until
   // a chunk lands on another node; what landed on `node_` is the room left.
-  const std::uint64_t page = static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+  const std::uint64_t page = host::system_os().page_size();
   const std::uint64_t chunk = 64 * page;
   const std::uint64_t limit = node_free_bytes(node_) + (64ull << 20);
   void* p = map_with_policy(limit, NodePolicy::local, {});
@@ -173,7 +150,7 @@ std::uint64_t Balloon::probe() const {
     on_node += where[node_];
     if (where[node_] < n) break;
   }
-  munmap(p, limit);
+  unmap(p, limit);
   return on_node;
 }
 
@@ -193,7 +170,7 @@ Balloon::Balloon(int node, std::uint64_t leave) : node_(node) {
       // Too little room: give back the last part and re-add it smaller by the shortfall.
       auto [p, n] = parts_.back();
       parts_.pop_back();
-      munmap(p, n);
+      unmap(p, n);
       const std::uint64_t shortfall = leave - room_;
       if (!add(n > shortfall ? n - shortfall : 0)) break;
     } else {
@@ -206,7 +183,7 @@ Balloon::Balloon(int node, std::uint64_t leave) : node_(node) {
 }
 
 Balloon::~Balloon() {
-  for (auto [p, n] : parts_) munmap(p, n);
+  for (auto [p, n] : parts_) unmap(p, n);
 }
 
 std::uint64_t Balloon::bytes() const {

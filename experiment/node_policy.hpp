@@ -1,7 +1,9 @@
-// Thin OS layer for the real-nodes experiment: anonymous mappings with a NUMA policy (preferred,
+// What the real-nodes experiment needs of the machine: anonymous mappings with a NUMA policy (preferred,
 // bind, interleave over a node set), a "balloon" that pins a node's free memory down to a budget,
 // per-page node residency (move_pages status), and the kernel's counters (/proc/vmstat, node meminfo).
-// Return values follow the kernel: 0 or -errno; nothing here throws except Balloon's constructor.
+// The system calls go through the OS layer (platform/host_os.hpp); this file adds the experiment's
+// conventions on top. Return values follow the kernel: 0 or -errno; nothing here throws except
+// Balloon's constructor.
 #pragma once
 
 #include <cstddef>
@@ -10,12 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "platform/host_os.hpp"
+
 namespace tierpack::experiment {
 
-enum class NodePolicy { local, preferred, bind, interleave };
+using NodePolicy = host::NodePolicy;
 
-/// set_mempolicy for the whole process (interleave over `nodes`, or back to the default with local).
-/// Returns 0 or -errno.
+/// set_mempolicy for the calling thread, which threads started later inherit (interleave over
+/// `nodes`, or back to the default with local). Returns 0 or -errno.
 int set_process_policy(NodePolicy policy, const std::vector<int>& nodes);
 
 /// mmap of `bytes` with the policy applied before any page is touched; nullptr on failure.

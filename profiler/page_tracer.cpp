@@ -1,14 +1,13 @@
 // Choosing a page tracer at run time, the `none` tracer, and per-page NUMA residency through
-// move_pages(2) (see page_tracer.hpp).
+// move_pages(2) of the OS layer (platform/host_os.hpp; see page_tracer.hpp).
 #include "profiler/page_tracer.hpp"
-
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <span>
 
 #include "core/error.hpp"
+#include "platform/host_os.hpp"
 #include "profiler/detail/page_tracer_backends.hpp"
 
 namespace tierpack {
@@ -37,13 +36,7 @@ class NoneTracer final : public PageTracer {
 
 std::unique_ptr<PageTracer> make_none_tracer() { return std::make_unique<NoneTracer>(); }
 
-std::size_t host_page_size() noexcept {
-  static const std::size_t size = [] {
-    const long s = ::sysconf(_SC_PAGESIZE);
-    return s > 0 ? static_cast<std::size_t>(s) : std::size_t{4096};
-  }();
-  return size;
-}
+std::size_t host_page_size() noexcept { return host::system_os().page_size(); }
 
 }  // namespace detail
 
@@ -82,16 +75,17 @@ std::unique_ptr<PageTracer> make_page_tracer(PageTracerKind kind, std::string* w
 }
 
 std::vector<int> query_page_nodes(const std::vector<void*>& pages) {
-  // move_pages(pid 0, n, pages, nodes = NULL, status, 0) only reports; the kernel copies the whole
-  // array in, so large queries go in batches to bound its temporary allocations.
+  // move_pages with nodes = NULL only reports; the kernel copies the whole array in, so large queries
+  // go in batches to bound its temporary allocations.
   constexpr std::size_t kBatch = 16384;
+  auto& os = host::system_os();
   std::vector<int> status(pages.size(), 0);
   for (std::size_t first = 0; first < pages.size(); first += kBatch) {
     const std::size_t n = std::min(kBatch, pages.size() - first);
-    long rc;
-    do rc = ::syscall(SYS_move_pages, 0, static_cast<unsigned long>(n), pages.data() + first, nullptr, status.data() + first, 0);
-    while (rc < 0 && errno == EINTR);
-    if (rc < 0) throw os_error("move_pages (query " + std::to_string(n) + " pages)", errno);
+    int err;
+    do err = os.move_pages(std::span<void* const>(pages.data() + first, n), {}, std::span<int>(status.data() + first, n));
+    while (err == EINTR);
+    if (err != 0) throw os_error("move_pages (query " + std::to_string(n) + " pages)", err);
   }
   return status;
 }

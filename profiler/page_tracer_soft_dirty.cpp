@@ -13,7 +13,6 @@
 // bit 55 stays 0), so probe_soft_dirty() checks behaviour: a page written after a clear must show
 // the bit.
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,6 +21,7 @@
 #include <mutex>
 
 #include "core/error.hpp"
+#include "platform/host_os.hpp"
 #include "profiler/detail/linux_uapi.hpp"
 #include "profiler/detail/page_tracer_backends.hpp"
 #include "profiler/detail/range_list.hpp"
@@ -141,9 +141,10 @@ TracerSupport probe_soft_dirty() {
   SoftDirtyFiles f;
   if (!open_files(f, s.why)) return s;
   const std::size_t page = host_page_size();
-  void* m = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) {
-    s.why = "mmap for the soft-dirty probe failed: " + errno_text(errno);
+  auto& os = host::system_os();
+  void* m = nullptr;
+  if (const int map_err = os.map(page, &m); map_err != 0) {
+    s.why = "mmap for the soft-dirty probe failed: " + errno_text(map_err);
     return s;
   }
   auto* p = static_cast<volatile char*>(m);
@@ -153,7 +154,7 @@ TracerSupport probe_soft_dirty() {
   if (err == 0) err = read_pagemap(f.pagemap.get(), reinterpret_cast<std::uintptr_t>(m), 1, page, &before);
   p[0] = 2;
   if (err == 0) err = read_pagemap(f.pagemap.get(), reinterpret_cast<std::uintptr_t>(m), 1, page, &after);
-  ::munmap(m, page);
+  os.unmap(m, page);
   if (err != 0) {
     s.why = "soft-dirty probe: clear_refs/pagemap failed: " + errno_text(err);
     return s;

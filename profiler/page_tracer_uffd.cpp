@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,6 +23,7 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "platform/host_os.hpp"
 #include "profiler/detail/linux_uapi.hpp"
 #include "profiler/detail/page_tracer_backends.hpp"
 #include "profiler/detail/range_list.hpp"
@@ -195,16 +195,17 @@ class UffdWpTracer final : public PageTracer {
   std::atomic<std::uint64_t> windows_{0}, pages_reported_{0}, rearm_failures_{0};
 };
 
-/// Maps `pages` anonymous pages for a probe; unmaps on scope exit.
+/// Maps `bytes` of anonymous memory for a probe (the OS layer's map); unmaps on scope exit.
 struct ProbeMapping {
-  explicit ProbeMapping(std::size_t bytes)
-      : bytes_(bytes), p(static_cast<char*>(::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))) {}
+  explicit ProbeMapping(std::size_t bytes) : bytes_(bytes), err(host::system_os().map(bytes, &p)) {}
   ~ProbeMapping() {
-    if (p != MAP_FAILED) ::munmap(p, bytes_);
+    if (err == 0) host::system_os().unmap(p, bytes_);
   }
-  bool ok() const { return p != MAP_FAILED; }
+  ProbeMapping(const ProbeMapping&) = delete;
+  ProbeMapping& operator=(const ProbeMapping&) = delete;
   std::size_t bytes_;
-  char* p;
+  void* p = nullptr;
+  int err;  ///< 0, or the errno of the failed mapping
 };
 
 }  // namespace
@@ -217,8 +218,8 @@ TracerSupport probe_uffd_wp() {
   // and a second scan must find nothing (the first re-armed it).
   const std::size_t page = host_page_size();
   ProbeMapping m(2 * page);
-  if (!m.ok()) {
-    s.why = "mmap for the uffd-wp probe failed: " + errno_text(errno);
+  if (m.err != 0) {
+    s.why = "mmap for the uffd-wp probe failed: " + errno_text(m.err);
     return s;
   }
   const auto b = reinterpret_cast<std::uintptr_t>(m.p);

@@ -42,9 +42,9 @@
 
 #include <jemalloc/jemalloc.h>
 
-#include "alloc/host/host_os.hpp"
 #include "core/tensor_class.hpp"
 #include "core/tier.hpp"
+#include "platform/host_os.hpp"
 
 namespace tierpack::host {
 

@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "alloc/host/host_arena.hpp"
-#include "alloc/host/host_os.hpp"
 #include "core/page_group.hpp"
 #include "core/topology.hpp"
+#include "platform/host_os.hpp"
 
 namespace tierpack::host {
 

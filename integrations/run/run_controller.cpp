@@ -9,13 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "alloc/host/host_os.hpp"
 #include "core/error.hpp"
 #include "core/file_envelope.hpp"
 #include "core/input_file.hpp"
 #include "core/tier_spec.hpp"
 #include "core/units.hpp"
 #include "placer/planner.hpp"
+#include "platform/host_os.hpp"
 
 namespace tierpack {
 namespace {

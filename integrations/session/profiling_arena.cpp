@@ -1,14 +1,12 @@
 // The profiling arena (see profiling_arena.hpp, Note [Arena extents]).
 #include "integrations/session/profiling_arena.hpp"
 
-#include <sys/mman.h>
-
-#include <cerrno>
 #include <string>
 
 #include <jemalloc/jemalloc.h>
 
 #include "core/error.hpp"
+#include "platform/host_os.hpp"
 
 namespace tierpack {
 
@@ -36,15 +34,15 @@ void* extent_alloc(extent_hooks_t* h, void* new_addr, std::size_t size, std::siz
 bool hook_dalloc(extent_hooks_t*, void*, std::size_t, bool, unsigned) { return true; }
 
 void hook_destroy(extent_hooks_t*, void* addr, std::size_t size, bool, unsigned) {
-  ::madvise(addr, size, MADV_DONTNEED);
+  host::system_os().purge(addr, size, /*lazy=*/false);
 }
 
 bool hook_purge_forced(extent_hooks_t*, void* addr, std::size_t, std::size_t offset, std::size_t length, unsigned) {
-  return ::madvise(static_cast<char*>(addr) + offset, length, MADV_DONTNEED) != 0;
+  return host::system_os().purge(static_cast<char*>(addr) + offset, length, /*lazy=*/false) != 0;
 }
 
 bool hook_purge_lazy(extent_hooks_t*, void* addr, std::size_t, std::size_t offset, std::size_t length, unsigned) {
-  return ::madvise(static_cast<char*>(addr) + offset, length, MADV_FREE) != 0;
+  return host::system_os().purge(static_cast<char*>(addr) + offset, length, /*lazy=*/true) != 0;
 }
 
 bool hook_split(extent_hooks_t*, void*, std::size_t, std::size_t, std::size_t, bool, unsigned) { return false; }
@@ -53,8 +51,9 @@ bool hook_merge(extent_hooks_t*, void*, std::size_t, void*, std::size_t, bool, u
 }  // namespace
 
 ProfilingArena::ProfilingArena(std::size_t reserve_bytes) {
-  void* base = ::mmap(nullptr, reserve_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (base == MAP_FAILED) throw os_error("mmap(reserve " + std::to_string(reserve_bytes) + ")", errno);
+  void* base = nullptr;
+  if (const int err = host::system_os().reserve(reserve_bytes, &base); err != 0)
+    throw os_error("mmap(reserve " + std::to_string(reserve_bytes) + ")", err);
   base_ = reinterpret_cast<std::uintptr_t>(base);
   size_ = reserve_bytes;
   next_ = base_;
@@ -74,7 +73,7 @@ ProfilingArena::ProfilingArena(std::size_t reserve_bytes) {
   unsigned index = 0;
   std::size_t len = sizeof index;
   if (const int rc = mallctl("arenas.create", &index, &len, &table, sizeof table); rc != 0) {
-    ::munmap(base, reserve_bytes);
+    host::system_os().unmap(base, reserve_bytes);
     throw error("jemalloc arenas.create failed (error " + std::to_string(rc) + ")");
   }
   arena_ = index;
@@ -86,7 +85,7 @@ ProfilingArena::~ProfilingArena() {
     const std::string cmd = "arena." + std::to_string(arena_) + ".destroy";
     mallctl(cmd.c_str(), nullptr, nullptr, nullptr, 0);
   }
-  if (base_) ::munmap(reinterpret_cast<void*>(base_), size_);
+  if (base_) host::system_os().unmap(reinterpret_cast<void*>(base_), size_);
 }
 
 void* ProfilingArena::hook_alloc(std::size_t size, std::size_t alignment) noexcept {
@@ -94,7 +93,7 @@ void* ProfilingArena::hook_alloc(std::size_t size, std::size_t alignment) noexce
   if (alignment == 0) alignment = 4096;
   const std::uintptr_t start = (next_.load() + alignment - 1) & ~(alignment - 1);
   if (start + size > base_ + size_ || start + size < start) return nullptr;
-  if (::mprotect(reinterpret_cast<void*>(start), size, PROT_READ | PROT_WRITE) != 0) return nullptr;
+  if (host::system_os().commit(reinterpret_cast<void*>(start), size) != 0) return nullptr;
   next_.store(start + size);
   return reinterpret_cast<void*>(start);
 }

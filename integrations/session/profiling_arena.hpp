@@ -7,7 +7,9 @@
 // Note [Arena extents]
 // The alloc hook carves extents out of a PROT_NONE reservation (bump pointer, made read-write on
 // demand); the dalloc hook refuses (returns true), so jemalloc retains extents and reuses them instead
-// of giving address space back; purges are madvise(MADV_DONTNEED). Small tensors share slabs, which
+// of giving address space back; purges are madvise(MADV_DONTNEED). The reservation, the commits and the
+// purges are the OS layer's (platform/host_os.hpp: reserve, commit, purge); the constructor's reserve
+// is its first use, so no hook is the one that creates system_os() inside jemalloc. Small tensors share slabs, which
 // is the layout the profile should see: pages holding tensors of several lifetimes are what page
 // false sharing is about. Allocations use MALLOCX_TCACHE_NONE: jemalloc's thread caches could hand a
 // region of another arena back (BRIEF.md, known traps). Tensors of a page or more are page-aligned.

@@ -35,7 +35,7 @@ std::unique_ptr<PageTracer> make_mprotect_tracer(std::size_t fault_buffer_entrie
 
 std::unique_ptr<PageTracer> make_none_tracer();
 
-/// The host page size (sysconf), cached.
+/// The host page size (the OS layer's, platform/host_os.hpp).
 std::size_t host_page_size() noexcept;
 
 }  // namespace tierpack::detail

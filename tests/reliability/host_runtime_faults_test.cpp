@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "alloc/host/fault_injecting_os.hpp"
 #include "core/error.hpp"
 #include "migrate/host/host_runtime.hpp"
+#include "platform/fault_injecting_os.hpp"
 #include "tests/migrate/host/host_test_util.hpp"
 
 namespace tierpack::host {

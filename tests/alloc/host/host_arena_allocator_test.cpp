@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "alloc/host/fault_injecting_os.hpp"
 #include "alloc/host/host_arena_allocator.hpp"
 #include "core/error.hpp"
+#include "platform/fault_injecting_os.hpp"
 
 namespace tierpack::host {
 namespace {

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "alloc/host/fault_injecting_os.hpp"
 #include "alloc/host/host_arena.hpp"
+#include "platform/fault_injecting_os.hpp"
 
 namespace tierpack::host {
 namespace {

@@ -10,11 +10,11 @@
 #include <future>
 #include <vector>
 
-#include "alloc/host/fault_injecting_os.hpp"
 #include "core/error.hpp"
 #include "migrate/host/foreign_pages.hpp"
 #include "migrate/host/host_mover.hpp"
 #include "migrate/host/host_runtime.hpp"
+#include "platform/fault_injecting_os.hpp"
 #include "tests/migrate/host/host_test_util.hpp"
 
 namespace tierpack::host {

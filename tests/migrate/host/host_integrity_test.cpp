@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "alloc/host/fault_injecting_os.hpp"
 #include "migrate/host/host_mover.hpp"
+#include "platform/fault_injecting_os.hpp"
 #include "tests/migrate/host/host_test_util.hpp"
 
 namespace tierpack::host {

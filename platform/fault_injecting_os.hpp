@@ -10,12 +10,15 @@
 #include <map>
 #include <mutex>
 
-#include "alloc/host/host_os.hpp"
+#include "platform/host_os.hpp"
 
 namespace tierpack::host {
 
-enum class OsCall : unsigned char { map, unmap, purge, advise_huge, bind, move_pages, policy_of };
-inline constexpr int kOsCallCount = 7;
+/// One per HostOs call that can fail.
+enum class OsCall : unsigned char {
+  map, reserve, commit, unmap, lock, purge, advise_huge, bind, set_policy, set_thread_policy, move_pages, policy_of
+};
+inline constexpr int kOsCallCount = static_cast<int>(OsCall::policy_of) + 1;
 
 class FaultInjectingOs final : public HostOs {
  public:
@@ -40,10 +43,15 @@ class FaultInjectingOs final : public HostOs {
   std::size_t page_size() const noexcept override { return up_.page_size(); }
   int node_count() const noexcept override { return up_.node_count(); }
   int map(std::size_t bytes, void** out) noexcept override;
+  int reserve(std::size_t bytes, void** out) noexcept override;
+  int commit(void* addr, std::size_t bytes) noexcept override;
   int unmap(void* addr, std::size_t bytes) noexcept override;
+  int lock(void* addr, std::size_t bytes) noexcept override;
   int purge(void* addr, std::size_t bytes, bool lazy) noexcept override;
   int advise_huge(void* addr, std::size_t bytes, bool huge) noexcept override;
   int bind(void* addr, std::size_t bytes, int node, BindMode mode, bool move) noexcept override;
+  int set_policy(void* addr, std::size_t bytes, NodePolicy policy, std::span<const int> nodes) noexcept override;
+  int set_thread_policy(NodePolicy policy, std::span<const int> nodes) noexcept override;
   int move_pages(std::span<void* const> pages, std::span<const int> nodes, std::span<int> status) noexcept override;
   int policy_of(void* addr, int* mode, int* node) noexcept override;
 

@@ -1,5 +1,5 @@
 // FaultInjectingOs: injected errno per call and status per page (see fault_injecting_os.hpp).
-#include "alloc/host/fault_injecting_os.hpp"
+#include "platform/fault_injecting_os.hpp"
 
 #include <vector>
 
@@ -47,9 +47,24 @@ int FaultInjectingOs::map(std::size_t bytes, void** out) noexcept {
   return up_.map(bytes, out);
 }
 
+int FaultInjectingOs::reserve(std::size_t bytes, void** out) noexcept {
+  if (int err = take(OsCall::reserve, false)) return err;
+  return up_.reserve(bytes, out);
+}
+
+int FaultInjectingOs::commit(void* addr, std::size_t bytes) noexcept {
+  if (int err = take(OsCall::commit, false)) return err;
+  return up_.commit(addr, bytes);
+}
+
 int FaultInjectingOs::unmap(void* addr, std::size_t bytes) noexcept {
   if (int err = take(OsCall::unmap, false)) return err;
   return up_.unmap(addr, bytes);
+}
+
+int FaultInjectingOs::lock(void* addr, std::size_t bytes) noexcept {
+  if (int err = take(OsCall::lock, false)) return err;
+  return up_.lock(addr, bytes);
 }
 
 int FaultInjectingOs::purge(void* addr, std::size_t bytes, bool lazy) noexcept {
@@ -65,6 +80,16 @@ int FaultInjectingOs::advise_huge(void* addr, std::size_t bytes, bool huge) noex
 int FaultInjectingOs::bind(void* addr, std::size_t bytes, int node, BindMode mode, bool move) noexcept {
   if (int err = take(OsCall::bind, move)) return err;
   return up_.bind(addr, bytes, node, mode, move);
+}
+
+int FaultInjectingOs::set_policy(void* addr, std::size_t bytes, NodePolicy policy, std::span<const int> nodes) noexcept {
+  if (int err = take(OsCall::set_policy, false)) return err;
+  return up_.set_policy(addr, bytes, policy, nodes);
+}
+
+int FaultInjectingOs::set_thread_policy(NodePolicy policy, std::span<const int> nodes) noexcept {
+  if (int err = take(OsCall::set_thread_policy, false)) return err;
+  return up_.set_thread_policy(policy, nodes);
 }
 
 int FaultInjectingOs::move_pages(std::span<void* const> pages, std::span<const int> nodes,
