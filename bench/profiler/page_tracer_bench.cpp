@@ -8,8 +8,6 @@
 //   UffdWpScan/<pages>/<stride>        only end_window (one PAGEMAP_SCAN + re-arm) after <pages> writes
 // items_per_second = touched pages per second (for the *WindowEnd/*Scan rows: pages reported per
 // second of end_window). Each range is <pages> * <stride> pages of anonymous memory.
-#include <sys/mman.h>
-
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -17,6 +15,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "platform/host_os.hpp"
 #include "profiler/detail/page_tracer_backends.hpp"
 #include "profiler/page_tracer.hpp"
 
@@ -26,13 +25,13 @@ namespace {
 
 struct Region {
   explicit Region(std::size_t pages) : page(detail::host_page_size()), bytes(pages * page) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::runtime_error("mmap");
+    void* p = nullptr;
+    if (host::system_os().map(bytes, &p) != 0) throw std::runtime_error("map");
     base = static_cast<char*>(p);
-    ::madvise(base, bytes, MADV_NOHUGEPAGE);
+    host::system_os().advise_huge(base, bytes, false);
     for (std::size_t off = 0; off < bytes; off += page) base[off] = 1;  // populate: measure tracing, not first-touch
   }
-  ~Region() { ::munmap(base, bytes); }
+  ~Region() { host::system_os().unmap(base, bytes); }
   std::size_t page, bytes;
   char* base;
 };
@@ -67,7 +66,7 @@ void UntracedFault(benchmark::State& state) {
   Region r(pages * stride);
   char v = 0;
   for (auto _ : state) {
-    ::madvise(r.base, r.bytes, MADV_DONTNEED);
+    host::system_os().purge(r.base, r.bytes, false);  // MADV_DONTNEED
     const auto start = std::chrono::steady_clock::now();
     touch(r, pages, stride, ++v);
     state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
