@@ -144,7 +144,9 @@ TEST(SavedPlan, AStorageHeldUntilForwardEndsIsLetGoNoEarlierThanBackward) {
   ASSERT_FALSE(p.moves.empty());
   EXPECT_EQ(p.moves.front().storage, 2);  // the one not held, although used before 0 and 1
   for (const SavedMove& m : p.moves)
-    if (m.storage < 2) EXPECT_GE(m.release_at, backward) << "storage " << m.storage;
+    if (m.storage < 2) {
+      EXPECT_GE(m.release_at, backward) << "storage " << m.storage;
+    }
   // At the pack of 2 (448 MiB live) one must go and both packed before it are held: it does not fit there.
   const SavedPlan q = plan_saved_tensors(t, options(400 * MiB));
   EXPECT_FALSE(q.fits);
