@@ -63,7 +63,7 @@ std::string_view name_of(E e, const std::pair<std::string_view, E> (&table)[N]) 
 const std::vector<std::string_view>& Config::keys() {
   static const std::vector<std::string_view> k = {
       "mode",       "gpu_budget",        "fast_budget",        "tiers",          "profile_out", "plan",
-      "stats_out",  "warmup_iterations", "profile_iterations", "max_iterations", "page_tracer", "page_window_depth", "log"};
+      "stats_out",  "warmup_iterations", "profile_iterations", "max_iterations", "page_tracer", "page_window_depth", "log", "python_source"};
   return k;
 }
 
@@ -93,7 +93,11 @@ Config parse_config(std::string_view text) {
     else if (key == "page_tracer") c.page_tracer = parse_enum(key, value, kTracers);
     else if (key == "page_window_depth") c.page_window_depth = parse_int(key, value, 1);
     else if (key == "log") c.log = parse_enum(key, value, kLogs);
-    else {
+    else if (key == "python_source") {
+      if (value != "on" && value != "off")
+        throw logic_error("TIERPACK_CONF: python_source must be on or off, not " + quote_input(value));
+      c.python_source = value == "on";
+    } else {
       std::string accepted;
       for (auto k : Config::keys()) accepted += (accepted.empty() ? "" : ", ") + std::string(k);
       throw logic_error("TIERPACK_CONF: unknown key " + quote_input(key) + " (accepted keys: " + accepted + ")");
@@ -143,6 +147,7 @@ std::string format_config(const Config& c) {
   if (c.page_tracer != d.page_tracer) add("page_tracer", std::string(name_of(c.page_tracer, kTracers)));
   if (c.page_window_depth != d.page_window_depth) add("page_window_depth", std::to_string(c.page_window_depth));
   if (c.log != d.log) add("log", std::string(name_of(c.log, kLogs)));
+  if (c.python_source != d.python_source) add("python_source", c.python_source ? "on" : "off");
   return out;
 }
 

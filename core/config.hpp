@@ -31,6 +31,7 @@ struct Config {
   PageTracerKind page_tracer = PageTracerKind::automatic;
   int page_window_depth = 1;         ///< ops nested less deeply than this close page windows (1: top-level)
   LogLevel log = LogLevel::info;
+  bool python_source = true;         ///< profiles record the Python line of each allocation (Note [Python source])
 
   /// The accepted keys, for error messages and docs.
   static const std::vector<std::string_view>& keys();

@@ -255,6 +255,10 @@ void apply_child_flags(const Args& args, Config& config) {
       throw usage_error("--page-tracer must be auto, mprotect, uffd or off, not '" + *t + "'");
     }
   }
+  if (auto p = args.get("--python-source")) {
+    if (*p != "on" && *p != "off") throw usage_error("--python-source must be on or off, not '" + *p + "'");
+    config.python_source = *p == "on";
+  }
   if (args.has("--quiet")) config.log = LogLevel::quiet;
   if (args.has("--verbose")) config.log = LogLevel::debug;
 }

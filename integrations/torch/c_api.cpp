@@ -51,7 +51,7 @@ void log_source_stats(Session& s) {
   static std::atomic<bool> logged{false};
   if (s.config().log != tierpack::LogLevel::debug || logged.exchange(true)) return;
   if (!tierpack::python_source::available()) {
-    s.log("python sources: none (no Python in this process, or TIERPACK_PYTHON_SOURCE=off)");
+    s.log("python sources: none (no Python in this process, or python_source:off)");
     return;
   }
   const auto st = tierpack::python_source::stats();

@@ -18,7 +18,7 @@
 //    intra-op pools) are skipped without touching the GIL. Taking the GIL from inside an op can wait
 //    for another Python thread (a data loader's pin-memory thread) for up to the interpreter's switch
 //    interval, and it could deadlock if that thread waited for a lock the op holds; torch's memory
-//    history takes the same risk. TIERPACK_PYTHON_SOURCE=off turns the whole thing off.
+//    history takes the same risk. `--python-source off` (TIERPACK_CONF python_source:off) turns it off.
 //  - The frame: the innermost one whose file is not under torch's or tierpack's package directory
 //    (torch.nn.functional, nn.Module.__call__, tierpack's hooks), at most kMaxDepth frames up. Per
 //    code object its file, function name and whether it is skipped are cached (the code object is
@@ -197,9 +197,8 @@ SourceRef innermost_user_frame(State& s) {
   return out;
 }
 
-void init_once() {
-  const char* env = std::getenv("TIERPACK_PYTHON_SOURCE");
-  if (env && (std::strcmp(env, "off") == 0 || std::strcmp(env, "0") == 0)) return;
+void init_once(bool enabled) {
+  if (!enabled) return;
   Api a;
   bool ok = resolve(a.Py_IsInitialized, "Py_IsInitialized") &&
             resolve(a.PyGILState_GetThisThreadState, "PyGILState_GetThisThreadState") &&
@@ -221,9 +220,9 @@ void init_once() {
 
 }  // namespace
 
-bool init() noexcept {
+bool init(bool enabled) noexcept {
   try {
-    std::call_once(g_init_once, init_once);
+    std::call_once(g_init_once, init_once, enabled);
   } catch (...) {
     g_available = false;
   }

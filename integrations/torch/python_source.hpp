@@ -12,8 +12,8 @@ namespace tierpack::python_source {
 
 /// Resolves the CPython functions in this process (once; later calls do nothing). Returns false, and
 /// current() then always returns an empty SourceRef, when there is no Python or it is too old (< 3.9),
-/// or when TIERPACK_PYTHON_SOURCE=off. Call from install(), before any allocation asks.
-bool init() noexcept;
+/// or when not `enabled` (TIERPACK_CONF python_source:off). Call from install(), before any allocation asks.
+bool init(bool enabled) noexcept;
 /// Whether init() found a Python to read.
 bool available() noexcept;
 /// The calling thread's innermost frame outside torch and tierpack ("/home/me/model.py", 63,

@@ -181,7 +181,7 @@ void on_step_end(const at::RecordFunction& fn, at::ObserverContext*) {
 void install(Session* session) {
   std::lock_guard lock(g_install_mu);
   if (g_session.load()) return;
-  python_source::init();
+  python_source::init(session == nullptr || session->config().python_source);
   g_session.store(session, std::memory_order_release);
   // Priority above PyTorch's default registration (0): c10 keeps the highest.
   c10::SetAllocator(c10::DeviceType::CPU, &cpu_allocator(), /*priority=*/100);

@@ -22,6 +22,20 @@ TEST(Config, ParsesKeys) {
   EXPECT_EQ(c.log, LogLevel::debug);
 }
 
+TEST(Config, PythonSourceIsOnByDefaultAndASwitch) {
+  EXPECT_TRUE(parse_config("").python_source);
+  const Config off = parse_config("python_source:off");
+  EXPECT_FALSE(off.python_source);
+  EXPECT_EQ(format_config(off), "python_source:off");
+  EXPECT_EQ(parse_config(format_config(off)).python_source, false);
+  try {
+    parse_config("python_source:maybe");
+    FAIL() << "accepted";
+  } catch (const logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("python_source must be on or off"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Config, RoundTrips) {
   const Config c = parse_config("mode:profile,profile_out:/tmp/x.tpk,warmup_iterations:2,gpu_budget:50%");
   const Config d = parse_config(format_config(c));

@@ -386,6 +386,20 @@ TEST(TorchProfile, CorruptOrTruncatedProfilesGiveAClearError) {
   }
 }
 
+// `--python-source off` (TIERPACK_CONF python_source:off): no stack is walked, no tensor has a source.
+TEST(TorchProfile, PythonSourceOffRecordsNoLines) {
+  const std::string path = temp("source_off.tpk");
+  const Proc r = run(tierpack_bin() + " profile --verbose --python-source off -o " + path + " -- " + python() + " " +
+                     script("source_lines.py"));
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("python sources: none"), std::string::npos) << r.output;
+  const Profile p = read_profile(path);
+  EXPECT_TRUE(p.sources.empty());
+  EXPECT_FALSE(p.tensors.empty());
+  const Proc bad = run(tierpack_bin() + " profile --python-source maybe -o " + path + " -- true");
+  EXPECT_EQ(bad.status, 2) << bad.output;
+}
+
 // Note [Python source]: each tensor carries the line of the script that allocated it, in the profile, the
 // summary (text and JSON), the report's tables and the memory_viz snapshot's frames.
 TEST(TorchProfile, TensorsCarryThePythonLineThatAllocatedThem) {

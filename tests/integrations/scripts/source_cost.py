@@ -3,7 +3,7 @@ integrations/torch/python_source.cpp).
 
     PYTHONPATH=python /usr/bin/python3 tests/integrations/scripts/source_cost.py [N]
 
-profiles this script six times under `tierpack profile` (TIERPACK_PYTHON_SOURCE=off and on, alternated)
+profiles this script six times under `tierpack profile` (--python-source off and on, alternated)
 and prints, per allocation (the least of the three runs of each), the time of a small CPU tensor allocation while the profiled iteration is
 recorded and after it (the steady state, where nothing asks for sources), for two call shapes:
 torch.empty called from this file (innermost frame is the user's) and torch.nn.functional.relu (one
@@ -67,10 +67,10 @@ if not cli:
 rows = {}
 with tempfile.TemporaryDirectory() as tmp:
     for setting in ("off", "on") * 3:  # alternated, the least of three (the machine may be busy)
-        env = dict(os.environ, TIERPACK_PYTHON_SOURCE=setting)
-        out = subprocess.run([cli, "profile", "--verbose", "--page-tracer", "off", "-o", os.path.join(tmp, setting + ".tpk"),
+        out = subprocess.run([cli, "profile", "--verbose", "--page-tracer", "off", "--python-source", setting,
+                              "-o", os.path.join(tmp, setting + ".tpk"),
                               "--", sys.executable, os.path.abspath(__file__), "--child", str(n)],
-                             env=env, capture_output=True, text=True)
+                             capture_output=True, text=True)
         text = out.stdout + out.stderr
         m = re.search(r"RESULT (\S+) (\S+) (\S+) (\S+)", text)
         if out.returncode != 0 or not m:
