@@ -11,9 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/saved_trace.hpp"
-#include "tests/support/run_command.hpp"
+#include "tests/support/cli_expect.hpp"
 
 using namespace tierpack;
+using tierpack::testing::expect_one_line_error;
 namespace fs = std::filesystem;
 
 namespace {
@@ -62,11 +63,6 @@ class GpuReplayCli : public ::testing::Test {
   static void write(const std::string& name, const nlohmann::json& j) { std::ofstream(path(name)) << j.dump(); }
   static tierpack::testing::CliRun tierpack(const std::string& args) {
     return tierpack::testing::run_split(std::string(TIERPACK_BINARY_DIR) + "/bin/tierpack gpu-replay " + args, dir_.string());
-  }
-  static void expect_one_line_error(const tierpack::testing::CliRun& r, int status, const std::string& fragment) {
-    EXPECT_EQ(r.status, status) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
   }
   static fs::path dir_;
 };

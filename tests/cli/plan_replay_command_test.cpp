@@ -14,7 +14,7 @@
 #include "core/plan.hpp"
 #include "core/tier_spec.hpp"
 #include "placer/plan_check.hpp"
-#include "tests/support/run_command.hpp"
+#include "tests/support/cli_expect.hpp"
 #include "tests/support/synthetic_profile.hpp"
 
 using namespace tierpack;
@@ -23,6 +23,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using tierpack::testing::CliRun;
+using tierpack::testing::expect_one_line_error;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -51,11 +52,6 @@ class PlanReplayCli : public ::testing::Test {
     return tierpack::testing::run_split(std::string(TIERPACK_BINARY_DIR) + "/bin/tierpack " + args, dir_.string());
   }
 
-  static void expect_one_line_error(const CliRun& r, int status, const std::string& fragment) {
-    EXPECT_EQ(r.status, status) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
-  }
 
   static fs::path dir_;
 };

@@ -21,7 +21,7 @@
 
 #include "core/file_envelope.hpp"
 #include "core/profile.hpp"
-#include "tests/support/run_command.hpp"
+#include "tests/support/cli_expect.hpp"
 #include "tests/support/synthetic_profile.hpp"
 
 namespace fs = std::filesystem;
@@ -53,11 +53,7 @@ class CliBadInput : public ::testing::Test {
   static void expect_one_line_error(const std::string& args, int status, const std::string& fragment,
                                     const std::string& env = {}) {
     SCOPED_TRACE("tierpack " + args);
-    const CliRun r = tierpack(args, env);
-    EXPECT_EQ(r.status, status) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    EXPECT_EQ(r.err.rfind("tierpack", 0), 0u) << "starts with the program name: " << r.err;
-    EXPECT_NE(r.err.find(fragment), std::string::npos) << "names '" << fragment << "': " << r.err;
+    tierpack::testing::expect_one_line_error(tierpack(args, env), status, fragment);
   }
   /// The subcommands `tierpack --help` lists.
   static std::vector<std::string> subcommands() {
