@@ -1,6 +1,7 @@
 // Parsing and formatting of sizes, bandwidths, latencies and budgets (see units.hpp).
 #include "core/units.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -132,6 +133,17 @@ Budget parse_budget(std::string_view text) {
                         " bytes is less than one page; give a unit or a percentage" + hint);
   }
   return b;
+}
+
+std::vector<BudgetPoint> parse_budget_list(std::string_view text) {
+  std::vector<BudgetPoint> out;
+  for (std::size_t pos = 0; pos <= text.size();) {
+    const std::size_t end = std::min(text.find(',', pos), text.size());
+    const std::string item(text.substr(pos, end - pos));
+    pos = end + 1;
+    out.push_back({item, parse_budget(item)});
+  }
+  return out;
 }
 
 std::string format_bytes(std::uint64_t bytes) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tierpack {
 
@@ -38,6 +39,14 @@ std::string quote_input(std::string_view text);
 
 /// Parses "24G" or "20%" into a Budget.
 Budget parse_budget(std::string_view text);
+
+/// A budget as the user wrote it, and its value.
+struct BudgetPoint {
+  std::string label;
+  Budget budget;
+};
+/// "100%,50%,4G" -> budget points (the --budgets lists); throws logic_error naming the bad item.
+std::vector<BudgetPoint> parse_budget_list(std::string_view text);
 
 /// "1.50 GiB", "512 KiB", "12 B".
 std::string format_bytes(std::uint64_t bytes);

@@ -33,17 +33,6 @@ std::vector<std::string> parse_policies(const std::string& text) {
   return out;
 }
 
-std::vector<BudgetPoint> parse_budget_list(const std::string& text) {
-  std::vector<BudgetPoint> out;
-  for (std::size_t pos = 0; pos <= text.size();) {
-    const std::size_t end = std::min(text.find(',', pos), text.size());
-    const std::string item = text.substr(pos, end - pos);
-    pos = end + 1;
-    out.push_back({item, parse_budget(item)});
-  }
-  return out;
-}
-
 namespace {
 
 ResultRow to_row(const placer::ReplayResult& r, const std::string& policy, const BudgetPoint& b, std::uint64_t budget,

@@ -15,13 +15,8 @@
 
 namespace tierpack::experiment {
 
-struct BudgetPoint {
-  std::string label;  ///< as the user wrote it
-  Budget budget;
-};
-
-/// "100%,50%,4G" -> budget points; throws logic_error naming the bad item.
-std::vector<BudgetPoint> parse_budget_list(const std::string& text);
+using tierpack::BudgetPoint;        // core/units.hpp
+using tierpack::parse_budget_list;  // core/units.hpp
 
 using ProgressFn = std::function<void(const std::string&)>;
 

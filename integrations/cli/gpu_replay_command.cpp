@@ -139,15 +139,10 @@ int run_gpu_replay(const Args& args) {
   for (const SavedEvent& e : rec.trace.events) peak = std::max(peak, e.window_peak);
   std::vector<std::pair<std::string, std::uint64_t>> budgets;
   if (auto list = args.get("--budgets")) {
-    for (std::size_t pos = 0; pos <= list->size();) {
-      const std::size_t end = std::min(list->find(',', pos), list->size());
-      const std::string item = list->substr(pos, end - pos);
-      pos = end + 1;
-      try {
-        budgets.emplace_back(item, parse_budget(item).resolve(peak));
-      } catch (const logic_error& e) {
-        throw usage_error(std::string("--budgets: ") + e.what());
-      }
+    try {
+      for (const BudgetPoint& b : parse_budget_list(*list)) budgets.emplace_back(b.label, b.budget.resolve(peak));
+    } catch (const logic_error& e) {
+      throw usage_error(std::string("--budgets: ") + e.what());
     }
   } else {
     if (rec.budget == 0) throw usage_error(path + " names no budget: give --budgets");

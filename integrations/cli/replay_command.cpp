@@ -139,16 +139,11 @@ int run_replay(const Args& args) {
   if (auto list = args.get("--budgets")) {
     if (plan || args.has("--gpu-budget") || args.has("--fast-budget"))
       throw usage_error("--budgets replaces --plan, --gpu-budget and --fast-budget");
-    std::vector<std::pair<std::string, Budget>> budgets;
-    for (std::size_t pos = 0; pos <= list->size();) {
-      const std::size_t end = std::min(list->find(',', pos), list->size());
-      const std::string item = list->substr(pos, end - pos);
-      pos = end + 1;
-      try {
-        budgets.emplace_back(item, parse_budget(item));
-      } catch (const logic_error& e) {
-        throw usage_error(std::string("--budgets: ") + e.what());
-      }
+    std::vector<BudgetPoint> budgets;
+    try {
+      budgets = parse_budget_list(*list);
+    } catch (const logic_error& e) {
+      throw usage_error(std::string("--budgets: ") + e.what());
     }
     std::vector<std::pair<std::string, placer::Comparison>> runs;
     for (const auto& [label, budget] : budgets) {
