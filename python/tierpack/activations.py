@@ -354,7 +354,8 @@ class StorageMover:
     for both: nothing moves); allocated(dev), max_allocated(dev), reset_peak(dev): the allocator's live
     bytes, its peak since the last reset, reset; set_limit(dev, bytes or None): make the budget a hard
     limit (or lift it; limit:hard only); empty_cache(): give the allocator's unused memory back;
-    record_iteration: the iteration (1-based) that is recorded (>= 3 by default: the first learns the
+    memory_state(dev): the allocator's reserved and live bytes and its free gaps, read at an out-of-memory
+    error; record_iteration: the iteration (1-based) that is recorded (>= 3 by default: the first learns the
     live peak, the second fills the pinned pool, Note [Reactive moves]; the next one is timed, Note
     [Recording]); capacity(dev): the device's memory (the timing iteration moves nothing under it);
     optimizer_state: move the
@@ -366,8 +367,10 @@ class StorageMover:
                  set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.95,
                  divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
                  empty_cache=None, optimizer_state=False, capacity=None, log=None, max_reserved=None,
-                 reserved_replans=4, recompute=True, recompute_bytes_per_s=2e12):
+                 reserved_replans=4, recompute=True, recompute_bytes_per_s=2e12, memory_state=None):
         self.torch = torch
+        self._memory_state = memory_state
+        self.out_of_memory_state = None  # the allocator's state at an out-of-memory error (memory_state(dev))
         self._make_transport = transport
         self._planner = planner
         self.budget = int(budget_bytes) if budget_bytes else None
@@ -510,17 +513,30 @@ class StorageMover:
         rec.handles = []
 
     def out_of_memory(self, size, limit):
-        """PyTorch's allocator is about to raise out of memory: say what tierpack had set and planned."""
+        """PyTorch's allocator is about to raise out of memory: say what tierpack had set and planned, and what
+        the allocator held (Note [Reserved memory]: what it could not give back)."""
         gib = float(1 << 30)
+        state = self._memory_state(self.device) if self._memory_state is not None else None
+        if state is not None:
+            self.out_of_memory_state = dict(state, iteration=self.iteration, size=size, limit=limit)
+            if self.stats_out and self.device is not None:
+                self._write_stats()  # the process may end with the error: the file says what happened
+            held = ("; the allocator held %.2f GiB with %.2f GiB live: %.2f GiB free in %d gap(s) between live "
+                    "blocks (largest %.1f MiB) that it could not give back"
+                    % (state["reserved"] / gib, state["allocated"] / gib, state["free_mapped"] / gib,
+                       state["gaps"], state["largest_gap"] / float(1 << 20)))
+        else:
+            held = ""
         if self.plan is not None and self.hard_limit and self.plan.get("fits"):
             self.log("storage mover: out of memory asking for %.2f GiB under the budget's limit %.2f GiB (limit:hard, "
-                     "Note [Budget]); the plan keeps live bytes under %.2f GiB (fill %.2f); a lower fill, or "
+                     "Note [Budget]); the plan keeps live bytes under %.2f GiB (fill %.2f)%s; a lower fill, or "
                      "TIERPACK_GPU limit:soft (no limit: the run may go over the budget), avoids this"
-                     % (size / gib, limit / gib, self.plan["limit_bytes"] / gib, self.fill))
+                     % (size / gib, limit / gib, self.plan["limit_bytes"] / gib, self.fill, held))
         else:
-            self.log("storage mover: out of memory asking for %.2f GiB (limit %.2f GiB); %s" % (
+            self.log("storage mover: out of memory asking for %.2f GiB (limit %.2f GiB); %s%s" % (
                 size / gib, limit / gib, "no plan yet (warm-up)" if self.plan is None else
-                "the plan does not fit the budget" if not self.plan.get("fits") else "the budget is soft"))
+                "no plan fits the budget (limit:hard keeps it: a larger budget, or limit:soft, lets the run go on)"
+                if not self.plan.get("fits") else "the budget is soft", held))
 
     def _drop_plan(self):
         self.plan = None
@@ -944,13 +960,18 @@ class StorageMover:
                              "saved_storages": len(self._trace["storages"]),
                              "context_bytes": self._trace["context_bytes"]}
         if self._set_limit is not None and self.hard_limit:
-            self._set_limit(self.device, self.budget if plan["fits"] else None)
+            # limit:hard is the user's promise that the run stays under the budget: a plan that does not fit
+            # keeps the limit too, and the allocation past it raises torch.OutOfMemoryError (Note [Budget]).
+            self._set_limit(self.device, self.budget)
         self.log("storage mover: plan from iteration %d: %d of %d storages leave the device (%.2f GiB each way; "
                  "the limit needs %.2f GiB), live peak %.2f GiB under %.2f GiB%s; predicted step %.1f ms "
                  "(recorded %.1f ms, transfer bound %.1f ms)"
                  % (self.iteration, len(plan["moves"]), len(self._trace["storages"]), plan["bytes_out"] / gib,
                     plan["bytes_needed"] / gib, plan["planned_peak"] / gib, limit / gib,
-                    "" if plan["fits"] else " (DOES NOT FIT: not enough saved bytes can move; the run goes over the budget)",
+                    "" if plan["fits"] else
+                    " (DOES NOT FIT: not enough saved bytes can move; %s)" % (
+                        "limit:hard keeps the budget as PyTorch's memory limit, so expect torch.OutOfMemoryError"
+                        if self.hard_limit and self._set_limit is not None else "the run goes over the budget"),
                     plan["predicted_ms"], self._trace["step_ms"], plan["bound_ms"]))
 
     def _check_planned_peak(self):
@@ -1020,7 +1041,8 @@ class StorageMover:
     def stats(self):
         with self._lock:
             return {"mechanism": "storage", "phase": self.phase, "budget": self.budget, "limit": self.limit,
-                    "plan": self.plan_summary, "iterations": list(self.history), "current": self.counters.as_dict()}
+                    "plan": self.plan_summary, "iterations": list(self.history), "current": self.counters.as_dict(),
+                    "out_of_memory": self.out_of_memory_state}
 
     def _stats_path(self, suffix):
         """<stats without its extension>.gpu<N><suffix>: the files beside `tierpack run --stats`."""
@@ -1068,6 +1090,8 @@ class StorageMover:
                               for h in self.history]}
         if last.get("diverged") and self.plan is None:
             doc["divergence"] = "iterations stopped matching the recorded one"
+        if self.out_of_memory_state is not None:
+            doc["out_of_memory"] = self.out_of_memory_state
         self._write_json(path, doc)
 
     def trace(self):

@@ -259,6 +259,24 @@ def _install_storage_mover(torch, lib, options):
         max_reserved = torch.cuda.max_memory_reserved
         reset_peak = torch.cuda.reset_peak_memory_stats
 
+    def memory_state(device):
+        """At an out-of-memory error (the allocator's lock is free then): what it holds, what is live, and the
+        free blocks inside its mapped memory (Note [Reserved memory] in tierpack/activations.py)."""
+        i = index(device)
+        st = torch.cuda.memory_stats(i)
+        gaps = []
+        try:
+            for seg in torch.cuda.memory._snapshot()["segments"]:
+                if seg.get("device") == i:
+                    gaps += [b["size"] for b in seg.get("blocks", ()) if b.get("state") == "inactive"]
+        except Exception:  # noqa: BLE001 - the counters alone still say what was held
+            pass
+        return {"reserved": st.get("reserved_bytes.all.current", 0), "allocated": st.get("allocated_bytes.all.current", 0),
+                "free_mapped": st.get("reserved_bytes.all.current", 0) - st.get("allocated_bytes.all.current", 0),
+                "gaps": len(gaps), "largest_gap": max(gaps, default=0),
+                "gaps_over_20m": sum(1 for g in gaps if g >= 20 << 20),
+                "segments": st.get("segment.all.current", 0)}
+
     _offloader = StorageMover(
         torch, lambda device: CudaTransport(torch, device), plan_with_library(lib),
         budget_bytes=options["budget_bytes"], budget_fraction=options["budget_fraction"],
@@ -268,7 +286,7 @@ def _install_storage_mover(torch, lib, options):
         record_iteration=max(3, int(options["warmup_iterations"]) + 2), divergences=options["divergences"],
         empty_cache=torch.cuda.empty_cache, optimizer_state=True,
         hard_limit=bool(options.get("hard_limit")), recompute=bool(options.get("recompute", True)),
-        stats_out=options["stats_out"])
+        stats_out=options["stats_out"], memory_state=memory_state)
     _offloader.install()
     observe = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
     if observe is not None:  # says why, before PyTorch raises

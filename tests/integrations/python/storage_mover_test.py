@@ -209,9 +209,10 @@ def make_mover(budget, device=None, transport=None, **kw):
     lib = ctypes.CDLL(LIB)
     kw.setdefault("optimizer_state", True)
     kw.setdefault("min_bytes", 16 << 10)
+    kw.setdefault("log", lambda m: None)
     mover = StorageMover(torch, lambda d: transport or SlowTransport(), plan_with_library(lib), budget_bytes=budget,
                          allocated=device.allocated, max_allocated=device.max_allocated, reset_peak=device.reset_peak,
-                         set_limit=device.set_limit, device_type="cpu", log=lambda m: None, **kw)
+                         set_limit=device.set_limit, device_type="cpu", **kw)
     device.mover = mover
     poke(mover, device)
     return mover, device
@@ -594,14 +595,32 @@ class StorageMoverTest(unittest.TestCase):
         self.assertGreater(len(mover.plan["moves"]), 0)
         self.assertEqual(dev.limits, [mover.budget])  # limit:hard, once a plan fits
 
-    def test_a_plan_that_cannot_fit_lifts_the_hard_limit_and_says_so(self):
+    def test_a_plan_that_cannot_fit_keeps_the_hard_limit_and_says_so(self):
+        # limit:hard promises the budget: where no plan fits it stays PyTorch's limit (an allocation past it
+        # raises torch.OutOfMemoryError on a GPU; the pretend device only records the limit), and the log
+        # line says to expect that.
         peak = self.saved_peak()
         ref = self.reference()
-        mover, dev = make_mover(int(peak * 0.05), hard_limit=True)
+        lines = []
+        mover, dev = make_mover(int(peak * 0.05), hard_limit=True, log=lines.append)
         self.check_same(ref, train(self.ITER, mover))
         self.assertFalse(mover.plan["fits"])
-        self.assertEqual(dev.limits, [None])
+        self.assertEqual(dev.limits, [mover.budget])
         self.assertFalse(mover.stats()["plan"]["fits"])
+        self.assertTrue(any("DOES NOT FIT" in l and "expect torch.OutOfMemoryError" in l for l in lines), lines)
+
+    def test_an_out_of_memory_error_says_what_the_allocator_held(self):
+        # Note [Reserved memory]: the observer reads the allocator's state once, logs it and keeps it in the
+        # statistics (the process may end with the error).
+        lines = []
+        state = {"reserved": 3 << 30, "allocated": 2 << 30, "free_mapped": 1 << 30, "gaps": 7,
+                 "largest_gap": 30 << 20, "gaps_over_20m": 1, "segments": 1}
+        mover, dev = make_mover(1 << 30, hard_limit=True, log=lines.append, memory_state=lambda d: dict(state))
+        mover.out_of_memory(64 << 20, 1 << 30)
+        self.assertIn("1.00 GiB free in 7 gap(s) between live blocks (largest 30.0 MiB)", lines[-1])
+        self.assertIn("no plan yet (warm-up)", lines[-1])
+        got = mover.stats()["out_of_memory"]
+        self.assertEqual((got["gaps"], got["size"], got["limit"]), (7, 64 << 20, 1 << 30))
 
     def test_planner_errors_name_the_field(self):
         lib = ctypes.CDLL(LIB)
