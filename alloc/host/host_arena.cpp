@@ -9,6 +9,8 @@
 
 namespace tierpack::host {
 
+namespace je = platform::jemalloc;
+
 // Note [Per-thread arena caches]
 // jemalloc's automatic thread cache may hand out memory of whatever arena filled it, so our arenas
 // cannot use it; without any cache (MALLOCX_TCACHE_NONE) every small allocation takes the arena's
@@ -37,7 +39,7 @@ namespace {
 constexpr unsigned kNoCache = ~0u;
 std::atomic<std::uint64_t> next_instance{1};
 
-void destroy_tcache(unsigned id) noexcept { mallctl("tcache.destroy", nullptr, nullptr, &id, sizeof(id)); }
+void destroy_tcache(unsigned id) noexcept { je::mallctl("tcache.destroy", nullptr, nullptr, &id, sizeof(id)); }
 
 struct ThreadCaches {
   struct Entry {
@@ -87,7 +89,7 @@ int HostArena::cache_flag_slow() noexcept {
   try {
     std::erase_if(tls_caches.entries, [](const ThreadCaches::Entry& e) { return e.registry.expired(); });
     std::size_t sz = sizeof(id);
-    if (mallctl("tcache.create", &id, &sz, nullptr, 0) != 0) id = kNoCache;
+    if (je::mallctl("tcache.create", &id, &sz, nullptr, 0) != 0) id = kNoCache;
     if (id != kNoCache) {
       std::lock_guard lock(caches_->mu);
       caches_->ids.push_back(id);
@@ -112,17 +114,17 @@ void* HostArena::realign(void* p, std::size_t bytes) noexcept {
   // misaligned block back, or the cache would hand the same block out again. Both blocks have the
   // same size class (checked in choose_natural_max), so sdallocx with either size/flags is right.
   realigned_.fetch_add(1, std::memory_order_relaxed);
-  void* q = mallocx(bytes == 0 ? 1 : bytes, arena_flag_ | cache_flag() | size_flags(bytes));
-  sdallocx(p, rounded(bytes), cache_flag());
+  void* q = je::mallocx(bytes == 0 ? 1 : bytes, arena_flag_ | cache_flag() | size_flags(bytes));
+  je::sdallocx(p, rounded(bytes), cache_flag());
   return q;
 }
 
 void* HostArena::allocate_flagged(std::size_t bytes) noexcept {
-  return mallocx(bytes == 0 ? 1 : bytes, arena_flag_ | cache_flag() | size_flags(bytes));
+  return je::mallocx(bytes == 0 ? 1 : bytes, arena_flag_ | cache_flag() | size_flags(bytes));
 }
 
 void HostArena::deallocate_flagged(void* p, std::size_t bytes) noexcept {
-  sdallocx(p, bytes == 0 ? 1 : bytes, cache_flag() | size_flags(bytes));
+  je::sdallocx(p, bytes == 0 ? 1 : bytes, cache_flag() | size_flags(bytes));
 }
 
 namespace {
@@ -130,7 +132,7 @@ namespace {
 // A size_t mallctl value by name; 0 when jemalloc does not know the name.
 std::size_t mallctl_size(const char* name) noexcept {
   std::size_t v = 0, sz = sizeof(v);
-  return mallctl(name, &v, &sz, nullptr, 0) == 0 ? v : 0;
+  return je::mallctl(name, &v, &sz, nullptr, 0) == 0 ? v : 0;
 }
 
 // Whether every request n in [first, last], rounded up to a multiple of `a` and unflagged, lands on
@@ -139,8 +141,8 @@ std::size_t mallctl_size(const char* name) noexcept {
 bool classes_aligned(std::size_t a, std::size_t first, std::size_t last) noexcept {
   const int align = static_cast<int>(MALLOCX_ALIGN(a));
   for (std::size_t n = first; n <= last;) {
-    const std::size_t c = nallocx((n + a - 1) & ~(a - 1), 0);
-    if (c == 0 || c % a != 0 || nallocx(n, align) != c || nallocx(c, align) != c) return false;
+    const std::size_t c = je::nallocx((n + a - 1) & ~(a - 1), 0);
+    if (c == 0 || c % a != 0 || je::nallocx(n, align) != c || je::nallocx(c, align) != c) return false;
     n = c + 1;
   }
   return true;
@@ -153,7 +155,7 @@ std::size_t HostArena::choose_natural_max() const noexcept {
   // Small classes: up to the largest bin ("arenas.bin.<nbins-1>.size").
   unsigned nbins = 0;
   std::size_t sz = sizeof(nbins);
-  if (mallctl("arenas.nbins", &nbins, &sz, nullptr, 0) != 0 || nbins == 0) return 0;
+  if (je::mallctl("arenas.nbins", &nbins, &sz, nullptr, 0) != 0 || nbins == 0) return 0;
   const std::string bin = "arenas.bin." + std::to_string(nbins - 1) + ".size";
   const std::size_t small_max = mallctl_size(bin.c_str());
   const std::size_t small_last = small_max - small_max % a;  // last multiple of a that stays small
@@ -163,7 +165,7 @@ std::size_t HostArena::choose_natural_max() const noexcept {
   const std::size_t page = mallctl_size("arenas.page");
   bool oblivious = true;
   sz = sizeof(oblivious);
-  if (mallctl("opt.cache_oblivious", &oblivious, &sz, nullptr, 0) != 0) oblivious = true;
+  if (je::mallctl("opt.cache_oblivious", &oblivious, &sz, nullptr, 0) != 0) oblivious = true;
   const std::size_t large_align = oblivious ? 64 : page;
   if (page == 0 || a > large_align) return small_last;
   // Large classes are multiples of the page: check them all, up to the huge-page size (THP arenas
@@ -182,8 +184,9 @@ HostArena::HostArena(HostOs& os, ArenaSpec spec, ExtentObserver* observer)
                                 &hook_purge_forced, &hook_split,    &hook_merge};
   block_.self = this;
   extent_hooks_t* hooks = &block_.hooks;
+  if (!je::available()) throw error(je::load_error());
   std::size_t sz = sizeof(index_);
-  if (int err = mallctl("arenas.create", &index_, &sz, &hooks, sizeof(hooks))) {
+  if (int err = je::mallctl("arenas.create", &index_, &sz, &hooks, sizeof(hooks))) {
     throw os_error("mallctl(arenas.create)", err);
   }
   arena_flag_ = static_cast<int>(MALLOCX_ARENA(index_));
@@ -202,7 +205,7 @@ HostArena::~HostArena() {
   }
   destroying_ = true;
   const std::string name = "arena." + std::to_string(index_) + ".destroy";
-  mallctl(name.c_str(), nullptr, nullptr, nullptr, 0);
+  je::mallctl(name.c_str(), nullptr, nullptr, nullptr, 0);
 }
 
 std::vector<std::pair<void*, std::size_t>> HostArena::extents() const {

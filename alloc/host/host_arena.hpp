@@ -40,11 +40,11 @@
 #include <utility>
 #include <vector>
 
-#include <jemalloc/jemalloc.h>
 
 #include "core/tensor_class.hpp"
 #include "core/tier.hpp"
 #include "platform/host_os.hpp"
+#include "platform/jemalloc.hpp"
 
 namespace tierpack::host {
 
@@ -107,12 +107,12 @@ class HostArena {
   HostArena(const HostArena&) = delete;
   HostArena& operator=(const HostArena&) = delete;
 
-  /// mallocx(MALLOCX_ARENA | this thread's cache of this arena, or MALLOCX_TCACHE_NONE), aligned
+  /// platform::jemalloc::mallocx(MALLOCX_ARENA | this thread's cache of this arena, or MALLOCX_TCACHE_NONE), aligned
   /// to spec().alignment (Note [Alignment without MALLOCX_ALIGN]); nullptr when the hooks could
   /// not get memory.
   void* allocate(std::size_t bytes) noexcept {
     if (bytes <= natural_max_) [[likely]] {
-      void* p = mallocx(rounded(bytes), arena_flag_ | cache_flag());
+      void* p = platform::jemalloc::mallocx(rounded(bytes), arena_flag_ | cache_flag());
       if ((reinterpret_cast<std::uintptr_t>(p) & align_mask_) == 0) [[likely]] return p;  // null too
       return realign(p, bytes);
     }
@@ -122,15 +122,15 @@ class HostArena {
   void deallocate(void* p, std::size_t bytes) noexcept {
     if (p == nullptr) return;
     if (bytes <= natural_max_) [[likely]] {
-      sdallocx(p, rounded(bytes), cache_flag());
+      platform::jemalloc::sdallocx(p, rounded(bytes), cache_flag());
     } else {
       deallocate_flagged(p, bytes);
     }
   }
   /// The size jemalloc will really reserve for `bytes` (its size class).
   std::size_t usable_size(std::size_t bytes) const noexcept {
-    return bytes <= natural_max_ ? nallocx(rounded(bytes), arena_flag_)
-                                 : nallocx(bytes == 0 ? 1 : bytes, arena_flag_ | size_flags(bytes));
+    return bytes <= natural_max_ ? platform::jemalloc::nallocx(rounded(bytes), arena_flag_)
+                                 : platform::jemalloc::nallocx(bytes == 0 ? 1 : bytes, arena_flag_ | size_flags(bytes));
   }
   /// Requests up to this size are allocated without MALLOCX_ALIGN (Note [Alignment without
   /// MALLOCX_ALIGN]); larger ones with it. Decided once, when the arena is created.

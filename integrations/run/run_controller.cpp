@@ -57,10 +57,9 @@ std::string node_counts_text(const std::map<int, std::uint64_t>& m, std::uint64_
   return s.empty() ? "no pages" : s;
 }
 
-/// read_plan() without std::stringstream: in a process that loaded libjemalloc late, a stringstream
-/// buffer grown inside libstdc++ and freed by inlined code here reaches two different allocators
-/// (seen as a crash in jemalloc's sized delete). Plain reads into a vector keep both on one side; the
-/// file is opened and bounded like every input (Note [Bounded reads]).
+/// The plan file, read into a vector (a stringstream here once crashed in jemalloc's sized delete: Note
+/// [jemalloc loaded privately] in platform/jemalloc.cpp has the cause, now gone); the file is opened and
+/// bounded like every input (Note [Bounded reads]).
 Plan read_plan_here(const std::string& path) {
   InputFile in(path, kMaxJsonFileBytes);
   std::vector<char> text;

@@ -3,10 +3,10 @@
 
 #include <string>
 
-#include <jemalloc/jemalloc.h>
 
 #include "core/error.hpp"
 #include "platform/host_os.hpp"
+#include "platform/jemalloc.hpp"
 
 namespace tierpack {
 
@@ -51,6 +51,7 @@ bool hook_merge(extent_hooks_t*, void*, std::size_t, void*, std::size_t, bool, u
 }  // namespace
 
 ProfilingArena::ProfilingArena(std::size_t reserve_bytes) {
+  if (!platform::jemalloc::available()) throw error(platform::jemalloc::load_error());
   void* base = nullptr;
   if (const int err = host::system_os().reserve(reserve_bytes, &base); err != 0)
     throw os_error("mmap(reserve " + std::to_string(reserve_bytes) + ")", err);
@@ -72,7 +73,7 @@ ProfilingArena::ProfilingArena(std::size_t reserve_bytes) {
   extent_hooks_t* table = &hooks->table;
   unsigned index = 0;
   std::size_t len = sizeof index;
-  if (const int rc = mallctl("arenas.create", &index, &len, &table, sizeof table); rc != 0) {
+  if (const int rc = platform::jemalloc::mallctl("arenas.create", &index, &len, &table, sizeof table); rc != 0) {
     host::system_os().unmap(base, reserve_bytes);
     throw error("jemalloc arenas.create failed (error " + std::to_string(rc) + ")");
   }
@@ -83,7 +84,7 @@ ProfilingArena::ProfilingArena(std::size_t reserve_bytes) {
 ProfilingArena::~ProfilingArena() {
   if (arena_created_) {
     const std::string cmd = "arena." + std::to_string(arena_) + ".destroy";
-    mallctl(cmd.c_str(), nullptr, nullptr, nullptr, 0);
+    platform::jemalloc::mallctl(cmd.c_str(), nullptr, nullptr, nullptr, 0);
   }
   if (base_) host::system_os().unmap(reinterpret_cast<void*>(base_), size_);
 }
@@ -102,11 +103,11 @@ void* ProfilingArena::allocate(std::size_t bytes) noexcept {
   // Tensors of a page or more start on a page boundary: jemalloc otherwise shifts large allocations
   // by a random number of cache lines (opt.cache_oblivious), so each would straddle one more page.
   const int align = bytes >= 4096 ? MALLOCX_ALIGN(4096) : MALLOCX_ALIGN(64);
-  return mallocx(bytes == 0 ? 1 : bytes, MALLOCX_ARENA(arena_) | MALLOCX_TCACHE_NONE | align);
+  return platform::jemalloc::mallocx(bytes == 0 ? 1 : bytes, MALLOCX_ARENA(arena_) | MALLOCX_TCACHE_NONE | align);
 }
 
 void ProfilingArena::deallocate(void* p) noexcept {
-  if (p) dallocx(p, MALLOCX_TCACHE_NONE);
+  if (p) platform::jemalloc::dallocx(p, MALLOCX_TCACHE_NONE);
 }
 
 }  // namespace tierpack

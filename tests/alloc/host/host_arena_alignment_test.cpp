@@ -10,8 +10,6 @@
 #include <set>
 #include <utility>
 
-#include <jemalloc/jemalloc.h>
-
 #include "alloc/host/host_arena.hpp"
 
 namespace tierpack::host {
@@ -24,7 +22,7 @@ std::set<std::size_t> request_sizes(std::size_t alignment, std::size_t limit) {
   for (std::size_t n = 1; n <= 4096; ++n) out.insert(n);
   for (std::size_t n = 4097; n <= limit; n += 61) out.insert(n);
   for (std::size_t n = 1; n <= limit;) {
-    const std::size_t c = nallocx(n, 0);
+    const std::size_t c = tierpack::platform::jemalloc::nallocx(n, 0);
     for (std::size_t m : {c - 1, c, c + 1}) {
       if (m >= 1 && m <= limit) out.insert(m);
     }
@@ -81,7 +79,7 @@ TEST_P(HostArenaAlignment, EveryBlockIsAlignedAndHasTheReportedSizeClass) {
     ASSERT_EQ(sallocx(p, 0), usable) << n << " bytes";
     unsigned ind = 0;
     std::size_t sz = sizeof(ind);
-    ASSERT_EQ(mallctl("arenas.lookup", &ind, &sz, &p, sizeof(p)), 0);
+    ASSERT_EQ(tierpack::platform::jemalloc::mallctl("arenas.lookup", &ind, &sz, &p, sizeof(p)), 0);
     ASSERT_EQ(ind, arena.index()) << n << " bytes";
     p[0] = 1;
     p[usable - 1] = 2;

@@ -57,7 +57,7 @@ TEST(HostArena, CreatesDistinctArenasAndServesBlocksFromTheirExtents) {
     EXPECT_FALSE(inside(b.extents(), p, 1));
     unsigned ind = 0;
     std::size_t sz = sizeof(ind);
-    ASSERT_EQ(mallctl("arenas.lookup", &ind, &sz, &p, sizeof(p)), 0);
+    ASSERT_EQ(tierpack::platform::jemalloc::mallctl("arenas.lookup", &ind, &sz, &p, sizeof(p)), 0);
     EXPECT_EQ(ind, a.index());
     blocks.push_back(p);
     EXPECT_GE(a.usable_size(n), n);
