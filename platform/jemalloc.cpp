@@ -10,7 +10,7 @@
 // pointer at the end of the first profiled iteration ("free(): invalid pointer",
 // bench/results/gpu-h200-2026-12-02, calls 2-3). Naming libstdc++ first on the link line (the earlier
 // fix) did not survive that toolchain. So no tierpack library links jemalloc: this file dlopen()s it
-// with RTLD_LOCAL, where its symbols serve only the five functions looked up here, and every
+// with RTLD_LOCAL, where its symbols serve only the six functions looked up here, and every
 // malloc/new in the process stays the process's own. jemalloc still needs static TLS room when loaded
 // late (GLIBC_TUNABLES, set by the tierpack command). The library: "libjemalloc.so.2" through the
 // loading library's RUNPATH and the system's search path, else the file CMake found at configure time.
@@ -32,6 +32,7 @@ struct Api {
   void (*sdallocx)(void*, std::size_t, int) = nullptr;
   void (*dallocx)(void*, int) = nullptr;
   std::size_t (*nallocx)(std::size_t, int) = nullptr;
+  std::size_t (*sallocx)(const void*, int) = nullptr;
   int (*mallctl)(const char*, void*, std::size_t*, void*, std::size_t) = nullptr;
   std::string error;  // empty when loaded
 };
@@ -58,7 +59,7 @@ Api load() {
     return a;
   }
   if (!(resolve(handle, a.mallocx, "mallocx") && resolve(handle, a.sdallocx, "sdallocx") &&
-        resolve(handle, a.dallocx, "dallocx") && resolve(handle, a.nallocx, "nallocx") &&
+        resolve(handle, a.dallocx, "dallocx") && resolve(handle, a.nallocx, "nallocx") && resolve(handle, a.sallocx, "sallocx") &&
         resolve(handle, a.mallctl, "mallctl"))) {
     a = Api{};
     a.error = "libjemalloc lacks the mallocx API (jemalloc 4 or newer is needed)";
@@ -84,6 +85,7 @@ void dallocx(void* p, int flags) noexcept {
   if (api().dallocx) api().dallocx(p, flags);
 }
 std::size_t nallocx(std::size_t size, int flags) noexcept { return api().nallocx ? api().nallocx(size, flags) : 0; }
+std::size_t sallocx(const void* p, int flags) noexcept { return api().sallocx ? api().sallocx(p, flags) : 0; }
 int mallctl(const char* name, void* oldp, std::size_t* oldlenp, void* newp, std::size_t newlen) noexcept {
   return api().mallctl ? api().mallctl(name, oldp, oldlenp, newp, newlen) : ENOSYS;
 }

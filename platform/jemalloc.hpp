@@ -18,6 +18,7 @@ void* mallocx(std::size_t size, int flags) noexcept;
 void sdallocx(void* p, std::size_t size, int flags) noexcept;
 void dallocx(void* p, int flags) noexcept;
 std::size_t nallocx(std::size_t size, int flags) noexcept;
+std::size_t sallocx(const void* p, int flags) noexcept;
 int mallctl(const char* name, void* oldp, std::size_t* oldlenp, void* newp, std::size_t newlen) noexcept;
 
 }  // namespace tierpack::platform::jemalloc

@@ -22,6 +22,8 @@ struct ReportInputs {
   std::string profile_path;                ///< for humans (shown in the report)
   std::string plan_path;
   std::string run_stats_path;
+  /// One line per GPU tier of the same run (core/gpu_stats.hpp: gpu_stats_line, and the file it read).
+  std::vector<std::string> gpu_tiers;
 };
 
 struct ReportOptions {

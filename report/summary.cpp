@@ -631,6 +631,7 @@ void fill_sentences(ReportModel& m) {
       out.push_back(s);
     }
   }
+  for (const auto& gpu : m.inputs.gpu_tiers) out.push_back("Measured on the " + gpu + ".");
   if (!m.savings.lower_bound.empty()) {
     std::string s = "Predicted step times are lower bounds: ";
     for (std::size_t i = 0; i < m.savings.lower_bound.size(); ++i) s += (i ? "; " : "") + m.savings.lower_bound[i];

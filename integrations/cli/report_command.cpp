@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/gpu_stats.hpp"
+#include "core/input_file.hpp"
 #include "core/plan.hpp"
 #include "core/process_rank.hpp"
 #include "core/profile.hpp"
@@ -87,6 +89,14 @@ OneReport write_one(const std::string& profile_path, const std::optional<std::st
     check_profile_identity(one.profile, profile_path, run->profile_id, "run statistics", *stats_path);
     inputs.run_stats = &*run;
     inputs.run_stats_path = *stats_path;
+    // The GPU tiers of the same run (`tierpack run --gpu-budget` writes them beside --stats).
+    for (const auto& [device, path] : gpu_stats_files(*stats_path)) {
+      try {
+        inputs.gpu_tiers.push_back(gpu_stats_line(nlohmann::json::parse(read_file(path))) + " (" + path + ")");
+      } catch (const std::exception& e) {
+        throw format_error(path + ": " + e.what());
+      }
+    }
   }
   if (budget) {
     // A percentage refers to the peak of the device budgets apply to (the busiest GPU, else the host).

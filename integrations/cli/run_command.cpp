@@ -16,6 +16,7 @@
 #include "core/config.hpp"
 #include "core/discovery/topology_discovery.hpp"
 #include "core/error.hpp"
+#include "core/gpu_stats.hpp"
 #include "core/input_file.hpp"
 #include "core/plan.hpp"
 #include "core/process_rank.hpp"
@@ -65,18 +66,6 @@ const ArgSpec& run_spec() {
 namespace {
 namespace fs = std::filesystem;
 
-/// The GPU tier's statistics files next to `stats_path` (one per device: `<base>.gpu<N>.json`, Note
-/// [GPU statistics file] in integrations/preload/gpu_runtime.cpp), with their device numbers.
-std::vector<std::pair<int, std::string>> gpu_stats_files(const std::string& stats_path) {
-  std::vector<std::pair<int, std::string>> out;
-  std::error_code ec;
-  for (int d = 0; d < 64; ++d) {
-    std::string p = device_sibling_path(stats_path, d, ".json");
-    if (fs::exists(p, ec)) out.emplace_back(d, std::move(p));
-  }
-  return out;
-}
-
 /// Prints one outcome line per GPU tier that wrote statistics, and where its report is (its run
 /// statistics, Note [GPU run statistics], with the profile it writes beside `profile_out`); returns how
 /// many did. With `remove` (statistics in a temporary file) both of its files are removed.
@@ -91,37 +80,7 @@ int report_gpu_outcome(const std::string& stats_path, const std::string& who, bo
       continue;
     }
     ++found;
-    std::string line = "tierpack run: " + who + "GPU tier gpu" + std::to_string(st.value("device", 0)) + ": phase " +
-                       st.value("phase", std::string("?")) + ", budget " + format_bytes(st.value("budget", std::uint64_t{0}));
-    if (st.value("mechanism", std::string()) == "storage" && st.contains("plan") && st["plan"].is_object())
-      line += ", " + std::to_string(st["plan"].value("moves", 0)) + " saved storage(s) move in the plan" +
-              (st["plan"].value("fits", true) ? "" : " (the plan does not fit the budget)");
-    else if (st.contains("plan") && st["plan"].is_object())
-      line += ", " + std::to_string(st["plan"].value("groups", 0)) + " page group(s) in the plan";
-    const auto& its = st.value("iterations", nlohmann::json::array());
-    if (!its.empty()) {
-      const auto& last = its.back();
-      line += "; iteration " + std::to_string(last.value("iteration", 0)) + ": " +
-              format_bytes(last.value("bytes_to_host", std::uint64_t{0})) + " to host, " +
-              format_bytes(last.value("bytes_to_device", std::uint64_t{0})) + " back, " +
-              std::to_string(last.value("stalls", 0)) + " stall(s)";
-      // Storages let go and made again at their use instead of copied (Note [Recipes]).
-      if (last.value("recomputed", 0) > 0)
-        line += ", " + std::to_string(last.value("recomputed", 0)) + " storage(s) made again (" +
-                format_bytes(last.value("bytes_recomputed", std::uint64_t{0})) + ")";
-      // What the device held (PyTorch's reserved bytes) against the budget: Note [Reserved memory].
-      if (last.contains("peak_reserved"))
-        line += ", PyTorch's allocator held " + format_bytes(last.value("peak_reserved", std::uint64_t{0})) + " (" +
-                format_bytes(last.value("peak_live", std::uint64_t{0})) + " live)" +
-                (last.value("peak_reserved", std::uint64_t{0}) > st.value("budget", std::uint64_t{0}) &&
-                         st.value("budget", std::uint64_t{0}) > 0
-                     ? ", OVER the budget"
-                     : "");
-    }
-    if (st.contains("verify"))
-      line += "; " + std::to_string(st["verify"].value("rewrites", 0)) +
-              " chunk(s) written behind the plan's back, copied again";
-    if (!st.value("divergence", std::string()).empty()) line += "; fell back: " + st.value("divergence", std::string());
+    const std::string line = "tierpack run: " + who + gpu_stats_line(st);
     std::fprintf(stderr, "%s\n", line.c_str());
     const std::string run = device_sibling_path(stats_path, device, ".run.json");
     std::error_code ec;
@@ -159,16 +118,16 @@ int report_outcome(const std::string& stats_path, const std::string& who, const 
     have_stats = stats.contains("tierpack_run");
   } catch (const std::exception&) {
   }
-  if (!have_stats && gpu_ran) {
-    say("gpu tier only", "tierpack run: " + who +
-                             "the host side of tierpack was not enabled (see the messages above); only the GPU tier ran");
-    return 0;
-  }
   if (!have_stats && child_status != 0) {
     // The command died or failed before tierpack wrote anything: say that, not "not enabled".
     say("no statistics", "tierpack run: error: " + who + "the run wrote no statistics: the command ended with " +
                              describe_status(child_status) + " first");
     return 1;
+  }
+  if (!have_stats && gpu_ran) {
+    say("gpu tier only", "tierpack run: " + who +
+                             "the host side of tierpack was not enabled (see the messages above); only the GPU tier ran");
+    return 0;
   }
   if (!have_stats) {
     say("no statistics", "tierpack run: error: " + who +

@@ -82,6 +82,32 @@ TEST_F(ReportCli, JsonPrintsTheSummaryWarningsAndFiles) {
   EXPECT_EQ(run(dir_ + "/run.tpk --json --quiet -o " + dir_ + "/out2", dir_).status, 2) << "--json and --quiet";
 }
 
+// A GPU run's tiers (`<stats>.gpu<N>.json` beside --run-stats, as `tierpack run --gpu-budget` leaves them) get a
+// summary line each, the same one `tierpack run` prints (core/gpu_stats.hpp); a broken one is an error naming it.
+TEST_F(ReportCli, TheGpuTiersOfTheRunAreInTheSummary) {
+  write_file_atomic(dir_ + "/stats.gpu0.json",
+                    R"({"device": 0, "mechanism": "storage", "phase": "planned", "budget": 1073741824,
+                        "plan": {"moves": 12, "fits": true},
+                        "iterations": [{"iteration": 7, "mode": "planned", "bytes_to_host": 536870912,
+                                        "bytes_to_device": 536870912, "stalls": 0, "recomputed": 3,
+                                        "bytes_recomputed": 1048576, "peak_live": 805306368,
+                                        "peak_reserved": 1207959552}]})");
+  const auto r = run(dir_ + "/run.tpk --run-stats " + dir_ + "/stats.json -o " + dir_ + "/out-gpu --json", dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::string gpu;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const auto& line : j["summary"])
+    if (line.get<std::string>().starts_with("Measured on the GPU tier gpu0")) gpu = line.get<std::string>();
+  EXPECT_NE(gpu.find("12 saved storage(s) move in the plan; iteration 7: 512.00 MiB to host"), std::string::npos) << gpu;
+  EXPECT_NE(gpu.find("3 storage(s) made again"), std::string::npos) << gpu;
+  EXPECT_NE(gpu.find("held 1.12 GiB (768.00 MiB live), OVER the budget"), std::string::npos) << gpu;
+  write_file_atomic(dir_ + "/stats.gpu0.json", "{\"iterations\": [");
+  const auto bad = run(dir_ + "/run.tpk --run-stats " + dir_ + "/stats.json -o " + dir_ + "/out-gpu2", dir_);
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("stats.gpu0.json"), std::string::npos) << bad.err;
+  std::filesystem::remove(dir_ + "/stats.gpu0.json");
+}
+
 TEST_F(ReportCli, BudgetFlagDrawsTheBudget) {
   const auto r = run(dir_ + "/run.tpk --budget 50% -o " + dir_ + "/out --quiet", dir_);
   ASSERT_EQ(r.status, 0) << r.err;

@@ -76,7 +76,7 @@ TEST_P(HostArenaAlignment, EveryBlockIsAlignedAndHasTheReportedSizeClass) {
     const std::size_t usable = arena.usable_size(n);
     ASSERT_GE(usable, n == 0 ? 1 : n) << n << " bytes";
     // What jemalloc really reserved: the size sdallocx must be consistent with.
-    ASSERT_EQ(sallocx(p, 0), usable) << n << " bytes";
+    ASSERT_EQ(tierpack::platform::jemalloc::sallocx(p, 0), usable) << n << " bytes";
     unsigned ind = 0;
     std::size_t sz = sizeof(ind);
     ASSERT_EQ(tierpack::platform::jemalloc::mallctl("arenas.lookup", &ind, &sz, &p, sizeof(p)), 0);
@@ -99,7 +99,7 @@ TEST_P(HostArenaAlignment, EveryBlockIsAlignedAndHasTheReportedSizeClass) {
     void* p = arena.allocate(n);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % c.alignment, 0u);
-    EXPECT_EQ(sallocx(p, 0), arena.usable_size(n));
+    EXPECT_EQ(tierpack::platform::jemalloc::sallocx(p, 0), arena.usable_size(n));
     arena.deallocate(p, n);
   }
 }

@@ -1,0 +1,65 @@
+#include "core/gpu_stats.hpp"
+
+#include <cstdint>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "core/process_rank.hpp"
+#include "core/units.hpp"
+
+namespace tierpack {
+
+std::vector<std::pair<int, std::string>> gpu_stats_files(const std::string& stats_path) {
+  std::vector<std::pair<int, std::string>> out;
+  std::error_code ec;
+  for (int d = 0; d < 64; ++d) {
+    std::string p = device_sibling_path(stats_path, d, ".json");
+    if (std::filesystem::exists(p, ec)) out.emplace_back(d, std::move(p));
+  }
+  return out;
+}
+
+std::string gpu_stats_line(const nlohmann::json& st) {
+  const std::uint64_t budget = st.value("budget", std::uint64_t{0});
+  std::string line = "GPU tier gpu" + std::to_string(st.value("device", 0)) + ": phase " +
+                     st.value("phase", std::string("?")) + ", budget " + format_bytes(budget);
+  if (st.value("mechanism", std::string()) == "storage" && st.contains("plan") && st["plan"].is_object())
+    line += ", " + std::to_string(st["plan"].value("moves", 0)) + " saved storage(s) move in the plan" +
+            (st["plan"].value("fits", true) ? "" : " (the plan does not fit the budget)");
+  else if (st.contains("plan") && st["plan"].is_object())
+    line += ", " + std::to_string(st["plan"].value("groups", 0)) + " page group(s) in the plan";
+  const auto its = st.value("iterations", nlohmann::json::array());
+  if (!its.empty()) {
+    const auto& last = its.back();
+    line += "; iteration " + std::to_string(last.value("iteration", 0)) + ": " +
+            format_bytes(last.value("bytes_to_host", std::uint64_t{0})) + " to host, " +
+            format_bytes(last.value("bytes_to_device", std::uint64_t{0})) + " back, " +
+            std::to_string(last.value("stalls", 0)) + " stall(s)";
+    // Storages let go and made again at their use instead of copied (Note [Recipes]).
+    if (last.value("recomputed", 0) > 0)
+      line += ", " + std::to_string(last.value("recomputed", 0)) + " storage(s) made again (" +
+              format_bytes(last.value("bytes_recomputed", std::uint64_t{0})) + ")";
+    // What the device held (PyTorch's reserved bytes) against the budget: Note [Reserved memory].
+    if (last.contains("peak_reserved")) {
+      const std::uint64_t held = last.value("peak_reserved", std::uint64_t{0});
+      line += ", PyTorch's allocator held " + format_bytes(held) + " (" +
+              format_bytes(last.value("peak_live", std::uint64_t{0})) + " live)" +
+              (budget > 0 && held > budget ? ", OVER the budget" : "");
+    }
+  }
+  if (st.contains("out_of_memory") && st["out_of_memory"].is_object()) {
+    const auto& oom = st["out_of_memory"];
+    line += "; out of memory in iteration " + std::to_string(oom.value("iteration", 0)) + " asking for " +
+            format_bytes(oom.value("size", std::uint64_t{0})) + " (" +
+            format_bytes(oom.value("free_mapped", std::uint64_t{0})) + " free in " +
+            std::to_string(oom.value("gaps", 0)) + " gap(s) the allocator could not give back)";
+  }
+  if (st.contains("verify"))
+    line += "; " + std::to_string(st["verify"].value("rewrites", 0)) +
+            " chunk(s) written behind the plan's back, copied again";
+  if (!st.value("divergence", std::string()).empty()) line += "; fell back: " + st.value("divergence", std::string());
+  return line;
+}
+
+}  // namespace tierpack
