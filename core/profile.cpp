@@ -36,6 +36,15 @@ std::string Profile::source_text(const TensorRecord& t) const {
   return s ? s->short_text() : std::string();
 }
 
+std::string Profile::module_text(const TensorRecord& t) const {
+  const SourceLocation* s = source_of(t);
+  if (!s) return {};
+  if (!s->module.empty()) return s->module;
+  const bool in_backward = t.birth_op >= 0 && static_cast<std::size_t>(t.birth_op) < ops.size() &&
+                           ops[static_cast<std::size_t>(t.birth_op)].phase == Phase::backward;
+  return in_backward ? "(backward)" : std::string();
+}
+
 void Profile::validate() const {
   const auto n_ops = static_cast<OpIndex>(ops.size());
   for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -169,7 +178,7 @@ void from_json(const nlohmann::json& j, Profile& p) {
   get_or(j, "iteration_ns", p.iteration_ns, std::uint64_t{0}, kMaxNs, kMaxNsText);
   get_records(j, "ops", "op", p.ops);
   get_records(j, "tensors", "tensor", p.tensors);
-  get_records(j, "sources", "source", p.sources, false);  // version 2; absent in version 1 files
+  get_records(j, "sources", "source", p.sources, false);  // version 2 (`module`: 3); absent in version 1 files
   get_records(j, "pages", "page record", p.pages, false);
   get_records(j, "iterations", "iteration", p.iterations, false);
   get_records(j, "divergences", "divergence", p.divergences, false);

@@ -53,7 +53,8 @@ struct Divergence {
 
 struct Profile {
   /// 2: `sources` and the tensors' `source` (version 1 files read with every source unknown).
-  static constexpr int kFormatVersion = 2;
+  /// 3: a source's `module` (version 1 and 2 files read with every module unknown).
+  static constexpr int kFormatVersion = 3;
 
   ProfileMeta meta;
   Topology topology;
@@ -72,6 +73,10 @@ struct Profile {
   }
   /// source_of(t)->short_text() ("model.py:63 forward"), "" when unknown.
   std::string source_text(const TensorRecord& t) const;
+  /// The module `t` was allocated in (Note [Module paths] in integrations/torch/python_source.cpp):
+  /// its source's module path; "(backward)" when it has none and its allocating op ran in backward
+  /// (torch names no module there); "" otherwise (no module running, or not known).
+  std::string module_text(const TensorRecord& t) const;
   /// Peak of live tensor bytes on a device (-1 host) over the op timeline.
   std::uint64_t peak_bytes(int device) const;
   /// Checks internal consistency (ids, op indices in range, uses sorted); throws format_error.

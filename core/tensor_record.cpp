@@ -34,15 +34,22 @@ std::string SourceLocation::short_text() const {
 
 void to_json(nlohmann::json& j, const SourceLocation& r) {
   j = nlohmann::json{{"file", r.file}, {"line", r.line}, {"function", r.function}};
+  if (!r.module.empty()) j["module"] = r.module;  // version 3; absent: no module
 }
 
 void from_json(const nlohmann::json& j, SourceLocation& r) {
   using namespace detail;
-  check_keys(j, {"file", "line", "function"});
+  check_keys(j, {"file", "line", "function", "module"});
   get(j, "file", r.file);
   if (r.file.empty()) throw format_error("field 'file' is empty");
   get_or(j, "line", r.line, 0, std::numeric_limits<std::int32_t>::max());
   get_or(j, "function", r.function);
+  get_or(j, "module", r.module);
+  // Dotted names, none empty: "a..b" or ".a" is no module path (named_modules() never gives one).
+  const auto& m = r.module;
+  if (!m.empty() && (m.front() == '.' || m.back() == '.' || m.find("..") != std::string::npos))
+    throw format_error("field 'module' = " + nlohmann::json(m).dump() +
+                       " is not a module path (an empty name between dots)");
 }
 
 void to_json(nlohmann::json& j, const OpRecord& r) {

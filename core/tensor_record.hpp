@@ -49,12 +49,17 @@ enum TensorFlags : std::uint32_t {
 };
 
 /// Where the program allocated a tensor: for a Python program the innermost frame outside torch's
-/// (and tierpack's) own files when the allocation happened (Note [Python source] in
-/// integrations/torch/python_source.cpp). Interned in Profile::sources; tensors carry an index.
+/// (and tierpack's) own files when the allocation happened, and the innermost nn.Module whose forward
+/// was running (Note [Python source] and Note [Module paths] in integrations/torch/python_source.cpp).
+/// Interned in Profile::sources; tensors carry an index.
 struct SourceLocation {
   std::string file;        ///< as the interpreter names it: "/home/me/model.py", "<stdin>"
   std::int32_t line = 0;   ///< 1-based; 0 unknown
   std::string function;    ///< "forward", "<module>"
+  /// The module path: the running module as its root model's named_modules() names it
+  /// ("transformer.h.3.mlp.c_fc"), the root itself by its class name ("GPT2"); "" when no module's
+  /// forward was running (or unknown: profiles before version 3).
+  std::string module = {};
 
   /// "model.py:63 forward": the file's last path component, the line, the function.
   std::string short_text() const;

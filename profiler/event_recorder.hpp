@@ -66,6 +66,7 @@ struct SourceRef {
   std::string_view file;  ///< "" unknown
   std::int32_t line = 0;
   std::string_view function;
+  std::string_view module = {};  ///< SourceLocation::module ("" none); a source without a file has none
   bool empty() const { return file.empty(); }
 };
 

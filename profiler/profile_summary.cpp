@@ -123,12 +123,16 @@ ClassTotals class_totals(const Profile& p, const std::vector<TensorClass>& cls) 
   return t;
 }
 
-/// Where the program allocated `t`: {file, line, function, text}, or null when unknown.
+/// Where the program allocated `t`: {file, line, function, module, text}, or null when unknown;
+/// `module` is Profile::module_text ("" outside any module).
 nlohmann::json source_json(const Profile& p, const TensorRecord& t) {
   const SourceLocation* s = p.source_of(t);
   if (!s) return nullptr;
-  return {{"file", s->file}, {"line", s->line}, {"function", s->function}, {"text", s->short_text()}};
+  return {{"file", s->file}, {"line", s->line}, {"function", s->function}, {"module", p.module_text(t)},
+          {"text", s->short_text()}};
 }
+
+std::string dash_if_empty(std::string s) { return s.empty() ? "-" : s; }
 
 }  // namespace
 
@@ -220,14 +224,14 @@ std::string format_profile_summary(const Profile& p, const SummaryOptions& opt) 
   {
     const auto order = by_weight(p);
     Table t;
-    t.row({"id", "seq", "device", "bytes", "lifetime", "ops", "class", "allocated by", "source", "uses", "pages",
-           "touched", "written", "flags"});
+    t.row({"id", "seq", "device", "bytes", "lifetime", "ops", "class", "allocated by", "source", "module", "uses",
+           "pages", "touched", "written", "flags"});
     for (std::size_t k = 0; k < order.size() && k < opt.top_tensors; ++k) {
       const auto& r = p.tensors[order[k]];
       t.row({std::to_string(r.id), std::to_string(r.seq), device_text(r.device), format_bytes(r.bytes),
              format_duration_ns(double(lifetime_ns(r, p))), op_text(r.birth_op) + ".." + op_text(r.death_op),
-             std::string(to_string(cls[r.id])), r.alloc_op.empty() ? "-" : r.alloc_op,
-             r.source < 0 ? "-" : p.source_text(r), std::to_string(r.uses.size()),
+             std::string(to_string(cls[r.id])), dash_if_empty(r.alloc_op), dash_if_empty(p.source_text(r)),
+             dash_if_empty(p.module_text(r)), std::to_string(r.uses.size()),
              std::to_string(r.pages), std::to_string(r.pages_touched), std::to_string(r.pages_written), flags_text(r)});
     }
     out << "\ntop tensors by bytes x lifetime:\n" << (t.empty() ? "  (no tensors)\n" : t.str());

@@ -223,8 +223,8 @@ std::string section_top_tensors(const ReportModel& m) {
   o << "<section id=\"top-tensors\"><h2>Top tensors by bytes &times; lifetime</h2>\n"
     << "<p class=\"note\">The tensors that hold the most memory for the longest: size times live time.</p>\n";
   Table t("top-tensors-table", {{"tensor", false}, {"seq", true}, {"bytes", true}, {"lifetime", true}, {"GiB&middot;s", true},
-                                {"class", false}, {"allocating op", false}, {"source", false}, {"uses", true}, {"where", false},
-                                {"flags", false}});
+                                {"class", false}, {"allocating op", false}, {"source", false}, {"module", false},
+                                {"uses", true}, {"where", false}, {"flags", false}});
   for (const auto& r : m.top_tensors) {
     char gs[32];
     std::snprintf(gs, sizeof gs, "%.4g", r.byte_seconds() / (1024.0 * 1024 * 1024));
@@ -237,6 +237,7 @@ std::string section_top_tensors(const ReportModel& m) {
         .html(class_cell(r.cls))
         .code(r.alloc_op.empty() ? "(before the iteration)" : r.alloc_op)
         .code(r.source.empty() ? "-" : r.source)
+        .code(r.module.empty() ? "-" : r.module)
         .count(r.uses)
         .text(r.where)
         .text(flags_text(r.flags))
@@ -427,7 +428,8 @@ std::string chart_data(const ReportModel& m, const std::vector<DevicePageMap>& m
     for (double u : r.use_ns) uses.push_back(ns(u));
     rows.push_back({{"id", r.tensor.id}, {"seq", r.tensor.seq}, {"bytes", r.tensor.bytes}, {"cls", static_cast<int>(r.tensor.cls)},
                     {"b", ns(r.tensor.begin_ns)}, {"e", ns(r.tensor.end_ns)}, {"uses", uses}, {"nuses", r.tensor.uses},
-                    {"op", r.tensor.alloc_op}, {"src", r.tensor.source}, {"where", r.tensor.where}});
+                    {"op", r.tensor.alloc_op}, {"src", r.tensor.source}, {"mod", r.tensor.module},
+                    {"where", r.tensor.where}});
   }
   d["lifetimes"] = {{"rows", rows}, {"others", series_json(m.lifetimes.others)}, {"others_count", m.lifetimes.others_count}};
   nlohmann::json pms = nlohmann::json::array();

@@ -29,7 +29,8 @@ namespace tierpack::report {
 //    tensors out in one segment per device, and tierpack.devices[i].addresses says "synthetic";
 //  - "frames" (innermost first) are the allocating op ("tierpack: op 12", line 12, "aten::empty") and,
 //    when the profile knows it, where the program allocated the tensor (file, line, function: the
-//    Python source line, Note [Python source] in integrations/torch/python_source.cpp);
+//    Python source line, Note [Python source] in integrations/torch/python_source.cpp; the function's
+//    name followed by " in <module path>" when a module was running, Note [Module paths] there);
 //  - "category" carries the lifetime class (memory_viz colours by it), extra keys tierpack_* the
 //    tensor id and tier. memory_viz (some versions) mistypes 'categories' when no event has the
 //    category "unknown", so the closing snapshot marker carries that category.
@@ -238,7 +239,10 @@ void write_frame(detail::StructuredWriter& w, const Profile& p, const TensorReco
     w.begin_object();
     w.key("filename"), w.str(src->file);
     w.key("line"), w.i64(src->line);
-    w.key("name"), w.str(src->function.empty() ? "(unknown function)" : src->function);
+    // The module next to the function: "forward in transformer.h.3.mlp.c_fc" (Note [Module paths]).
+    std::string function = src->function.empty() ? "(unknown function)" : src->function;
+    if (const std::string module = p.module_text(t); !module.empty()) function += " in " + module;
+    w.key("name"), w.str(function);
     w.end_object();
   }
   w.end_array();

@@ -157,6 +157,7 @@ void write_tensors(TraceOut& out, const ReportModel& m) {
         w.key("seq"), w.i64(t.seq);
         w.key("alloc_op"), w.str(t.alloc_op);
         if (const SourceLocation* src = m.profile->source_of(t)) w.key("source"), w.str(src->short_text());
+        if (const std::string module = m.profile->module_text(t); !module.empty()) w.key("module"), w.str(module);
         w.key("uses"), w.u64(t.uses.size());
         w.key("flags"), w.u64(t.flags);
         w.end_object();

@@ -233,6 +233,7 @@ TensorRow tensor_row(const ReportModel& m, const TensorRecord& t) {
   r.cls = m.classes[t.id];
   r.alloc_op = t.alloc_op;
   r.source = m.profile->source_text(t);
+  r.module = m.profile->module_text(t);
   r.uses = static_cast<std::uint32_t>(t.uses.size());
   r.where = TierNamer(m.profile->topology)(t);
   r.flags = t.flags;

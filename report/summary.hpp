@@ -47,6 +47,7 @@ struct TensorRow {
   TensorClass cls = TensorClass::temporary;
   std::string alloc_op;
   std::string source;  ///< where the program allocated it ("model.py:63 forward"), "" unknown
+  std::string module;  ///< the module it was allocated in (Profile::module_text), "" none or unknown
   std::uint32_t uses = 0;
   std::string where;  ///< device / tier name
   std::uint32_t flags = 0;

@@ -34,8 +34,9 @@ const ArgSpec& profile_spec() {
           {"--max-iterations", "N", "stop observing after N iterations (default: until the program ends)"},
           {"--page-tracer", "KIND", "host page access tracer: auto (uffd-wp where the kernel has it, else mprotect), "
                                     "mprotect (sees reads and writes), uffd (writes only), off"},
-          {"--python-source", "on|off", "record the Python line that allocated each tensor (default on; Note [Python "
-                                        "source] in integrations/torch/python_source.cpp says what it costs)"},
+          {"--python-source", "on|off", "record the Python line and nn.Module path that allocated each tensor (default "
+                                        "on; Note [Python source] in integrations/torch/python_source.cpp says what "
+                                        "it costs)"},
           {"--window-depth", "N", "ops nested less than N deep close page windows (default 1: top-level ops; deeper "
                                   "gives finer page counts at a higher tracing cost)"},
           {"--quiet", "", "no status lines from the profiled process"},

@@ -54,7 +54,7 @@ const ArgSpec& run_spec() {
           {"--stats", "FILE", "write the run statistics (JSON; `tierpack report --run-stats FILE`)"},
           {"--gpu-budget", "SIZE|PCT", "passed to the child for the GPU tier (tierpack.cuda, CUDA machines only)"},
           {"--page-tracer", "KIND", "host page tracer while profiling: auto, mprotect, uffd, off"},
-          {"--python-source", "on|off", "record the Python line of each allocation while profiling (default on)"},
+          {"--python-source", "on|off", "record the Python line and module path of each allocation while profiling (default on)"},
           {"--quiet", "", "no status lines from the child"},
           {"--verbose", "", "more status lines from the child (its debug log)"},
           {"--json", "", "also print the outcome as one JSON object, the last line of stdout (docs/run.md)"},

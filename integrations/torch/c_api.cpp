@@ -177,6 +177,21 @@ int tierpack_recording(void) {
   return s && s->wants_op_tensors() ? 1 : 0;
 }
 
+int tierpack_wants_sources(void) {
+  Session* s = g_session.load();
+  return s && s->wants_sources() && tierpack::python_source::available() ? 1 : 0;
+}
+
+int tierpack_module_name(int id, const char* path) {
+  return path && tierpack::python_source::name_module(id, path) ? 0 : -1;
+}
+
+void tierpack_module_enter(int id) { tierpack::python_source::module_enter(id); }
+
+void tierpack_module_exit(int id) { tierpack::python_source::module_exit(id); }
+
+void tierpack_module_reset(void) { tierpack::python_source::reset_modules(); }
+
 size_t tierpack_status(char* buf, size_t size) {
   std::string text;
   try {

@@ -25,6 +25,28 @@
 //    kept alive so its address cannot be reused); only the line number is read per allocation.
 //  - Nothing here throws or leaves a Python error behind: a pending exception is saved and restored
 //    around the walk; an allocation made while walking (a GC finalizer) gets no source.
+//
+// Note [Module paths]
+// With the source line comes the nn.Module whose forward was running ("transformer.h.3.mlp.c_fc"):
+// the line alone cannot tell the 12 blocks of a transformer apart, they share it.
+//  - The Python package (python/tierpack/_module_paths.py) registers torch's global forward pre- and
+//    post-hooks while the recorder wants sources (they slow every module call down, so not for the
+//    rest of the run). A module is named once, as the root model's named_modules() names it; a root
+//    (a called module that no root named so far holds) by its class name. A submodule called on its
+//    own before its model ever is becomes a root of its own, and keeps that name. Each distinct path
+//    gets an id, and its text comes here once (name_module); the hooks then pass only the id
+//    (module_enter/exit).
+//  - The stack of running modules is kept here, per thread (thread_local): the allocation hook reads
+//    its top in current() at no extra Python call, on the thread that runs the forward (torch runs an
+//    op's allocations on the calling thread). A forward that raises never runs its post-hook: the
+//    enclosing module's exit pops the stale entries, and an iteration boundary (the Python side's
+//    step and optimizer-step hooks) clears the thread's stack.
+//  - Backward: torch 1.13 has no global backward pre-hook, and global full backward hooks would add
+//    nodes to every autograd graph (they would change what is profiled). So a tensor allocated in
+//    backward has no module unless a forward runs there (activation checkpointing re-runs forwards);
+//    Profile::module_text says "(backward)" for it, from its allocating op's phase.
+//  - Module paths come with source lines: a source without a file (no Python frame found) carries
+//    none, and python_source:off turns both off.
 #include "integrations/torch/python_source.hpp"
 
 #include <dlfcn.h>
@@ -33,6 +55,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -90,7 +113,13 @@ struct State {
   std::unordered_map<const void*, CodeInfo> codes;  // code object (kept alive) -> what it is
   std::vector<std::string> package_dirs;            // "/usr/lib/python3/dist-packages/torch/", ...
   bool dirs_complete = false;
+  std::deque<std::string> module_paths;  // by id (Note [Module paths]); a deque: views stay valid as it grows
 };
+
+constexpr std::int32_t kMaxModuleIds = 1 << 20;  // distinct module paths; more are not named
+
+// The modules whose forward runs on this thread, innermost last (ids into State::module_paths).
+thread_local std::vector<std::int32_t> t_modules;
 
 State* g_state = nullptr;
 std::once_flag g_init_once;
@@ -248,6 +277,11 @@ SourceRef current() noexcept {
   SourceRef out;
   try {
     out = innermost_user_frame(s);
+    if (!out.empty() && !t_modules.empty()) {  // Note [Module paths]
+      std::lock_guard lock(s.mu);
+      const auto id = static_cast<std::size_t>(t_modules.back());
+      if (id < s.module_paths.size()) out.module = s.module_paths[id];
+    }
   } catch (...) {
     out = {};  // bad_alloc while caching: this allocation goes without a source
   }
@@ -258,6 +292,39 @@ SourceRef current() noexcept {
   if (!out.empty()) g_found.fetch_add(1, std::memory_order_relaxed);
   return out;
 }
+
+bool name_module(std::int32_t id, std::string_view path) noexcept {
+  if (!g_available || id < 0 || id >= kMaxModuleIds || path.empty()) return false;
+  State& s = *g_state;
+  try {
+    std::lock_guard lock(s.mu);
+    const auto i = static_cast<std::size_t>(id);
+    if (i >= s.module_paths.size()) s.module_paths.resize(i + 1);
+    if (s.module_paths[i].empty()) s.module_paths[i] = path;  // an id's text never changes once views exist
+    return s.module_paths[i] == path;
+  } catch (...) {
+    return false;
+  }
+}
+
+void module_enter(std::int32_t id) noexcept {
+  if (!g_available || id < 0) return;
+  try {
+    t_modules.push_back(id);
+  } catch (...) {
+    // out of memory: this forward's allocations are named by the enclosing module
+  }
+}
+
+void module_exit(std::int32_t id) noexcept {
+  for (auto i = t_modules.size(); i-- > 0;) {
+    if (t_modules[i] != id) continue;
+    t_modules.resize(i);
+    return;
+  }
+}
+
+void reset_modules() noexcept { t_modules.clear(); }
 
 Stats stats() noexcept {
   return {g_walks.load(std::memory_order_relaxed), g_gil_held.load(std::memory_order_relaxed),

@@ -36,6 +36,18 @@ TIERPACK_API int tierpack_mark_tensor(const void* data, int role);
 TIERPACK_API int tierpack_wants_marks(void);
 /* 1 while an iteration is being recorded (the Python side then marks saved-for-backward tensors). */
 TIERPACK_API int tierpack_recording(void);
+/* 1 while allocations record where the program made them (its Python source line and module path:
+ * the Python side then keeps the module hooks below on), else 0. */
+TIERPACK_API int tierpack_wants_sources(void);
+/* Module paths (Note [Module paths] in python_source.cpp). Names module `id` (0, 1, ...) by its path
+ * ("transformer.h.3.mlp.c_fc"), once per id before tierpack_module_enter(id): 0, or -1 on a bad id or
+ * when sources are not read. */
+TIERPACK_API int tierpack_module_name(int id, const char* path);
+/* The forward of module `id` starts / ends on the calling thread. */
+TIERPACK_API void tierpack_module_enter(int id);
+TIERPACK_API void tierpack_module_exit(int id);
+/* The calling thread runs no module (an iteration boundary). */
+TIERPACK_API void tierpack_module_reset(void);
 /* Writes a one-line JSON status into buf (NUL-terminated, truncated to size); returns the full length. */
 TIERPACK_API size_t tierpack_status(char* buf, size_t size);
 /* The last error of the calling thread ("" if none). */

@@ -24,7 +24,7 @@ import os
 import re
 import sys
 
-from tierpack import _libs
+from tierpack import _libs, _module_paths
 
 __all__ = ["enable", "enabled", "step", "finish", "status", "library_path", "TierpackError", "__version__"]
 
@@ -96,9 +96,17 @@ def _load():
         raise TierpackError("cannot load %s: %s%s" % (path, e, hint)) from None
     lib.tierpack_enable.argtypes = [ctypes.c_char_p]
     lib.tierpack_enable.restype = ctypes.c_int
-    for name in ("tierpack_enabled", "tierpack_step", "tierpack_finish", "tierpack_wants_marks", "tierpack_recording"):
+    for name in ("tierpack_enabled", "tierpack_step", "tierpack_finish", "tierpack_wants_marks", "tierpack_recording",
+                 "tierpack_wants_sources"):
         getattr(lib, name).restype = ctypes.c_int
         getattr(lib, name).argtypes = []
+    lib.tierpack_module_name.argtypes = [ctypes.c_int, ctypes.c_char_p]
+    lib.tierpack_module_name.restype = ctypes.c_int
+    for name in ("tierpack_module_enter", "tierpack_module_exit"):
+        getattr(lib, name).argtypes = [ctypes.c_int]
+        getattr(lib, name).restype = None
+    lib.tierpack_module_reset.argtypes = []
+    lib.tierpack_module_reset.restype = None
     lib.tierpack_mark_tensor.argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.tierpack_mark_tensor.restype = ctypes.c_int
     lib.tierpack_status.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
@@ -145,7 +153,7 @@ def enable(conf=None):
         _hooks_installed = True
         _install_python_hooks()
         atexit.register(finish)
-        _sync_saved_tensor_hooks()
+        _sync_recording_hooks()
     # Only this process is profiled: children (data loader workers, subprocesses) must not write the
     # same profile. The native side removed it from the C environment; Python keeps its own copy.
     os.environ.pop("TIERPACK_CONF", None)
@@ -160,7 +168,7 @@ def step():
     """Marks the end of a training iteration."""
     if _lib is not None:
         _lib.tierpack_step()
-        _sync_saved_tensor_hooks()
+        _sync_recording_hooks()
 
 
 def finish():
@@ -233,7 +241,7 @@ def _install_python_hooks():
                 out = inner(opt, *a, **k)
                 if _lib is not None and _lib.tierpack_wants_marks():
                     _mark_optimizer(opt)
-                _sync_saved_tensor_hooks()
+                _sync_recording_hooks()
                 return out
 
             step_and_mark._tierpack_wrapped = True
@@ -266,6 +274,14 @@ def _pack_saved(tensor):
 def _unpack_saved(tensor):
     mover = _gpu_mover()
     return mover.unpack(tensor) if mover is not None else tensor
+
+
+def _sync_recording_hooks():
+    """The hooks that run only while a profile is being built: saved-for-backward marks, and the module
+    paths of allocations (tierpack/_module_paths.py). Called at the iteration boundaries the Python side
+    sees (enable(), step(), optimizer steps)."""
+    _sync_saved_tensor_hooks()
+    _module_paths.sync(_lib)
 
 
 def _sync_saved_tensor_hooks():

@@ -272,7 +272,7 @@
         const r = rows[i];
         return '#' + r.id + ' (seq ' + r.seq + ') ' + fmtBytes(r.bytes) + ', ' + CLASS_NAMES[r.cls] + '\nlive ' +
             fmtTime(r.b) + ' - ' + fmtTime(r.e) + ', ' + r.nuses + ' uses\nallocated by ' + (r.op || '(unknown op)') +
-            (r.src ? ' at ' + r.src : '') + '\non ' + r.where;
+            (r.src ? ' at ' + r.src : '') + (r.mod ? ' in ' + r.mod : '') + '\non ' + r.where;
       }
       for (let k = 0; k < bands.length; k++) {
         if (yy >= bandTop[k] && yy < bandTop[k] + bandH && x >= L) {

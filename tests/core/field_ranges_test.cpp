@@ -264,4 +264,24 @@ TEST(FieldRanges, AllocationSourcesAreCheckedNamingTheField) {
              "field 'sources' = \"model.py\" must be a list, not string");
 }
 
+// Version 3: a source's module path (a string of dotted names, none empty).
+TEST(FieldRanges, ModulePathsAreCheckedNamingTheField) {
+  auto with_module = [](const nlohmann::json& module) {
+    return [module](nlohmann::json& j) {
+      j["sources"] = {{{"file", "/home/me/model.py"}, {"line", 63}, {"function", "forward"}, {"module", module}}};
+      j["tensors"][0]["source"] = 0;
+    };
+  };
+  EXPECT_EQ(profile_error(with_module("transformer.h.3.mlp.c_fc")), "");
+  EXPECT_EQ(profile_error(with_module("")), "") << "no module running";
+  EXPECT_EQ(profile_error(with_module("GPT2")), "");
+  EXPECT_HAS(profile_error(with_module(3)), "source 0: field 'module' = 3 must be a string, not number");
+  EXPECT_HAS(profile_error(with_module(nullptr)), "source 0: field 'module'");
+  EXPECT_HAS(profile_error(with_module("h..mlp")),
+             "run.tpk: invalid profile: source 0: field 'module' = \"h..mlp\" is not a module path (an empty name "
+             "between dots)");
+  EXPECT_HAS(profile_error(with_module(".h")), "source 0: field 'module' = \".h\" is not a module path");
+  EXPECT_HAS(profile_error(with_module("h.")), "source 0: field 'module' = \"h.\" is not a module path");
+}
+
 }  // namespace

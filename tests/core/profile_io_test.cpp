@@ -228,18 +228,37 @@ TEST(ProfileIdentity, ABadIdentityIsAFieldError) {
   fs::remove(path);
 }
 
+namespace {
+
+/// `j` parsed as a file of format version `version` says it is.
+Profile parse_as_version(nlohmann::json j, int version) {
+  j["version"] = version;
+  const std::string payload = j.dump();
+  char header[96];
+  std::snprintf(header, sizeof header, "tierpack-profile %d %zu %08x\n", version, payload.size(), crc32(payload));
+  return parse_profile(header + payload, "v" + std::to_string(version) + ".tpk");
+}
+
+}  // namespace
+
+// Version 3: a source's module path; one (file, line, function) run in two modules is two sources.
 TEST(ProfileIo, AllocationSourcesRoundTrip) {
   Profile p = small_profile();
-  p.sources = {{"/home/me/model.py", 63, "forward"}, {"<stdin>", 1, "<module>"}};
+  p.sources = {{"/home/me/model.py", 63, "forward", "blocks.0.fc"},
+               {"<stdin>", 1, "<module>"},
+               {"/home/me/model.py", 63, "forward", "blocks.1.fc"}};
   p.tensors[0].source = 1;
-  p.tensors[1].source = 0;
+  p.tensors[1].source = 2;
   const std::string path = temp_path("sources.tpk");
   write_profile(p, path);
-  EXPECT_EQ(slurp(path).rfind("tierpack-profile 2 ", 0), 0u) << "written as version 2";
+  EXPECT_EQ(slurp(path).rfind("tierpack-profile 3 ", 0), 0u) << "written as version 3";
   const Profile q = read_profile(path);
   EXPECT_EQ(p, q);
-  EXPECT_EQ(q.source_text(q.tensors[1]), "model.py:63 forward");
+  EXPECT_EQ(q.source_text(q.tensors[1]), "model.py:63 forward") << "the line alone, the module apart";
+  EXPECT_EQ(q.module_text(q.tensors[1]), "blocks.1.fc");
   EXPECT_EQ(q.source_text(q.tensors[0]), "<stdin>:1 <module>");
+  EXPECT_EQ(q.module_text(q.tensors[0]), "") << "no module running";
+  EXPECT_EQ(nlohmann::json(q.sources[1]).count("module"), 0u) << "written only when there is one";
   fs::remove(path);
 }
 
@@ -255,17 +274,41 @@ TEST(ProfileIo, VersionOneFilesReadWithSourcesUnknown) {
   }
   // And one written by hand under a version 1 header.
   nlohmann::json j = small_profile();
-  j["version"] = 1;
   j.erase("sources");
-  const std::string payload = j.dump();
-  char header[96];
-  std::snprintf(header, sizeof header, "tierpack-profile 1 %zu %08x\n", payload.size(), crc32(payload));
-  const Profile q = parse_profile(header + payload, "v1.tpk");
-  EXPECT_EQ(q, small_profile());
+  EXPECT_EQ(parse_as_version(j, 1), small_profile());
 }
 
 TEST(ProfileIo, SourceShortText) {
   EXPECT_EQ((SourceLocation{"/a/b/model.py", 63, "forward"}.short_text()), "model.py:63 forward");
   EXPECT_EQ((SourceLocation{"model.py", 0, ""}.short_text()), "model.py");
   EXPECT_EQ((SourceLocation{"", 3, "f"}.short_text()), "");
+}
+
+TEST(ProfileIo, VersionTwoFilesReadWithModulesUnknown) {
+  nlohmann::json j = small_profile();
+  j["sources"] = {{{"file", "/home/me/model.py"}, {"line", 63}, {"function", "forward"}}};
+  j["tensors"][0]["source"] = 0;
+  const Profile q = parse_as_version(j, 2);
+  ASSERT_EQ(q.sources.size(), 1u);
+  EXPECT_EQ(q.sources[0].module, "");
+  EXPECT_EQ(q.source_text(q.tensors[0]), "model.py:63 forward");
+  EXPECT_EQ(q.module_text(q.tensors[0]), "");
+}
+
+// Profile::module_text: the source's module, else "(backward)" for a tensor born in a backward op.
+TEST(ProfileIo, ModuleTextSaysBackward) {
+  Profile p = small_profile();
+  p.sources = {{"/home/me/train.py", 40, "<module>"}, {"/home/me/model.py", 63, "forward", "h.3.mlp"}};
+  TensorRecord& t = p.tensors[1];
+  t.source = 0;
+  ASSERT_GE(t.birth_op, 0);
+  auto& op = p.ops[static_cast<std::size_t>(t.birth_op)];
+  op.phase = Phase::forward;
+  EXPECT_EQ(p.module_text(t), "");
+  op.phase = Phase::backward;
+  EXPECT_EQ(p.module_text(t), "(backward)");
+  t.source = 1;
+  EXPECT_EQ(p.module_text(t), "h.3.mlp") << "a forward run in backward (checkpointing) names its module";
+  t.source = -1;
+  EXPECT_EQ(p.module_text(t), "") << "no source, no module";
 }

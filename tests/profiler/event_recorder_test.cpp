@@ -422,3 +422,24 @@ TEST(EventRecorder, AllocationSourcesAreInternedAndKeptForLiveTensors) {
   EXPECT_EQ(p.source_text(*act), "train.py:40 <module>");
   EXPECT_EQ(by_address(p, kOut)->source, -1);
 }
+
+// Note [Module paths]: one line run in two modules is two sources (the twelve blocks of a transformer
+// share their lines); the recorder keeps its own copy of the module's text too.
+TEST(EventRecorder, ModulePathsArePartOfTheSource) {
+  EventRecorder r(test_options(0));
+  r.start();
+  ASSERT_TRUE(r.recording());
+  std::string module = "blocks.0.fc";
+  r.alloc(P(kAct), 1000, -1, 0, false, SourceRef{"/home/me/model.py", 21, "forward", module});
+  module = "blocks.1.fc";
+  r.alloc(P(kTmp), 1000, -1, 0, false, SourceRef{"/home/me/model.py", 21, "forward", module});
+  module = "overwritten";
+  r.alloc(P(kOut), 1000, -1, 0, false, SourceRef{"/home/me/model.py", 21, "forward"});
+  const Profile p = r.finish();
+  p.validate();
+  ASSERT_EQ(p.sources.size(), 3u);
+  EXPECT_EQ(p.module_text(*by_address(p, kAct)), "blocks.0.fc");
+  EXPECT_EQ(p.module_text(*by_address(p, kTmp)), "blocks.1.fc");
+  EXPECT_EQ(p.module_text(*by_address(p, kOut)), "");
+  EXPECT_EQ(p.source_text(*by_address(p, kAct)), p.source_text(*by_address(p, kTmp)));
+}

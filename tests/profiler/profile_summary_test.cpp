@@ -1,6 +1,8 @@
 // The summary names what matters: top tensors, false sharing, hidden accesses, divergence.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <nlohmann/json.hpp>
 
 #include "profiler/event_recorder.hpp"
@@ -78,31 +80,61 @@ TEST(ProfileSummary, EmptyProfileStillPrints) {
   EXPECT_TRUE(profile_summary_json(p)["id"].is_null());
 }
 
+namespace {
+
+/// Three tensors, the largest first: one born in a forward op, two in a backward op, each with the
+/// source given (-1 unknown).
+Profile profile_with_sources(std::vector<SourceLocation> sources, std::array<std::int32_t, 3> source_of) {
+  Profile p;
+  p.ops.push_back({0, "aten::addmm", 0, 10, 0, -1, Phase::forward, {}, {0}});
+  p.ops.push_back({1, "AddmmBackward0", 10, 20, 0, -1, Phase::backward, {}, {1, 2}});
+  p.iteration_ns = 20;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    TensorRecord t;
+    t.id = i;
+    t.seq = i;
+    t.bytes = std::uint64_t{1} << (20 - 5 * i);  // 1 MiB, 32 KiB, 1 KiB
+    t.birth_op = i == 0 ? 0 : 1;
+    t.source = source_of[i];
+    p.tensors.push_back(t);
+  }
+  p.sources = std::move(sources);
+  p.validate();
+  return p;
+}
+
+}  // namespace
+
 // The top tensors say where the program allocated them ("-" / null when the profile does not know).
 TEST(ProfileSummary, TopTensorsNameTheirSourceLine) {
-  Profile p;
-  p.ops.push_back({0, "aten::empty", 0, 10, 0, -1, Phase::forward, {}, {0, 1}});
-  p.iteration_ns = 10;
-  TensorRecord a;
-  a.id = 0;
-  a.seq = 0;
-  a.bytes = 1 << 20;
-  a.birth_op = 0;
-  a.source = 0;
-  TensorRecord b = a;
-  b.id = 1;
-  b.seq = 1;
-  b.bytes = 64;
-  b.source = -1;
-  p.tensors = {a, b};
-  p.sources = {{"/home/me/model.py", 63, "forward"}};
-  p.validate();
+  const Profile p = profile_with_sources({{"/home/me/model.py", 63, "forward"}}, {0, -1, -1});
   const std::string s = format_profile_summary(p);
   EXPECT_TRUE(contains(s, "source")) << s;
   EXPECT_TRUE(contains(s, "model.py:63 forward")) << s;
   const auto j = profile_summary_json(p);
-  ASSERT_EQ(j["top_tensors"].size(), 2u);
+  ASSERT_EQ(j["top_tensors"].size(), 3u);
   EXPECT_EQ(j["top_tensors"][0]["source"],
-            nlohmann::json({{"file", "/home/me/model.py"}, {"line", 63}, {"function", "forward"}, {"text", "model.py:63 forward"}}));
+            nlohmann::json({{"file", "/home/me/model.py"}, {"line", 63}, {"function", "forward"}, {"module", ""},
+                            {"text", "model.py:63 forward"}}));
   EXPECT_TRUE(j["top_tensors"][1]["source"].is_null());
+}
+
+// Next to the source line, the module it ran in (Note [Module paths]); "(backward)" in a backward op.
+TEST(ProfileSummary, TopTensorsNameTheirModule) {
+  const Profile p = profile_with_sources(
+      {{"/home/me/model.py", 63, "forward", "transformer.h.3.mlp.c_fc"}, {"/home/me/train.py", 40, "<module>"}},
+      {0, 1, -1});
+  const std::string s = format_profile_summary(p);
+  EXPECT_TRUE(contains(s, " module ")) << s;
+  auto line_with = [&](const std::string& text) {
+    const auto at = s.find(text);
+    return at == std::string::npos ? std::string() : s.substr(s.rfind('\n', at) + 1, s.find('\n', at) - s.rfind('\n', at));
+  };
+  EXPECT_TRUE(contains(line_with("model.py:63 forward"), " transformer.h.3.mlp.c_fc ")) << s;
+  EXPECT_TRUE(contains(line_with("train.py:40 <module>"), " (backward) ")) << s;
+  const auto j = profile_summary_json(p);
+  ASSERT_EQ(j["top_tensors"].size(), 3u);
+  EXPECT_EQ(j["top_tensors"][0]["source"]["module"], "transformer.h.3.mlp.c_fc");
+  EXPECT_EQ(j["top_tensors"][1]["source"]["module"], "(backward)");
+  EXPECT_TRUE(j["top_tensors"][2]["source"].is_null());
 }

@@ -209,10 +209,11 @@ TEST(HtmlReport, SavingsSayWhenPredictionsAreLowerBounds) {
   EXPECT_NE(r.html.find("uffd-wp page tracer", bound), std::string::npos);
 }
 
-// The top-tensors table and the lifetime chart's tooltips name where the program allocated a tensor.
-TEST(HtmlReport, TopTensorsNameTheirSourceLine) {
+// The top-tensors table and the lifetime chart's tooltips name where the program allocated a tensor,
+// and the module it was allocated in (Note [Module paths]).
+TEST(HtmlReport, TopTensorsNameTheirSourceLineAndModule) {
   Profile p = make_training_profile();
-  p.sources = {{"/home/me/model.py", 63, "forward"}, {"/home/me/<odd>.py", 7, "<module>"}};
+  p.sources = {{"/home/me/model.py", 63, "forward", "transformer.h.3.mlp.c_fc"}, {"/home/me/<odd>.py", 7, "<module>"}};
   ReportInputs in;
   in.profile = &p;
   const ReportModel before = build_model(in, {});
@@ -221,16 +222,22 @@ TEST(HtmlReport, TopTensorsNameTheirSourceLine) {
   p.tensors[before.top_tensors[1].id].source = 1;
   const ReportModel model = build_model(in, {});
   EXPECT_EQ(model.top_tensors[0].source, "model.py:63 forward");
+  EXPECT_EQ(model.top_tensors[0].module, "transformer.h.3.mlp.c_fc");
   const std::string html = render_html(model);
   const auto start = html.find("<table id=\"top-tensors-table\"");
   ASSERT_NE(start, std::string::npos);
   const std::string table = html.substr(start, html.find("</table>", start) - start);
   EXPECT_NE(table.find(">source<"), std::string::npos) << "a source column";
+  EXPECT_NE(table.find(">module<"), std::string::npos) << "a module column";
   EXPECT_NE(table.find("model.py:63 forward"), std::string::npos);
+  EXPECT_NE(table.find("transformer.h.3.mlp.c_fc"), std::string::npos);
   EXPECT_NE(table.find("&lt;odd&gt;.py:7 &lt;module&gt;"), std::string::npos) << "escaped";
   bool in_rows = false;
   const auto data = chart_data(html);
-  for (const auto& row : data["lifetimes"]["rows"]) in_rows |= row["src"] == "model.py:63 forward";
+  for (const auto& row : data["lifetimes"]["rows"]) {
+    in_rows |= row["src"] == "model.py:63 forward";
+    EXPECT_EQ(row["mod"] == "transformer.h.3.mlp.c_fc", row["src"] == "model.py:63 forward") << row.dump();
+  }
   EXPECT_EQ(in_rows, [&] {
     for (const auto& r : model.lifetimes.rows)
       if (r.tensor.source == "model.py:63 forward") return true;

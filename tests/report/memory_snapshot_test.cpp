@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -120,29 +121,33 @@ TEST(MemorySnapshot, PickleHoldsTheSameDictionary) {
 
 
 // Note [Memory snapshot from a profile]: a tensor whose source the profile knows gets a second frame
-// (file, line, function) after the allocating op's; one without keeps the op's frame alone.
+// (file, line, function) after the allocating op's; one without keeps the op's frame alone. The module
+// it was allocated in follows the function's name (Note [Module paths]).
 TEST(MemorySnapshot, SourceLinesAreFramesAfterTheAllocatingOp) {
-  Profile p = make_training_profile();
-  p.sources = {{"/home/me/model.py", 63, "forward"}};
-  TensorId with = 0;
-  for (const auto& t : p.tensors)
-    if (t.device == 0 && t.seq >= 0) with = t.id;
-  p.tensors[with].source = 0;
-  p.validate();
-  const auto m = model_of(p);
-  const auto j = json::parse(snapshot_json(m, build_snapshot(m)));
-  EXPECT_TRUE(check_snapshot(j).empty());
-  std::size_t framed = 0;
-  for (const auto& e : j["device_traces"][0]) {
-    if (e["action"] != "alloc") continue;
-    const bool has = e["tierpack_tensor"].get<TensorId>() == with;
-    ASSERT_EQ(e["frames"].size(), has ? 2u : 1u);
-    if (!has) continue;
-    ++framed;
-    EXPECT_EQ(e["frames"][0]["filename"].get<std::string>().rfind("tierpack: op ", 0), 0u);
-    EXPECT_EQ(e["frames"][1], json({{"filename", "/home/me/model.py"}, {"line", 63}, {"name", "forward"}}));
+  for (const auto& [module, name] : {std::pair<std::string, std::string>{"", "forward"},
+                                     {"transformer.h.3.mlp.c_fc", "forward in transformer.h.3.mlp.c_fc"}}) {
+    Profile p = make_training_profile();
+    p.sources = {{"/home/me/model.py", 63, "forward", module}};
+    TensorId with = 0;  // a GPU tensor born in a forward op (in backward, the module would say so)
+    for (const auto& t : p.tensors)
+      if (t.device == 0 && t.seq >= 0 && p.ops[static_cast<std::size_t>(t.birth_op)].phase == Phase::forward) with = t.id;
+    p.tensors[with].source = 0;
+    p.validate();
+    const auto m = model_of(p);
+    const auto j = json::parse(snapshot_json(m, build_snapshot(m)));
+    EXPECT_TRUE(check_snapshot(j).empty());
+    std::size_t framed = 0;
+    for (const auto& e : j["device_traces"][0]) {
+      if (e["action"] != "alloc") continue;
+      const bool has = e["tierpack_tensor"].get<TensorId>() == with;
+      ASSERT_EQ(e["frames"].size(), has ? 2u : 1u);
+      if (!has) continue;
+      ++framed;
+      EXPECT_EQ(e["frames"][0]["filename"].get<std::string>().rfind("tierpack: op ", 0), 0u);
+      EXPECT_EQ(e["frames"][1], json({{"filename", "/home/me/model.py"}, {"line", 63}, {"name", name}}));
+    }
+    EXPECT_EQ(framed, 1u);
   }
-  EXPECT_EQ(framed, 1u);
 }
 
 }  // namespace
