@@ -37,7 +37,7 @@ std::int32_t EventRecorder::Impl::intern_source(const SourceRef& s) {
   if (auto it = source_ids.find(s); it != source_ids.end()) return it->second;
   if (sources.size() >= kMaxSources) return -1;
   const auto id = static_cast<std::int32_t>(sources.size());
-  sources.push_back(SourceLocation{std::string(s.file), s.line, std::string(s.function)});
+  sources.push_back(SourceLocation{std::string(s.file), s.line, std::string(s.function), std::string(s.module)});
   source_ids.emplace(sources.back(), id);
   return id;
 }

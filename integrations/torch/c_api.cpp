@@ -96,6 +96,9 @@ int enable(const char* conf_text) {
   if (given_plan) {  // nothing is profiled: the recorder only finds iteration boundaries
     session_config.page_tracer = tierpack::PageTracerKind::off;
     session_config.warmup_iterations = 1 << 30;
+    // The recorder never records, but stays "before the recording" (wants_sources()): no Python stack
+    // walk and no module hooks at every allocation of the run (Note [Python source]).
+    session_config.python_source = false;
   }
   if (run) options.create_host_memory = false;
   auto* session = new Session(session_config, options);

@@ -49,7 +49,7 @@ struct NameHash {
   std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
-inline SourceRef as_ref(const SourceLocation& s) { return {s.file, s.line, s.function}; }
+inline SourceRef as_ref(const SourceLocation& s) { return {s.file, s.line, s.function, s.module}; }
 inline const SourceRef& as_ref(const SourceRef& s) { return s; }
 
 /// Allocation sources keyed by content; lookups with a SourceRef build no string.
@@ -59,6 +59,7 @@ struct SourceHash {
   std::size_t operator()(const S& s) const {
     const SourceRef r = as_ref(s);
     return std::hash<std::string_view>{}(r.file) ^ (std::hash<std::string_view>{}(r.function) * 31) ^
+           (std::hash<std::string_view>{}(r.module) * 131) ^
            (static_cast<std::size_t>(r.line) * 0x9e3779b97f4a7c15ull);
   }
 };
@@ -67,7 +68,7 @@ struct SourceEq {
   template <class A, class B>
   bool operator()(const A& a, const B& b) const {
     const SourceRef x = as_ref(a), y = as_ref(b);
-    return x.line == y.line && x.file == y.file && x.function == y.function;
+    return x.line == y.line && x.file == y.file && x.function == y.function && x.module == y.module;
   }
 };
 
