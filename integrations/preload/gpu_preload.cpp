@@ -333,8 +333,8 @@ TIERPACK_C_API std::uint64_t tierpack_gpu_memory_stat(int device, int which) {
 
 /// The options the Python side acts on, parsed once here from TIERPACK_CONF and TIERPACK_GPU (or
 /// tierpack_gpu_configure), as JSON read by name: mechanism ("storage" or "vmm"), budget_bytes and
-/// budget_fraction (one of them, or both null: no budget), fill, hard_limit, warmup_iterations, divergences,
-/// stats_out. nullptr with tierpack_gpu_last_error() naming the bad key when the options cannot be read.
+/// budget_fraction (one of them, or both null: no budget), fill, fits_fraction, hard_limit, recompute,
+/// warmup_iterations, divergences, stats_out. nullptr with tierpack_gpu_last_error() naming the bad key when the options cannot be read.
 TIERPACK_C_API const char* tierpack_gpu_options_json(void) {
   thread_local std::string out;
   try {
@@ -346,6 +346,7 @@ TIERPACK_C_API const char* tierpack_gpu_options_json(void) {
                      {"budget_bytes", nullptr},
                      {"budget_fraction", nullptr},
                      {"fill", o.storage_fill()},
+                     {"fits_fraction", o.fits_fraction()},
                      {"hard_limit", o.hard_limit},
                      {"recompute", o.recompute},
                      {"warmup_iterations", o.warmup_iterations},

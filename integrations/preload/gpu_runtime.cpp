@@ -449,9 +449,9 @@ void GpuRuntime::finish_trace_locked() {
     TracePlannerOptions probe = po;
     probe.budget = 0;
     const std::uint64_t live_peak = plan_from_trace(trace_, probe).prediction.natural_peak_bytes;
-    fits = static_cast<double>(live_peak) <= 0.97 * static_cast<double>(budget_bytes_);
+    fits = static_cast<double>(live_peak) <= options_.fits_fraction() * static_cast<double>(budget_bytes_);
   }
-  po.headroom = options_.headroom > 0 ? options_.headroom : 0.85;
+  po.headroom = options_.vmm_headroom();
   po.min_tensor_bytes = options_.min_move_bytes;
   po.eviction_lag = options_.eviction_lag;
   po.device = device_;

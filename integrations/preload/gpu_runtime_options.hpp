@@ -47,6 +47,14 @@ struct GpuRuntimeOptions {
   /// limit, 0.88 under a hard one (what the allocator cannot give back: Note [Reserved memory])
   double fill = 0;
   double storage_fill() const { return fill > 0 ? fill : hard_limit ? 0.88 : 0.95; }
+  /// vmm: fraction of the budget the page-group plan fills (the allocator needs the rest for chunk
+  /// rounding and caching).
+  double vmm_headroom() const { return headroom > 0 ? headroom : 0.85; }
+  /// A run whose recorded live peak is at most this fraction of its budget moves nothing, whatever `fill`
+  /// or `headroom` ask (the allocator's rounding fits in the rest): storage 0.98 (Llama-style decoder at
+  /// 100% moved 1.35 GB a step without it: bench/results/gpu-h200-2026-12-01, call 3), vmm 0.97. Python
+  /// reads it by name (tierpack_gpu_options_json: "fits_fraction").
+  double fits_fraction() const { return mechanism == Mechanism::storage ? 0.98 : 0.97; }
   bool recompute = true;  ///< storage: let go what can be made again first (placer Note [Recompute])
   /// storage: once a plan fits, the budget is PyTorch's memory limit: the allocator gives its cached pages
   /// back when it would pass it (Note [Reserved memory]), and raises out of memory past it; false (the

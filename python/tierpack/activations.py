@@ -373,8 +373,10 @@ class StorageMover:
                  set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.95,
                  divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
                  empty_cache=None, optimizer_state=False, capacity=None, log=None, max_reserved=None,
-                 reserved_replans=4, recompute=True, recompute_bytes_per_s=2e12, memory_state=None):
+                 reserved_replans=4, recompute=True, recompute_bytes_per_s=2e12, memory_state=None,
+                 fits_fraction=0.98):
         self.torch = torch
+        self.fits_fraction = fits_fraction  # a recorded live peak under this much of the budget moves nothing
         self._memory_state = memory_state
         self.out_of_memory_state = None  # the allocator's state at an out-of-memory error (memory_state(dev))
         self._make_transport = transport
@@ -932,10 +934,9 @@ class StorageMover:
         natural = max(e["window_peak"] for e in self._trace["events"])
         if limit is None:
             limit = self.limit
-            if natural <= self.budget * 0.98:
+            if natural <= self.budget * self.fits_fraction:
                 # The run fits its budget with a little to spare for the allocator's rounding: nothing has
-                # to move, whatever `fill` asks (Llama-style decoder at 100% moved 1.35 GB a step without
-                # this: bench/results/gpu-h200-2026-12-01, call 3). A replan's lower limit stays.
+                # to move, whatever `fill` asks (GpuRuntimeOptions::fits_fraction). A replan's lower limit stays.
                 limit = max(limit, natural)
         limit = int(limit)
         options = {"limit_bytes": limit, "d2h_bytes_per_s": self._bandwidth[0], "h2d_bytes_per_s": self._bandwidth[1],

@@ -283,6 +283,7 @@ def _install_storage_mover(torch, lib, options):
         allocated=allocated, max_allocated=max_allocated, reset_peak=reset_peak, set_limit=set_limit,
         max_reserved=max_reserved,
         capacity=lambda d: torch.cuda.get_device_properties(d).total_memory, fill=options["fill"],
+        fits_fraction=options["fits_fraction"],
         record_iteration=max(3, int(options["warmup_iterations"]) + 2), divergences=options["divergences"],
         empty_cache=torch.cuda.empty_cache, optimizer_state=True,
         hard_limit=bool(options.get("hard_limit")), recompute=bool(options.get("recompute", True)),

@@ -500,6 +500,11 @@ TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
   EXPECT_DOUBLE_EQ(GpuRuntimeOptions{}.storage_fill(), 0.95) << "the default (soft)";
   EXPECT_DOUBLE_EQ(parse_gpu_options("limit:hard", {}).storage_fill(), 0.88) << "hard: room for what the allocator keeps";
   EXPECT_DOUBLE_EQ(parse_gpu_options("limit:hard,fill:0.9", {}).storage_fill(), 0.9) << "an explicit fill stays";
+  // Every threshold in one place (issue 24): the "nothing has to move" margin per mechanism, the vmm headroom.
+  EXPECT_DOUBLE_EQ(GpuRuntimeOptions{}.fits_fraction(), 0.98);
+  EXPECT_DOUBLE_EQ(parse_gpu_options("mechanism:vmm", {}).fits_fraction(), 0.97);
+  EXPECT_DOUBLE_EQ(GpuRuntimeOptions{}.vmm_headroom(), 0.85);
+  EXPECT_DOUBLE_EQ(parse_gpu_options("headroom:0.7", {}).vmm_headroom(), 0.7);
   EXPECT_NE(message("mechanism:remap").find("accepted: storage, vmm"), std::string::npos) << message("mechanism:remap");
   EXPECT_NE(message("fill:1.5").find("(0, 1]"), std::string::npos) << message("fill:1.5");
   EXPECT_FALSE(GpuRuntimeOptions{}.hard_limit) << "the default (Note [Reserved memory])";
