@@ -79,7 +79,9 @@ class ToyTraining {
     }
     for (int l = layers_ - 1; l >= 0; --l)
       for (int k = 1; k >= 0; --k) {
-        auto [a, seed] = acts[static_cast<std::size_t>(2 * l + k)];
+        // (not a structured binding: clang before 16 cannot capture one in the lambda below)
+        void* const a = acts[static_cast<std::size_t>(2 * l + k)].first;
+        const auto seed = acts[static_cast<std::size_t>(2 * l + k)].second;
         void* grad = rt_.allocate(32 * KiB, 0);
         op(report_ops, {a, params_[l], grad}, [&] {
           check(a, act_, seed);
