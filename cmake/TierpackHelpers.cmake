@@ -20,12 +20,16 @@ if(TIERPACK_BUILD_FUZZERS)  # libFuzzer coverage + ASan/UBSan in every tierpack 
   set(TIERPACK_SANITIZE_FLAGS -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 endif()
 
-# tierpack_target_defaults(<target> [CXX17_USERS]): with CXX17_USERS the C++20 requirement stays private,
-# so programs that link the target build as C++17 (libtierpack_torch.so: LibTorch programs. Debian's torch
-# 1.13 headers do not compile as C++20 under clang 14: c10::IValue is incomplete where std::vector needs it).
+# tierpack_target_defaults(<target> [CXX17_USERS | LIBTORCH_PROGRAM]): with CXX17_USERS the C++20
+# requirement stays private, so programs that link the target build as C++17 (libtierpack_torch.so: LibTorch
+# programs. Debian's torch 1.13 headers do not compile as C++20 under clang 14: c10::IValue is incomplete where
+# std::vector needs it); LIBTORCH_PROGRAM: one of ours (an example, a test driver), C++17 as a user's is.
 function(tierpack_target_defaults target)
-  cmake_parse_arguments(ARG "CXX17_USERS" "" "" ${ARGN})
-  if(ARG_CXX17_USERS)
+  cmake_parse_arguments(ARG "CXX17_USERS;LIBTORCH_PROGRAM" "" "" ${ARGN})
+  if(ARG_LIBTORCH_PROGRAM)
+    target_compile_features(${target} PRIVATE cxx_std_17)
+    set_target_properties(${target} PROPERTIES CXX_STANDARD 17)
+  elseif(ARG_CXX17_USERS)
     target_compile_features(${target} PRIVATE cxx_std_20)
   else()
     target_compile_features(${target} PUBLIC cxx_std_20)
@@ -82,14 +86,3 @@ function(tierpack_add_test name)
   endif()
 endfunction()
 
-# tierpack_libtorch_program(<target>): a LibTorch program of ours (an example, a test driver): what a user's
-# program is, C++17 (the standard LibTorch asks for), with tierpack's warnings and sanitizers.
-function(tierpack_libtorch_program target)
-  target_compile_features(${target} PRIVATE cxx_std_17)
-  set_target_properties(${target} PROPERTIES CXX_STANDARD 17)
-  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${TIERPACK_WARNINGS}>)
-  if(TIERPACK_SANITIZE_FLAGS)
-    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX,C>:${TIERPACK_SANITIZE_FLAGS}>)
-    target_link_options(${target} PUBLIC ${TIERPACK_SANITIZE_FLAGS})
-  endif()
-endfunction()
