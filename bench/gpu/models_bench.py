@@ -8,6 +8,8 @@ Models (random init, bf16 autocast, AdamW, fixed seeds, no dropout; built on the
   t5        an encoder-decoder (transformers T5ForConditionalGeneration, gated-GELU, T5 v1.1 large shape:
             24 + 24 x 1024, FFN 2816, 16 heads, vocab 32128 (~0.78B)), batch 8, 512 tokens in and out (batch 16 needed 69.7 GiB)
   resnet50  torchvision ResNet-50, batch 256, 224 x 224, channels-last
+  hf-gpt2   Hugging Face GPT2LMHeadModel at GPT-2 large's shape (36 x 1280, 20 heads; its GELU is transformers'
+            NewGELUActivation, Python arithmetic), batch 8, seq 1024, dropout 0
 
 Modes, each in a fresh process:
   default             plain PyTorch
@@ -47,6 +49,9 @@ GiB = float(1 << 30)
 
 
 # ---------------------------------------------------------------------------------------------- models
+MODELS = ("gpt2", "llama", "t5", "resnet50", "hf-gpt2")
+
+
 def build(torch, name, ckpt):
     """(model, make_batch(i) -> inputs, loss_fn(model, inputs) -> loss, units per step, unit name)."""
     import torch.nn.functional as F
@@ -64,6 +69,17 @@ def build(torch, name, ckpt):
             logits = m(x[:, :-1])
             return F.cross_entropy(logits.float().view(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
         return model, lambda i: data[i % 4], loss_fn, 8 * 1024, "tokens"
+    if name == "hf-gpt2":
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        cfg = GPT2Config(n_layer=36, n_embd=1280, n_head=20, n_positions=1024, resid_pdrop=0.0, embd_pdrop=0.0,
+                         attn_pdrop=0.0, use_cache=False)
+        cfg._attn_implementation = "sdpa"
+        model = GPT2LMHeadModel(cfg)
+        if ckpt:
+            model.gradient_checkpointing_enable()
+        data = [torch.randint(0, 50257, (8, 1024), device="cuda", generator=g) for _ in range(4)]
+        return model, lambda i: data[i % 4], lambda m, x: m(input_ids=x, labels=x).loss, 8 * 1024, "tokens"
     if name == "llama":
         from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -111,7 +127,7 @@ def build(torch, name, ckpt):
             out = checkpoint_sequential(m, 8, x[0], use_reentrant=False) if ckpt else m(x[0])
             return F.cross_entropy(out.float(), x[1])
         return seq, lambda i: (imgs[i % 2], labels[i % 2]), loss_fn, 256, "images"
-    raise SystemExit("models_bench: unknown model '%s' (gpt2, llama, t5, resnet50)" % name)
+    raise SystemExit("models_bench: unknown model '%s' (%s)" % (name, ", ".join(MODELS)))
 
 
 # ----------------------------------------------------------------------------------------- one cell
@@ -398,7 +414,7 @@ def main():
     ap.add_argument("--budget", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--alloc-budget", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--compile-budget", type=float, help=argparse.SUPPRESS)
-    ap.add_argument("--models", default="gpt2,llama,t5,resnet50")
+    ap.add_argument("--models", default="gpt2,llama,t5,resnet50", help="of: " + ", ".join(MODELS))
     ap.add_argument("--modes", default="default,ckpt,compile-0.5,compile-0.1,tierpack,tierpack+ckpt,compile,tierpack+compile")
     ap.add_argument("--budgets", default="100,75,60,45,35")
     ap.add_argument("--ckpt-budgets", default="75,60,45")
@@ -429,6 +445,9 @@ def main():
     bad = [m for m in modes if m not in known]
     if bad or not models:
         raise SystemExit("models_bench: unknown mode(s) %s (known: %s)" % (", ".join(bad), ", ".join(sorted(known))))
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        raise SystemExit("models_bench: unknown model(s) %s (known: %s)" % (", ".join(unknown), ", ".join(MODELS)))
     pcts = lambda s: [int(x) for x in s.split(",") if x]
     all_rows, results = [], []
     for model in models:

@@ -163,6 +163,8 @@ import sys
 import threading
 import time
 
+from tierpack.module_recompute import ModuleRecompute
+
 MiB = 1 << 20
 
 
@@ -423,6 +425,8 @@ class StorageMover:
         self.phase = "warm-up"
         self._iteration_start = None
         self._optimizer_start = None
+        self._modules = ModuleRecompute(self)  # Note [Module recompute]
+        self._module_hooks = []
         self._begin_iteration()
 
     # -------------------------------------------------------------------------------- iterations
@@ -446,6 +450,7 @@ class StorageMover:
         self._made_by = {}        # forward: autograd node -> (record, handle) of what it made (Note [Recipes])
         self._needed = set()      # storages a let-go storage will be made from: never let go (Note [Recipes])
         self._max_absent = 0
+        self._modules.begin_iteration()
         if self.plan is not None:
             self.phase = "planned"
         if self._reset_peak is not None and self.device is not None:
@@ -618,6 +623,7 @@ class StorageMover:
         return self._timed(self._pack, t)
 
     def _pack(self, t):
+        self._modules.count_pack()  # a module call running now counts every saved tensor (Note [Module recompute])
         node = t.grad_fn
         if node is not None:
             # An op's own output (PyTorch 2 detaches the others): what the hooks keep must not lead back to
@@ -664,6 +670,11 @@ class StorageMover:
                         rec.recipe = _find_recipe(self.torch, node, t, storage, self._made_by, self._remake)
                     except (AttributeError, IndexError, TypeError):  # a node unlike the ones recipes know
                         rec.recipe = None
+            modules = self._modules
+            if self.recompute and (modules.frame is not None or modules.pending_out):
+                call = modules.on_pack(rec, first, movable)  # Note [Module recompute]
+                if call is not None and rec.recipe is None and rec.index in self._remade and not self._recording:
+                    rec.recipe = modules.recipe(call, rec)
             self._on_call("pack", rec, movable)
             return h
 
@@ -739,6 +750,8 @@ class StorageMover:
         if rec.released or rec.storage is None or rec.recipe is None or rec.moving:
             return
         self._needed.update(rec.recipe[1])  # what it is made from stays, whatever happens later (a divergence)
+        if len(rec.recipe) > 3:
+            self._modules.arm(rec.recipe[3])  # a module call holds its inputs until it runs again
         self._let_go(rec)
 
     def _remake(self, rec):
@@ -872,6 +885,9 @@ class StorageMover:
         times = self._gpu_times(ev, end)
         events = [{"kind": e["kind"], "storage": e["storage"], "t_ms": t, "live": int(e["live"]),
                    "window_peak": int(max(e["window_peak"], e["live"]))} for e, t in zip(ev, times["t_ms"])]
+        self._modules.fill_trace(self._seen, self.transport.elapsed_ms)  # Note [Module recompute]
+        if self._modules.verdicts:
+            self.log("storage mover: " + self._modules.summary())
         if self._autocast_in_backward:
             # autocast's cache holds its casts through backward too: letting them go frees nothing (Note [Recipes])
             for st in self._seen:
@@ -1042,8 +1058,17 @@ class StorageMover:
 
     # ------------------------------------------------------------------------------------- install
     def install(self):
-        """Makes pack/unpack autograd's default saved-tensor hooks on this thread (for good)."""
+        """Makes pack/unpack autograd's default saved-tensor hooks on this thread (for good), and follows module
+        calls (Note [Module recompute])."""
         self.torch._C._autograd._push_saved_tensors_default_hooks(self.pack, self.unpack)
+        self.watch_modules()
+
+    def watch_modules(self):
+        """Global module hooks that let saved storages be made again by running their module again (Note [Module
+        recompute]); only with recompute on. Returns the hooks' handles (remove() them to stop)."""
+        if self.recompute and not self._module_hooks:
+            self._module_hooks = self._modules.install()
+        return self._module_hooks
 
     def stats(self):
         with self._lock:

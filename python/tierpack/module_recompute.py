@@ -1,0 +1,415 @@
+"""Saved storages made again by running a module's forward again (python/tierpack/activations.py's mover).
+
+Note [Module recompute]
+~~~~~~~~~~~~~~~~~~~~~~~
+Op recipes (Note [Recipes]) know a few autograd nodes. Models written as Python arithmetic save tensors no
+node reveals a recipe for: transformers' ``NewGELUActivation`` (GPT-2, T5 v1.1) is
+``0.5 * x * (1 + tanh(c * (x + 0.044715 * x**3))))``; autograd keeps three intermediates of x's size and its
+``AddBackward0`` does not even keep the scalar of ``1 + t``. So nothing was made again on T5 or on Hugging
+Face's GPT-2 (bench/results/gpu-h200-2026-12-02, call 4). What every such op shares is the module that ran
+it. As non-reentrant checkpointing does for a region, the mover runs the module's ``forward`` again on the
+same inputs and takes the tensors it saves, in the order it saves them:
+
+* which modules: leaf modules (no children) whose parameters are at most 1-D (activations, LayerNorm,
+  RMSNorm, T5's layer norm; never a matmul or a convolution: making those again costs what a copy saves)
+  and which hold no buffers (BatchNorm's running statistics would be updated twice), called with exactly
+  the positional arguments their ``forward`` takes (the global module hooks see no keyword arguments);
+* a call of such a module in forward (module hooks, on the thread that installed the pack hooks) counts
+  every pack while it runs. A storage first saved there is the call's *member*; one that is an input's
+  storage is an *input*; any other storage saved before the call makes the call ineligible (the module
+  read something that is not an argument). The module's output, saved later by the next op, is a member
+  too (its storage is recognised at its first pack while the output is alive);
+* every tensor argument must be a saved storage (its record: the plan keeps it where a member is made
+  again, placer/saved_plan.cpp Note [Recompute]) or under ``min_bytes`` (held by the call). A large input
+  that nothing saves (the residual stream into a Llama RMSNorm) makes the call ineligible: holding it
+  until backward would cost what is saved;
+* in the recorded iteration each call is run again at once, on inputs rebuilt from those records under
+  the autocast state of the call, with the RNG state restored afterwards, and every member and the output
+  must come out bit for bit equal and the same number of tensors must be saved; else the module is never
+  made again (dropout draws other numbers, an in-place ReLU changed its input). That run's GPU time is
+  the call's ``recompute_ms``, shared among its members by bytes; a member's ``recompute_from`` is the
+  call's inputs and the members saved before it, so the first member used in backward makes the others
+  with it (the planner's chain, Note [Recompute]). The live peak of that check is left out of the trace;
+* in a planned iteration a member the plan makes again is let go without a copy; at its use (or a
+  reader's) the call runs again once, every member let go takes its storage from that run (the rest of
+  the run is dropped), and the inputs the call held since its first member was let go are released. An
+  input changed in place since the call raises an error rather than making another tensor.
+
+Deterministic kernels give the same bytes on the same inputs, so gradients stay bit-identical. Under
+``torch.compile`` the hooks do nothing inside compiled code: the compiler owns recomputation there.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import weakref
+
+OUTPUT = 1 << 62  # the pack position of the module's output (saved after the call by the next op)
+
+
+def _untyped(t):
+    return t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage().untyped()
+
+
+def _autocast_state(torch, device_type):
+    """(enabled, dtype, cache) of autocast for the device type now (torch 1.13 and 2.x spellings)."""
+    try:
+        enabled = bool(torch.is_autocast_enabled(device_type))
+    except TypeError:
+        enabled = bool(torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled())
+    get = getattr(torch, "get_autocast_dtype", None)
+    if get is not None:
+        dtype = get(device_type)
+    else:
+        dtype = torch.get_autocast_cpu_dtype() if device_type == "cpu" else torch.get_autocast_gpu_dtype()
+    cache = getattr(torch, "is_autocast_cache_enabled", lambda: True)()
+    return enabled, dtype, bool(cache)
+
+
+def _positional_only_call(module, nargs):
+    """Whether forward takes exactly `nargs` positional arguments and nothing else (so no keyword argument
+    was passed: the global hooks do not see them)."""
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return len(params) == nargs and all(p.kind in kinds for p in params)
+
+
+def _leaf_kind(module):
+    """Whether the module may be run again at all (Note [Module recompute]): a leaf, parameters at most 1-D,
+    no buffers."""
+    if next(module.children(), None) is not None or next(module.buffers(recurse=False), None) is not None:
+        return False
+    return all(p.dim() <= 1 for p in module.parameters(recurse=False))
+
+
+class ModuleCall:
+    """One call of a leaf module in forward: what it saved, from what, and how to run it again."""
+
+    __slots__ = ("module", "count", "members", "member_ids", "input_keys", "inputs", "reads", "autocast", "ok",
+                 "out_ref", "out_key", "versions", "marks", "held", "made", "why")
+
+    def __init__(self, module, args, autocast):
+        self.module = module
+        self.count = 0            # packs while it ran (every saved tensor, small ones too)
+        self.members = []         # (pack position or OUTPUT, record) of storages first saved by it
+        self.member_ids = set()
+        self.input_keys = {}      # storage key -> argument position, for its tensor arguments
+        self.inputs = None        # per argument: ("rec", record, view) or ("val", object); set when it returns
+        self.reads = []           # storage indices a member is made from (its inputs; for _needed)
+        self.autocast = autocast
+        self.ok = True
+        self.out_ref = None
+        self.out_key = None
+        self.versions = [getattr(a, "_version", None) for a in args]
+        self.marks = None         # (start, end) of its check run (recorded iteration): recompute_ms
+        self.held = None          # the input storages, held once a member was let go to be made again
+        self.made = None          # member index -> tensor, after the run
+        self.why = ""
+
+
+class ModuleRecompute:
+    """The module hooks and per-call bookkeeping for one StorageMover (Note [Module recompute])."""
+
+    def __init__(self, mover):
+        self.mover = mover
+        self.torch = mover.torch
+        self.ok = weakref.WeakKeyDictionary()      # module -> every checked call matched (recorded iteration)
+        self._kind = weakref.WeakKeyDictionary()   # module -> _leaf_kind(module)
+        self.verdicts = {}  # module type name -> "" (made again) or why not: the recorded iteration's, logged
+        self.thread = None
+        # Under torch.compile the compiler owns recomputation: a traced hook does nothing (Note [Module recompute])
+        compiler = getattr(self.torch, "compiler", None)
+        self._compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+        self.begin_iteration()
+
+    # --------------------------------------------------------------------------------- iterations
+    def begin_iteration(self):
+        self.frame = None       # the call running now
+        self.calls = []         # this iteration's calls with members
+        self.pending_out = {}   # output storage key -> call (its output not yet saved)
+
+    def watching(self):
+        """Whether calls are followed in this iteration: the recorded one, or a planned one that makes
+        members again."""
+        m = self.mover
+        if not m.recompute or m._idle or m.device is None or threading.get_ident() != self.thread:
+            return False
+        return m._recording or (m.plan is not None and bool(m._remade) and not m._diverged)
+
+    # --------------------------------------------------------------------------------- hooks
+    def install(self):
+        """Global forward hooks (every module); returns their handles."""
+        from torch.nn.modules import module as mm
+
+        self.thread = threading.get_ident()
+        return [mm.register_module_forward_pre_hook(self._pre), mm.register_module_forward_hook(self._post)]
+
+    def _pre(self, module, args):
+        self.frame = None  # a leaf call never nests: one left open ended with an exception
+        if not self.watching() or self.mover._in_backward() or self._compiling():
+            return None
+        kind = self._kind.get(module)
+        if kind is None:
+            kind = self._kind[module] = _leaf_kind(module)
+        if not kind or self.ok.get(module, self.mover._recording) is False:
+            return None
+        torch = self.torch
+        if not _positional_only_call(module, len(args)) or not torch.is_grad_enabled():
+            return None
+        call = ModuleCall(module, args, _autocast_state(torch, self.mover.device_type))
+        for i, a in enumerate(args):
+            if isinstance(a, torch.Tensor):
+                call.input_keys.setdefault(_untyped(a).data_ptr(), i)
+        self.frame = call
+        return None
+
+    def _post(self, module, args, output):
+        call = self.frame
+        if call is None or call.module is not module:
+            return None
+        self.frame = None
+        with self.mover._lock:
+            self._finish_call(call, args, output)
+        return None
+
+    # --------------------------------------------------------------------------------- packs
+    def on_pack(self, rec, first, movable):
+        """At a pack with a record (under the mover's lock): returns the call the record is a member of, or
+        None. The running call counts packs in count_pack()."""
+        call = self.frame
+        if call is not None:
+            key = rec.key
+            if key in call.input_keys:
+                return None
+            if first and movable:
+                call.members.append((call.count - 1, rec))
+                call.member_ids.add(rec.index)
+                return call
+            if rec.index not in call.member_ids:
+                call.ok, call.why = False, "it saved a storage that is not its argument"
+            return None
+        if first and movable and self.pending_out:
+            call = self.pending_out.pop(rec.key, None)
+            out = call.out_ref() if call is not None else None
+            if out is not None and _untyped(out).data_ptr() == rec.key:
+                call.members.append((OUTPUT, rec))
+                call.member_ids.add(rec.index)
+                return call
+        return None
+
+    def count_pack(self):
+        if self.frame is not None:
+            self.frame.count += 1
+
+    def recipe(self, call, rec):
+        """The recipe (make, storages read, bytes read, call) of a member the plan makes again."""
+        return (lambda: self.make(call, rec)), call.reads, 0, call
+
+    # --------------------------------------------------------------------------------- calls
+    def _finish_call(self, call, args, output):
+        torch, mover = self.torch, self.mover
+        if any(getattr(a, "_version", None) != v for a, v in zip(args, call.versions)):
+            call.ok, call.why = False, "it changed an input in place"
+        inputs = []
+        for a in args:
+            if not isinstance(a, torch.Tensor):
+                inputs.append(("val", a))
+                continue
+            rec = mover._records.get(_untyped(a).data_ptr())
+            if rec is not None and rec.tensor is None:
+                inputs.append(("rec", rec, (a.dtype, tuple(a.shape), tuple(a.stride()), a.storage_offset(),
+                                            a.requires_grad, a._version)))
+                if rec.index not in call.reads:
+                    call.reads.append(rec.index)
+            elif _untyped(a).nbytes() < mover.min_bytes or (a.is_leaf and a.requires_grad):
+                inputs.append(("val", a))  # small, or a parameter: held as it is
+            else:
+                call.ok, call.why = False, "an input of %d bytes that nothing saves" % _untyped(a).nbytes()
+                break
+        call.inputs = inputs
+        if isinstance(output, torch.Tensor) and call.ok:
+            key = _untyped(output).data_ptr()
+            if key not in call.input_keys and mover._records.get(key) is None:
+                call.out_ref, call.out_key = weakref.ref(output), key
+                self.pending_out[key] = call
+        if mover._recording and call.ok:
+            self._check(call, output)
+        if mover._recording:
+            name = type(call.module).__name__
+            if not call.ok or name not in self.verdicts:
+                self.verdicts[name] = call.why if not call.ok else ""
+        if not call.ok:
+            if mover._recording:
+                self.ok[call.module] = False
+            self.pending_out.pop(call.out_key, None)
+            return
+        if mover._recording:
+            self.ok.setdefault(call.module, True)
+        if call.members or call.out_ref is not None:
+            self.calls.append(call)
+
+    def _arg(self, call, a):
+        kind = a[0]
+        if kind == "val":
+            return a[1]
+        rec, (dtype, size, stride, offset, requires_grad, version) = a[1], a[2]
+        torch, mover = self.torch, self.mover
+        live = next((h.t for h in rec.handles if h.t is not None), None)
+        if live is not None and live._version != version:
+            raise RuntimeError("tierpack: cannot make a saved tensor again: an input of %s changed in place after "
+                               "the call (Note [Module recompute]; TIERPACK_GPU recompute:off avoids this)"
+                               % type(call.module).__name__)
+        st = call.held.get(rec.index) if call.held else None
+        if st is None:
+            st = rec.storage if rec.storage is not None else (
+                _untyped(rec.fetched) if rec.fetched is not None else None)
+        if st is None and rec.released and rec.recipe is not None:
+            made = mover._remake(rec)
+            st = _untyped(made) if made is not None else None
+        if st is None:
+            raise RuntimeError("tierpack: cannot make a saved tensor again: an input of %s left the device "
+                               "(Note [Module recompute])" % type(call.module).__name__)
+        from tierpack.activations import _on_storage
+
+        t = _on_storage(torch, st, dtype, mover.device, offset, size, stride)
+        return t.requires_grad_(requires_grad) if t.is_floating_point() or t.is_complex() else t
+
+    def _run(self, call):
+        """The module's forward again: (saved tensors in order, output)."""
+        torch = self.torch
+        args = [self._arg(call, a) for a in call.inputs]
+        saved = []
+
+        def capture(t):
+            saved.append(t.detach() if t.grad_fn is not None else t)
+            return None
+
+        enabled, dtype, cache = call.autocast
+        with torch.enable_grad(), torch.autocast(self.mover.device_type, dtype=dtype, enabled=enabled,
+                                                 cache_enabled=cache), \
+                torch.autograd.graph.saved_tensors_hooks(capture, lambda _: None):
+            out = call.module.forward(*args)
+        return saved, (out.detach() if isinstance(out, torch.Tensor) else None)
+
+    def _rng_state(self):
+        torch = self.torch
+        cuda = torch.cuda.get_rng_state(self.mover.device) if self.mover.device_type == "cuda" else None
+        return torch.get_rng_state(), cuda
+
+    def _set_rng_state(self, state):
+        torch = self.torch
+        torch.set_rng_state(state[0])
+        if state[1] is not None:
+            torch.cuda.set_rng_state(state[1], self.mover.device)
+
+    def _check(self, call, output):
+        """Recorded iteration: run the call again now and compare (Note [Module recompute])."""
+        mover = self.mover
+        transport = mover.transport
+        if mover._events:  # the check's memory is not the iteration's: its peak is left out of the trace
+            last = mover._events[-1]
+            last["window_peak"] = max(last["window_peak"], mover._max_allocated(mover.device) + last["absent"])
+        rng = self._rng_state()
+        start = transport.mark()
+        try:
+            saved, out = self._run(call)
+        except Exception as e:  # noqa: BLE001 - a module that cannot run again is not made again
+            call.ok, call.why = False, "running it again raised %s" % type(e).__name__
+            return
+        finally:
+            self._set_rng_state(rng)
+        call.marks = (start, transport.mark())
+        try:
+            if len(saved) != call.count:
+                call.ok, call.why = False, "it saved %d tensors again, %d the first time" % (len(saved), call.count)
+                return
+            for pos, rec in call.members:
+                if rec.storage is None or not self._same(rec.storage, _untyped(saved[pos])):
+                    call.ok, call.why = False, "a saved tensor came out different"
+                    return
+            if call.out_ref is not None:
+                if out is None or not self._same(_untyped(output), _untyped(out)):
+                    call.ok, call.why = False, "its output came out different"
+        finally:
+            del saved, out
+            mover._reset_peak(mover.device)
+
+    def _same(self, a, b):
+        torch, dev = self.torch, self.mover.device
+        if a.nbytes() != b.nbytes():
+            return False
+        from tierpack.activations import _flat_bytes
+
+        return bool(torch.equal(_flat_bytes(torch, a, dev), _flat_bytes(torch, b, dev)))
+
+    def arm(self, call):
+        """A member was let go to be made again: the call holds its inputs' storages until it runs."""
+        if call.held is None:
+            call.held = {}
+            for a in call.inputs or ():
+                if a[0] == "rec":
+                    rec = a[1]
+                    st = rec.storage if rec.storage is not None else (
+                        _untyped(rec.fetched) if rec.fetched is not None else None)
+                    if st is not None:
+                        call.held[rec.index] = st
+
+    def make(self, call, rec):
+        """Runs the call again (once) and hands every member let go its storage; returns rec's."""
+        mover = self.mover
+        if call.made is None or rec.index not in call.made:
+            if call.inputs is None:
+                raise RuntimeError("tierpack: cannot make a saved tensor again: its module call %s did not return "
+                                   "(Note [Module recompute])" % type(call.module).__name__)
+            saved, out = self._run(call)
+            if len(saved) != call.count:
+                raise RuntimeError("tierpack: cannot make a saved tensor again: %s saved %d tensors when run again, "
+                                   "%d the first time (Note [Module recompute])"
+                                   % (type(call.module).__name__, len(saved), call.count))
+            made = {}
+            for pos, m in call.members:
+                t = out if pos == OUTPUT else saved[pos]
+                if t is None or _untyped(t).nbytes() != m.nbytes:
+                    raise RuntimeError("tierpack: cannot make a saved tensor again: %s made a storage of another size "
+                                       "(Note [Module recompute])" % type(call.module).__name__)
+                made[m.index] = t
+            del saved, out
+            call.made = made
+            call.held = None
+            for _, m in call.members:
+                if (m is not rec and m.released and m.fetched is None and not m.moving and m.recipe is not None and
+                        len(m.recipe) > 3 and m.recipe[3] is call):  # (not one an op recipe makes)
+                    m.fetched = made[m.index]
+                    mover._absent -= m.nbytes
+                    mover.counters.recomputed += 1
+                    mover.counters.bytes_recomputed += m.nbytes
+        return call.made.pop(rec.index)
+
+    # --------------------------------------------------------------------------------- the trace
+    def summary(self):
+        """One line: which module types are run again and why the others are not (the recorded iteration's)."""
+        yes = sorted(n for n, why in self.verdicts.items() if not why)
+        no = sorted("%s (%s)" % (n, why) for n, why in self.verdicts.items() if why)
+        return "modules run again to make what they saved: %s; not: %s" % (", ".join(yes) or "none",
+                                                                             ", ".join(no) or "none")
+
+    def fill_trace(self, seen, elapsed_ms):
+        """Recorded iteration: recompute_ms and recompute_from of every member of a call that matched
+        (a storage an op recipe makes already keeps that recipe)."""
+        for call in self.calls:
+            if not call.ok or self.ok.get(call.module) is not True or call.marks is None:
+                continue
+            members = sorted(call.members, key=lambda pm: pm[0])
+            total = sum(m.nbytes for _, m in members) or 1
+            ms = max(elapsed_ms(*call.marks), 0.0)
+            before = []
+            for _, m in members:
+                entry = seen[m.index] if m.index < len(seen) else None
+                if entry is not None and entry.get("movable") and "recompute_ms" not in entry:
+                    entry["recompute_ms"] = ms * m.nbytes / total
+                    entry["recompute_from"] = list(call.reads) + list(before)
+                before.append(m.index)
