@@ -671,8 +671,11 @@ class StorageMover:
                     except (AttributeError, IndexError, TypeError):  # a node unlike the ones recipes know
                         rec.recipe = None
             modules = self._modules
-            if self.recompute and (modules.frame is not None or modules.pending_out):
+            if self.recompute and (modules.frame is not None or modules.pending_out or modules.pending_node):
                 call = modules.on_pack(rec, first, movable)  # Note [Module recompute]
+                if call is None and first and movable and node is not None and modules.pending_node and \
+                        modules.frame is None:
+                    call = modules.on_cast(rec, node, t)
                 if call is not None and rec.recipe is None and rec.index in self._remade and not self._recording:
                     rec.recipe = modules.recipe(call, rec)
             self._on_call("pack", rec, movable)
@@ -808,6 +811,8 @@ class StorageMover:
                 # Does autocast's cache outlive forward? Only if backward runs inside the autocast region.
                 self._autocast_in_backward = _autocast_on(self.torch, self.device_type)
             self._backward = True
+            if self._recording and self._modules.member_call:
+                self._modules.on_unpack(rec)  # Note [Module recompute]: where a call would run again
             if self._made_by:
                 self._made_by = {}  # recipes are found in forward; the graph's nodes are not held longer
             self._on_call("unpack", rec, False)

@@ -19,10 +19,17 @@ same inputs and takes the tensors it saves, in the order it saves them:
   storage is an *input*; any other storage saved before the call makes the call ineligible (the module
   read something that is not an argument). The module's output, saved later by the next op, is a member
   too (its storage is recognised at its first pack while the output is alive);
-* every tensor argument must be a saved storage (its record: the plan keeps it where a member is made
-  again, placer/saved_plan.cpp Note [Recompute]) or under ``min_bytes`` (held by the call). A large input
-  that nothing saves (the residual stream into a Llama RMSNorm) makes the call ineligible: holding it
-  until backward would cost what is saved;
+* every tensor argument is a saved storage (its record: the plan keeps it where a member is made again,
+  placer/saved_plan.cpp Note [Recompute]), or is *held* by the call: a small one, a parameter, or one that
+  nothing saves (under autocast, NewGELU's input: ``pow`` saves its float32 copy; the residual stream into
+  a Llama RMSNorm) when the call's members are at least twice its bytes (NewGELU: about 7 times). A held
+  input stays on the device from the call to the first use of a member, where the call runs again: in the
+  recorded iteration it is held just as long, so the trace's live bytes count it; in a planned iteration
+  only calls with a member the plan makes again hold it (a call is known across iterations by its module
+  and how many times that module ran before it in the iteration);
+* the output's cast: autocast casts the output for the next matmul (NewGELU's float32 output to bfloat16
+  for GPT-2's ``c_proj``) and only the cast is saved; a first pack made by ``ToCopyBackward0`` (through
+  views) from the output's autograd node is a member too, made as ``output.to(dtype)``;
 * in the recorded iteration each call is run again at once, on inputs rebuilt from those records under
   the autocast state of the call, with the RNG state restored afterwards, and every member and the output
   must come out bit for bit equal and the same number of tensors must be saved; else the module is never
@@ -46,6 +53,18 @@ import threading
 import weakref
 
 OUTPUT = 1 << 62  # the pack position of the module's output (saved after the call by the next op)
+CAST = OUTPUT + 1  # ... and of the output's cast (autocast's, for the next op)
+HOLD_RATIO = 2     # a call holds inputs nothing saves only when its members are at least this many times their bytes
+
+_VIEWS = frozenset(("TBackward0", "ViewBackward0", "TransposeBackward0", "PermuteBackward0", "UnsafeViewBackward0",
+                    "AliasBackward0", "ReshapeAliasBackward0"))
+
+
+def _through_views(node, steps=3):
+    while node is not None and type(node).__name__ in _VIEWS and steps > 0:
+        node = node.next_functions[0][0] if node.next_functions else None
+        steps -= 1
+    return node
 
 
 def _untyped(t):
@@ -67,15 +86,15 @@ def _autocast_state(torch, device_type):
     return enabled, dtype, bool(cache)
 
 
-def _positional_only_call(module, nargs):
-    """Whether forward takes exactly `nargs` positional arguments and nothing else (so no keyword argument
-    was passed: the global hooks do not see them)."""
+def _positional_arity(module):
+    """How many positional arguments forward takes when it takes nothing else, or -1: a call with exactly that
+    many arguments passed no keyword argument (the global hooks do not see them)."""
     try:
         params = list(inspect.signature(module.forward).parameters.values())
     except (TypeError, ValueError):
-        return False
+        return -1
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return len(params) == nargs and all(p.kind in kinds for p in params)
+    return len(params) if all(p.kind in kinds for p in params) else -1
 
 
 def _leaf_kind(module):
@@ -89,11 +108,15 @@ def _leaf_kind(module):
 class ModuleCall:
     """One call of a leaf module in forward: what it saved, from what, and how to run it again."""
 
-    __slots__ = ("module", "count", "members", "member_ids", "input_keys", "inputs", "reads", "autocast", "ok",
-                 "out_ref", "out_key", "versions", "marks", "held", "made", "why")
+    __slots__ = ("module", "key", "count", "members", "member_ids", "input_keys", "inputs", "reads", "autocast", "ok",
+                 "out_ref", "out_key", "out_node", "casts", "versions", "marks", "held", "made", "why", "holds")
 
-    def __init__(self, module, args, autocast):
+    def __init__(self, module, key, args, autocast):
         self.module = module
+        self.key = key            # (id(module), how many calls of it came before in the iteration)
+        self.casts = {}           # member index -> dtype of a cast of the output
+        self.out_node = None
+        self.holds = False        # holds inputs nothing saves (("held", tensor) in inputs)
         self.count = 0            # packs while it ran (every saved tensor, small ones too)
         self.members = []         # (pack position or OUTPUT, record) of storages first saved by it
         self.member_ids = set()
@@ -120,6 +143,8 @@ class ModuleRecompute:
         self.ok = weakref.WeakKeyDictionary()      # module -> every checked call matched (recorded iteration)
         self._kind = weakref.WeakKeyDictionary()   # module -> _leaf_kind(module)
         self.verdicts = {}  # module type name -> "" (made again) or why not: the recorded iteration's, logged
+        self._arity = {}    # module type -> _positional_arity
+        self.recorded_members = {}  # call key -> member indices, from the recorded iteration
         self.thread = None
         # Under torch.compile the compiler owns recomputation: a traced hook does nothing (Note [Module recompute])
         compiler = getattr(self.torch, "compiler", None)
@@ -131,6 +156,11 @@ class ModuleRecompute:
         self.frame = None       # the call running now
         self.calls = []         # this iteration's calls with members
         self.pending_out = {}   # output storage key -> call (its output not yet saved)
+        self.pending_node = {}  # the output's autograd node -> call (a cast of it not yet saved)
+        self.member_call = {}   # member index -> call (recorded iteration: its first use ends its holds)
+        self.seen_calls = {}    # id(module) -> calls of it so far in this iteration
+        if getattr(self.mover, "_recording", False):
+            self.recorded_members = {}
 
     def watching(self):
         """Whether calls are followed in this iteration: the recorded one, or a planned one that makes
@@ -158,9 +188,14 @@ class ModuleRecompute:
         if not kind or self.ok.get(module, self.mover._recording) is False:
             return None
         torch = self.torch
-        if not _positional_only_call(module, len(args)) or not torch.is_grad_enabled():
+        arity = self._arity.get(type(module))
+        if arity is None:
+            arity = self._arity[type(module)] = _positional_arity(module)
+        if arity != len(args) or not torch.is_grad_enabled():
             return None
-        call = ModuleCall(module, args, _autocast_state(torch, self.mover.device_type))
+        n = self.seen_calls.get(id(module), 0)
+        self.seen_calls[id(module)] = n + 1
+        call = ModuleCall(module, (id(module), n), args, _autocast_state(torch, self.mover.device_type))
         for i, a in enumerate(args):
             if isinstance(a, torch.Tensor):
                 call.input_keys.setdefault(_untyped(a).data_ptr(), i)
@@ -186,9 +221,7 @@ class ModuleRecompute:
             if key in call.input_keys:
                 return None
             if first and movable:
-                call.members.append((call.count - 1, rec))
-                call.member_ids.add(rec.index)
-                return call
+                return self._attach(call, call.count - 1, rec)
             if rec.index not in call.member_ids:
                 call.ok, call.why = False, "it saved a storage that is not its argument"
             return None
@@ -196,10 +229,43 @@ class ModuleRecompute:
             call = self.pending_out.pop(rec.key, None)
             out = call.out_ref() if call is not None else None
             if out is not None and _untyped(out).data_ptr() == rec.key:
-                call.members.append((OUTPUT, rec))
-                call.member_ids.add(rec.index)
-                return call
+                return self._attach(call, OUTPUT, rec)
         return None
+
+    def on_cast(self, rec, node, t):
+        """At the first pack of a storage made by autocast's cast (``ToCopyBackward0``) of a call's output:
+        returns the call (the cast is a member), or None."""
+        name = type(node).__name__
+        if name != "ToCopyBackward0" and name not in _VIEWS:
+            return None
+        node = _through_views(node)
+        if node is None or type(node).__name__ != "ToCopyBackward0" or not node.next_functions:
+            return None
+        call = self.pending_node.get(_through_views(node.next_functions[0][0]))
+        out = call.out_ref() if call is not None else None
+        if (out is None or not out.is_contiguous() or out.numel() != t.numel() or t.storage_offset() != 0 or
+                not t.is_contiguous() or t.numel() * t.element_size() != rec.nbytes):
+            return None
+        if self.mover._recording and not self._same(rec.storage, _untyped(out.to(t.dtype))):
+            return None
+        call.casts[rec.index] = t.dtype
+        return self._attach(call, CAST, rec)
+
+    def _attach(self, call, pos, rec):
+        call.members.append((pos, rec))
+        call.member_ids.add(rec.index)
+        self.member_call[rec.index] = call
+        if self.mover._recording:
+            self.recorded_members.setdefault(call.key, set()).add(rec.index)
+        return call
+
+    def on_unpack(self, rec):
+        """Recorded iteration: a member's first use ends its call's holds (where a planned iteration runs the
+        call again)."""
+        call = self.member_call.pop(rec.index, None)
+        if call is not None and call.holds and call.inputs:
+            call.inputs = [("gone",) if a[0] == "held" else a for a in call.inputs]
+            call.holds = False
 
     def count_pack(self):
         if self.frame is not None:
@@ -214,7 +280,7 @@ class ModuleRecompute:
         torch, mover = self.torch, self.mover
         if any(getattr(a, "_version", None) != v for a, v in zip(args, call.versions)):
             call.ok, call.why = False, "it changed an input in place"
-        inputs = []
+        inputs, held = [], 0
         for a in args:
             if not isinstance(a, torch.Tensor):
                 inputs.append(("val", a))
@@ -228,24 +294,41 @@ class ModuleRecompute:
             elif _untyped(a).nbytes() < mover.min_bytes or (a.is_leaf and a.requires_grad):
                 inputs.append(("val", a))  # small, or a parameter: held as it is
             else:
-                call.ok, call.why = False, "an input of %d bytes that nothing saves" % _untyped(a).nbytes()
-                break
+                inputs.append(("held", a.detach(), a.requires_grad, a._version))
+                held += _untyped(a).nbytes()
+        members = sum(m.nbytes for _, m in call.members)
+        if held and members < HOLD_RATIO * held:
+            call.ok, call.why = False, "an input of %d bytes that nothing saves, for %d bytes saved" % (held, members)
+        elif held and not mover._recording and not (self.recorded_members.get(call.key, ()) & mover._remade):
+            call.ok = False  # no member of it is made again: holding its input would cost memory for nothing
         call.inputs = inputs
+        call.holds = bool(held) and call.ok
+        # The next op saves the output (or its cast) right away if at all: a later call's output replaces it,
+        # so a pack looks at no more than one call's output (the hooks' host time: Note [Storage moves]).
+        self.pending_out.clear()
+        self.pending_node.clear()
         if isinstance(output, torch.Tensor) and call.ok:
             key = _untyped(output).data_ptr()
             if key not in call.input_keys and mover._records.get(key) is None:
                 call.out_ref, call.out_key = weakref.ref(output), key
                 self.pending_out[key] = call
+                if output.grad_fn is not None:
+                    call.out_node = output.grad_fn
+                    self.pending_node[output.grad_fn] = call
         if mover._recording and call.ok:
             self._check(call, output)
         if mover._recording:
             name = type(call.module).__name__
             if not call.ok or name not in self.verdicts:
                 self.verdicts[name] = call.why if not call.ok else ""
+            for _, m in call.members:
+                self.recorded_members.setdefault(call.key, set()).add(m.index)
         if not call.ok:
-            if mover._recording:
+            if mover._recording and call.why:
                 self.ok[call.module] = False
             self.pending_out.pop(call.out_key, None)
+            self.pending_node.pop(call.out_node, None)
+            call.inputs = None
             return
         if mover._recording:
             self.ok.setdefault(call.module, True)
@@ -256,6 +339,15 @@ class ModuleRecompute:
         kind = a[0]
         if kind == "val":
             return a[1]
+        if kind == "held":
+            t, requires_grad, version = a[1], a[2], a[3]
+            if t._version != version:
+                raise RuntimeError("tierpack: cannot make a saved tensor again: an input of %s changed in place "
+                                   "after the call (Note [Module recompute])" % type(call.module).__name__)
+            return t.detach().requires_grad_(requires_grad) if t.is_floating_point() else t
+        if kind == "gone":
+            raise RuntimeError("tierpack: cannot make a saved tensor again: the input %s held was let go "
+                               "(Note [Module recompute])" % type(call.module).__name__)
         rec, (dtype, size, stride, offset, requires_grad, version) = a[1], a[2]
         torch, mover = self.torch, self.mover
         live = next((h.t for h in rec.handles if h.t is not None), None)
@@ -372,7 +464,8 @@ class ModuleRecompute:
                                    % (type(call.module).__name__, len(saved), call.count))
             made = {}
             for pos, m in call.members:
-                t = out if pos == OUTPUT else saved[pos]
+                t = out if pos == OUTPUT else out.to(call.casts[m.index]) if pos == CAST and out is not None else \
+                    None if pos == CAST else saved[pos]
                 if t is None or _untyped(t).nbytes() != m.nbytes:
                     raise RuntimeError("tierpack: cannot make a saved tensor again: %s made a storage of another size "
                                        "(Note [Module recompute])" % type(call.module).__name__)
@@ -380,6 +473,7 @@ class ModuleRecompute:
             del saved, out
             call.made = made
             call.held = None
+            call.inputs = [("gone",) if a[0] == "held" else a for a in call.inputs]  # its holds end here
             for _, m in call.members:
                 if (m is not rec and m.released and m.fetched is None and not m.moving and m.recipe is not None and
                         len(m.recipe) > 3 and m.recipe[3] is call):  # (not one an op recipe makes)

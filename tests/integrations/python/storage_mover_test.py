@@ -137,6 +137,15 @@ class PyGELU(nn.Module):
         return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
+class HeldGELU(nn.Module):
+    """PyGELU on a float32 copy of its input: nothing saves the input (the call holds it), and under autocast the
+    next linear layer casts the float32 output back (a cast of the output: made again too)."""
+
+    def forward(self, x):
+        y = x.float() * 1.0
+        return 0.5 * y * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (y + 0.044715 * torch.pow(y, 3.0))))
+
+
 class Scaled(nn.Module):
     """An activation with a keyword argument (the global module hooks do not see keyword arguments)."""
 
@@ -154,7 +163,7 @@ class Block(nn.Module):
         self.fc = nn.Linear(d, 4 * d)
         self.fc2 = nn.Linear(4 * d, d)
         self.kind = act
-        self.act = {None: None, "pygelu": PyGELU(), "kwarg": Scaled(),
+        self.act = {None: None, "pygelu": PyGELU(), "kwarg": Scaled(), "heldgelu": HeldGELU(),
                     "dropout": nn.Sequential(PyGELU(), nn.Dropout(0.5)),
                     "relu_": nn.Sequential(PyGELU(), nn.ReLU(inplace=True))}[act]
 
@@ -526,6 +535,33 @@ class StorageMoverTest(unittest.TestCase):
                 for h in planned:
                     self.assertEqual(h["recomputed"], len(remade), h)
                     self.assertEqual(h["fetched_late"], 0, h)
+
+    def test_inputs_nothing_saves_are_held_and_casts_of_the_output_made_again(self):
+        # Note [Module recompute]: the call holds its input (nothing saves it) from the call to its first member's
+        # use, in the recorded iteration too (the trace counts it); autocast's cast of the output for the next
+        # linear layer is a member.
+        for autocast in (False, True):
+            with self.subTest(autocast=autocast):
+                mover, dev = make_mover(1 << 40)
+                train(3, mover, act="heldgelu", autocast=autocast)
+                self.assertEqual(mover._modules.verdicts.get("HeldGELU"), "", mover._modules.verdicts)
+                st = mover.trace()["storages"]
+                peak = max(e["window_peak"] for e in mover.trace()["events"])
+                # per block: the LayerNorm output, y and three intermediates of HeldGELU, and its product
+                self.assertGreaterEqual(sum(1 for e in st if "recompute_ms" in e), 4 * 5, st)
+                ref = train(self.ITER, act="heldgelu", autocast=autocast)
+                mover, dev = make_mover(int(peak * 0.55))
+                self.check_same(ref, train(self.ITER, mover, act="heldgelu", autocast=autocast))
+                remade = self.remade(mover)
+                self.assertGreater(len(remade), 8, mover.plan)
+                planned = [h for h in mover.history if h["mode"] == "planned"]
+                self.assertTrue(planned)
+                for h in planned:
+                    self.assertEqual(h["recomputed"], len(remade), h)
+                    self.assertEqual(h["fetched_late"], 0, h)
+                if autocast:  # the casts of the outputs (bfloat16, half a float32 member's bytes) were made again
+                    sizes = {st[m["storage"]]["bytes"] for m in remade}
+                    self.assertTrue(any(2 * b in sizes for b in sizes), sizes)
 
     def test_modules_that_do_not_run_again_the_same_are_never_made_again(self):
         # Dropout draws other numbers (and the RNG state is put back: the run's own numbers do not change), an
