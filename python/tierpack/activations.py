@@ -134,7 +134,9 @@ error rather than making a different tensor. The recorded iteration gives each s
 ``recompute_ms`` (bytes read and written at ``recompute_bytes_per_s``, an estimate: 2e12 B/s, under an
 H200's HBM) and the storages it reads (``recompute_from``); in planned iterations a storage the plan
 remakes is let go without a copy and made on the compute stream at its first unpack (or a reader's, in a
-chain). Dropout (its RNG state) and normalisations are not made again yet.
+chain). Dropout (its RNG state) is not made again. What small leaf modules save (normalisations, activations
+written as Python arithmetic) is made again by running the module again: Note [Module recompute] in
+module_recompute.py.
 
 Note [Optimizer state]
 ~~~~~~~~~~~~~~~~~~~~~~

@@ -109,7 +109,7 @@ class ModuleCall:
     """One call of a leaf module in forward: what it saved, from what, and how to run it again."""
 
     __slots__ = ("module", "key", "count", "members", "member_ids", "input_keys", "inputs", "reads", "autocast", "ok",
-                 "out_ref", "out_key", "out_node", "casts", "versions", "marks", "held", "made", "why", "holds")
+                 "out_ref", "out_key", "out_node", "casts", "versions", "marks", "held", "why", "holds")
 
     def __init__(self, module, key, args, autocast):
         self.module = module
@@ -130,7 +130,6 @@ class ModuleCall:
         self.versions = [getattr(a, "_version", None) for a in args]
         self.marks = None         # (start, end) of its check run (recorded iteration): recompute_ms
         self.held = None          # the input storages, held once a member was let go to be made again
-        self.made = None          # member index -> tensor, after the run
         self.why = ""
 
 
@@ -451,37 +450,40 @@ class ModuleRecompute:
                         call.held[rec.index] = st
 
     def make(self, call, rec):
-        """Runs the call again (once) and hands every member let go its storage; returns rec's."""
+        """Runs the call again and hands every member let go to be made again its storage (the rest of the run is
+        dropped at once); returns rec's. The inputs it held go once no member of it is left to make."""
         mover = self.mover
-        if call.made is None or rec.index not in call.made:
-            if call.inputs is None:
-                raise RuntimeError("tierpack: cannot make a saved tensor again: its module call %s did not return "
+        if call.inputs is None:
+            raise RuntimeError("tierpack: cannot make a saved tensor again: its module call %s did not return "
+                               "(Note [Module recompute])" % type(call.module).__name__)
+        saved, out = self._run(call)
+        if len(saved) != call.count:
+            raise RuntimeError("tierpack: cannot make a saved tensor again: %s saved %d tensors when run again, "
+                               "%d the first time (Note [Module recompute])"
+                               % (type(call.module).__name__, len(saved), call.count))
+        mine, later = None, False
+        for pos, m in call.members:
+            ours = m.recipe is not None and len(m.recipe) > 3 and m.recipe[3] is call  # (not an op recipe's)
+            if m is not rec and not (ours and m.released and m.fetched is None and not m.moving):
+                later = later or (ours and not m.released and bool(m.handles))  # may be let go later (backward)
+                continue
+            t = out if pos == OUTPUT else saved[pos] if pos != CAST else (
+                out.to(call.casts[m.index]) if out is not None else None)
+            if t is None or _untyped(t).nbytes() != m.nbytes:
+                raise RuntimeError("tierpack: cannot make a saved tensor again: %s made a storage of another size "
                                    "(Note [Module recompute])" % type(call.module).__name__)
-            saved, out = self._run(call)
-            if len(saved) != call.count:
-                raise RuntimeError("tierpack: cannot make a saved tensor again: %s saved %d tensors when run again, "
-                                   "%d the first time (Note [Module recompute])"
-                                   % (type(call.module).__name__, len(saved), call.count))
-            made = {}
-            for pos, m in call.members:
-                t = out if pos == OUTPUT else out.to(call.casts[m.index]) if pos == CAST and out is not None else \
-                    None if pos == CAST else saved[pos]
-                if t is None or _untyped(t).nbytes() != m.nbytes:
-                    raise RuntimeError("tierpack: cannot make a saved tensor again: %s made a storage of another size "
-                                       "(Note [Module recompute])" % type(call.module).__name__)
-                made[m.index] = t
-            del saved, out
-            call.made = made
+            if m is rec:
+                mine = t
+            else:
+                m.fetched = t
+                mover._absent -= m.nbytes
+                mover.counters.recomputed += 1
+                mover.counters.bytes_recomputed += m.nbytes
+        del saved, out
+        if not later:
             call.held = None
             call.inputs = [("gone",) if a[0] == "held" else a for a in call.inputs]  # its holds end here
-            for _, m in call.members:
-                if (m is not rec and m.released and m.fetched is None and not m.moving and m.recipe is not None and
-                        len(m.recipe) > 3 and m.recipe[3] is call):  # (not one an op recipe makes)
-                    m.fetched = made[m.index]
-                    mover._absent -= m.nbytes
-                    mover.counters.recomputed += 1
-                    mover.counters.bytes_recomputed += m.nbytes
-        return call.made.pop(rec.index)
+        return mine
 
     # --------------------------------------------------------------------------------- the trace
     def summary(self):

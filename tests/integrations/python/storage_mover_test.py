@@ -11,11 +11,13 @@ gradients with a run without hooks, bit for bit.
 Run: TIERPACK_CUDA_LIB=build/lib/libtierpack_cuda.so /usr/bin/python3 tests/integrations/python/storage_mover_test.py
 """
 import ctypes
+import gc
 import json
 import math
 import os
 import sys
 import unittest
+import weakref
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
 
@@ -551,7 +553,26 @@ class StorageMoverTest(unittest.TestCase):
                 self.assertGreaterEqual(sum(1 for e in st if "recompute_ms" in e), 4 * 5, st)
                 ref = train(self.ITER, act="heldgelu", autocast=autocast)
                 mover, dev = make_mover(int(peak * 0.55))
+                made = []  # every storage a call's run made: none outlives its use (what autograd holds)
+                run = mover._modules._run
+
+                def tracked(call):
+                    saved, out = run(call)
+                    made.extend(weakref.ref(t) for t in saved + ([out] if out is not None else [])
+                                if not isinstance(t, nn.Parameter))  # (LayerNorm's weight is saved as it is)
+                    return saved, out
+                mover._modules._run = tracked
+                alive_after_backward = []
+                begins = mover.optimizer_begins
+
+                def after_backward(opt=None):
+                    gc.collect()
+                    alive_after_backward.append(sum(1 for w in made if w() is not None))
+                    return begins(opt)
+                mover.optimizer_begins = after_backward
                 self.check_same(ref, train(self.ITER, mover, act="heldgelu", autocast=autocast))
+                self.assertTrue(made)
+                self.assertEqual(set(alive_after_backward), {0})
                 remade = self.remade(mover)
                 self.assertGreater(len(remade), 8, mover.plan)
                 planned = [h for h in mover.history if h["mode"] == "planned"]
