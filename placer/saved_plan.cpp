@@ -44,6 +44,12 @@
 // recomputed storage has no copy out and no early fetch: it is made at its first use, or earlier where a
 // recomputation that reads it is made (its fetch_at: from there it is back on the device, and its own
 // recompute_ms is spent there).
+//
+// Making a storage again keeps what it reads on the device until then, so preferring it can cost room: a
+// LayerNorm output made again keeps the block's input (often larger) from being copied out
+// (python/tierpack/module_recompute.py, Note [Module recompute]). A plan that prefers recomputation and
+// does not fit is therefore made again with copies only, and that one is taken when it fits (the storage
+// mover's CUDA test at 50% of its peak: bench/results/gpu-h200-2026-12-02-2, call 4).
 #include "placer/saved_plan.hpp"
 
 #include <algorithm>
@@ -94,10 +100,25 @@ void check_options(const SavedPlanOptions& o) {
 
 double copy_ms(std::uint64_t bytes, double bytes_per_s) { return static_cast<double>(bytes) / bytes_per_s * 1e3; }
 
+SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options);
+
 }  // namespace
 
 SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& options) {
   check_options(options);
+  SavedPlan plan = plan_once(trace, options);
+  if (!plan.fits && options.recompute) {  // Note [Recompute]: what a recomputation reads stays
+    SavedPlanOptions copies = options;
+    copies.recompute = false;
+    SavedPlan copied = plan_once(trace, copies);
+    if (copied.fits) return copied;
+  }
+  return plan;
+}
+
+namespace {
+
+SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options) {
   const std::vector<StorageSpan> spans = spans_of(trace);
   const std::int32_t backward = first_unpack(trace);
   const std::size_t n = trace.events.size();
@@ -250,6 +271,8 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
                                           options.h2d_bytes_per_s, &remade);
   return plan;
 }
+
+}  // namespace
 
 // Note [Storage move cost]
 // ~~~~~~~~~~~~~~~~~~~~~~~~

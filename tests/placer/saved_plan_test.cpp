@@ -421,6 +421,30 @@ TEST(SavedPlan, RecomputesWhatItCanBeforeCopyingAndKeepsWhatARecomputationReads)
   for (const SavedMove& m : c.moves) EXPECT_FALSE(m.recompute);
 }
 
+TEST(SavedPlan, CopiesOnlyWhenPreferringRecomputationKeepsTooMuchOnTheDevice) {
+  // Storage 1 (16 MiB) can be made again from storage 0 (256 MiB): preferring that keeps 0 on the device,
+  // and at storage 2's pack the limit needs 256 MiB away. Copying 0 fits: that plan is taken (Note [Recompute]).
+  SavedTrace t;
+  const std::uint64_t base = 64 * MiB, big = 256 * MiB, small = 16 * MiB;
+  t.storages = {stored(big, true), stored(small, true), stored(big, false)};
+  t.storages[1].recompute_ms = 0.01;
+  t.storages[1].recompute_from = {0};
+  const std::uint64_t a = base + big, b = a + small, top = b + big;
+  t.events = {{SavedEventKind::pack, 0, 0, a, a},       {SavedEventKind::pack, 1, 1, b, b},
+              {SavedEventKind::pack, 2, 2, top, top},   {SavedEventKind::unpack, 2, 3, top, top},
+              {SavedEventKind::unpack, 1, 4, b, b},     {SavedEventKind::unpack, 0, 5, a, a}};
+  t.optimizer_ms = 1;
+  t.step_ms = 7;
+  SavedPlanOptions o = options(b);
+  const SavedPlan p = plan_saved_tensors(t, o);
+  EXPECT_TRUE(p.fits);
+  EXPECT_LE(replayed_peak(t, p), o.limit_bytes);
+  EXPECT_EQ(p.bytes_recomputed, 0u);
+  EXPECT_EQ(p.bytes_out, big);
+  o.recompute = false;
+  EXPECT_EQ(plan_saved_tensors(t, o).moves, p.moves);
+}
+
 TEST(SavedPlan, ARecomputationWhoseInputIsAwayIsNotChosen) {
   // Under a limit that needs more than the recomputable bytes, inputs are copied too, but never an input
   // of a chosen recomputation, and never a recomputation whose input was let go first.
