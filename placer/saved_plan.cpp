@@ -48,8 +48,9 @@
 // Making a storage again keeps what it reads on the device until then, so preferring it can cost room: a
 // LayerNorm output made again keeps the block's input (often larger) from being copied out
 // (python/tierpack/module_recompute.py, Note [Module recompute]). A plan that prefers recomputation and
-// does not fit is therefore made again with copies only, and that one is taken when it fits (the storage
-// mover's CUDA test at 50% of its peak: bench/results/gpu-h200-2026-12-02-2, call 4).
+// does not fit is therefore made again preferring copies (a storage is made again only where nothing left
+// can be copied), then with copies only; the first that fits is taken (the storage mover's CUDA test at
+// 50% of its peak: bench/results/gpu-h200-2026-12-02-2, call 4).
 #include "placer/saved_plan.hpp"
 
 #include <algorithm>
@@ -100,17 +101,19 @@ void check_options(const SavedPlanOptions& o) {
 
 double copy_ms(std::uint64_t bytes, double bytes_per_s) { return static_cast<double>(bytes) / bytes_per_s * 1e3; }
 
-SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options);
+SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, bool prefer_recompute);
 
 }  // namespace
 
 SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& options) {
   check_options(options);
-  SavedPlan plan = plan_once(trace, options);
+  SavedPlan plan = plan_once(trace, options, true);
   if (!plan.fits && options.recompute) {  // Note [Recompute]: what a recomputation reads stays
+    SavedPlan copies_first = plan_once(trace, options, false);
+    if (copies_first.fits) return copies_first;
     SavedPlanOptions copies = options;
     copies.recompute = false;
-    SavedPlan copied = plan_once(trace, copies);
+    SavedPlan copied = plan_once(trace, copies, false);
     if (copied.fits) return copied;
   }
   return plan;
@@ -118,7 +121,7 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
 
 namespace {
 
-SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options) {
+SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, bool prefer_recompute) {
   const std::vector<StorageSpan> spans = spans_of(trace);
   const std::int32_t backward = first_unpack(trace);
   const std::size_t n = trace.events.size();
@@ -172,7 +175,7 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options) {
         const bool re = sp.use != kNone && can_recompute(s);
         if (pinned[s] && !re) continue;  // a chosen recomputation reads it: it is not copied out
         const std::int64_t use = sp.use == kNone ? std::numeric_limits<std::int64_t>::max() : sp.use;
-        if ((re && !best_re) ||
+        if (best == kNone || (re != best_re && re == prefer_recompute) ||
             (re == best_re &&
              (use > best_use || (use == best_use && sp.pack < spans[static_cast<std::size_t>(best)].pack)))) {
           best = static_cast<std::int32_t>(s);

@@ -421,9 +421,9 @@ TEST(SavedPlan, RecomputesWhatItCanBeforeCopyingAndKeepsWhatARecomputationReads)
   for (const SavedMove& m : c.moves) EXPECT_FALSE(m.recompute);
 }
 
-TEST(SavedPlan, CopiesOnlyWhenPreferringRecomputationKeepsTooMuchOnTheDevice) {
+TEST(SavedPlan, CopiesComeFirstWhenPreferringRecomputationKeepsTooMuchOnTheDevice) {
   // Storage 1 (16 MiB) can be made again from storage 0 (256 MiB): preferring that keeps 0 on the device,
-  // and at storage 2's pack the limit needs 256 MiB away. Copying 0 fits: that plan is taken (Note [Recompute]).
+  // and at storage 2's pack the limit needs 256 MiB away. Preferring copies fits: that plan is taken (Note [Recompute]).
   SavedTrace t;
   const std::uint64_t base = 64 * MiB, big = 256 * MiB, small = 16 * MiB;
   t.storages = {stored(big, true), stored(small, true), stored(big, false)};

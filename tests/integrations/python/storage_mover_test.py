@@ -458,6 +458,17 @@ class StorageMoverTest(unittest.TestCase):
     def remade(self, mover):
         return [m for m in mover.plan["moves"] if m.get("recompute")]
 
+    def remade_every_planned_iteration(self, mover, more_than):
+        """The plan's storages made again (more than `more_than`), each made in every planned iteration, none late."""
+        remade = self.remade(mover)
+        self.assertGreater(len(remade), more_than, mover.plan)
+        planned = [h for h in mover.history if h["mode"] == "planned"]
+        self.assertTrue(planned)
+        for h in planned:
+            self.assertEqual(h["recomputed"], len(remade), h)
+            self.assertEqual(h["fetched_late"], 0, h)
+        return remade
+
     def test_activation_outputs_are_made_again_bit_identical(self):
         # Note [Recipes]: each block's GELU output is made again from its input (kept for GELU's backward).
         peak = self.saved_peak()
@@ -530,13 +541,10 @@ class StorageMoverTest(unittest.TestCase):
             with self.subTest(budget=budget):
                 mover, dev = make_mover(int(peak * budget))
                 self.check_same(ref, train(self.ITER, mover, act="pygelu"))
-                remade = self.remade(mover)
-                self.assertGreater(len(remade), 8, mover.plan)
-                planned = [h for h in mover.history if h["mode"] == "planned"]
-                self.assertTrue(planned)
-                for h in planned:
-                    self.assertEqual(h["recomputed"], len(remade), h)
-                    self.assertEqual(h["fetched_late"], 0, h)
+                self.assertTrue(mover.plan["fits"], mover.plan)
+                # (at 45% preferring recomputation keeps too much on the device: copies come first, Note [Recompute])
+                if budget == 0.6:
+                    self.remade_every_planned_iteration(mover, more_than=8)
 
     def test_inputs_nothing_saves_are_held_and_casts_of_the_output_made_again(self):
         # Note [Module recompute]: the call holds its input (nothing saves it) from the call to its first member's
@@ -573,13 +581,7 @@ class StorageMoverTest(unittest.TestCase):
                 self.check_same(ref, train(self.ITER, mover, act="heldgelu", autocast=autocast))
                 self.assertTrue(made)
                 self.assertEqual(set(alive_after_backward), {0})
-                remade = self.remade(mover)
-                self.assertGreater(len(remade), 8, mover.plan)
-                planned = [h for h in mover.history if h["mode"] == "planned"]
-                self.assertTrue(planned)
-                for h in planned:
-                    self.assertEqual(h["recomputed"], len(remade), h)
-                    self.assertEqual(h["fetched_late"], 0, h)
+                remade = self.remade_every_planned_iteration(mover, more_than=8)
                 if autocast:  # the casts of the outputs (bfloat16, half a float32 member's bytes) were made again
                     sizes = {st[m["storage"]]["bytes"] for m in remade}
                     self.assertTrue(any(2 * b in sizes for b in sizes), sizes)
