@@ -178,8 +178,10 @@ class ModuleRecompute:
         return [mm.register_module_forward_pre_hook(self._pre), mm.register_module_forward_hook(self._post)]
 
     def _pre(self, module, args):
+        if self._compiling():  # traced by torch.compile: nothing here (checked first, before any Python state)
+            return None
         self.frame = None  # a leaf call never nests: one left open ended with an exception
-        if not self.watching() or self.mover._in_backward() or self._compiling():
+        if not self.watching() or self.mover._in_backward():
             return None
         kind = self._kind.get(module)
         if kind is None:
@@ -202,6 +204,8 @@ class ModuleRecompute:
         return None
 
     def _post(self, module, args, output):
+        if self._compiling():
+            return None
         call = self.frame
         if call is None or call.module is not module:
             return None
