@@ -300,10 +300,11 @@ class ModuleRecompute:
                 inputs.append(("held", a.detach(), a.requires_grad, a._version))
                 held += _untyped(a).nbytes()
         members = sum(m.nbytes for _, m in call.members)
-        if held and members < HOLD_RATIO * held:
+        if held and mover._recording and members < HOLD_RATIO * held:
             call.ok, call.why = False, "an input of %d bytes that nothing saves, for %d bytes saved" % (held, members)
         elif held and not mover._recording and not (self.recorded_members.get(call.key, ()) & mover._remade):
             call.ok = False  # no member of it is made again: holding its input would cost memory for nothing
+        # (a planned iteration holds what a member the plan makes again needs, whatever the sizes are now)
         call.inputs = inputs
         call.holds = bool(held) and call.ok
         # The next op saves the output (or its cast) right away if at all: a later call's output replaces it,
@@ -332,11 +333,25 @@ class ModuleRecompute:
             self.pending_out.pop(call.out_key, None)
             self.pending_node.pop(call.out_node, None)
             call.inputs = None
+            if not mover._recording:
+                self._disown(call)
             return
         if mover._recording:
             self.ok.setdefault(call.module, True)
         if call.members or call.out_ref is not None:
             self.calls.append(call)
+
+    def _disown(self, call):
+        """A planned iteration's call that cannot run again (it changed an input in place, or read a storage
+        that is no argument, unlike in the recorded iteration): its members keep their storages. One already
+        let go cannot be made: say so now rather than at its use."""
+        for _, m in call.members:
+            if m.recipe is not None and len(m.recipe) > 3 and m.recipe[3] is call:
+                if m.released:
+                    raise RuntimeError("tierpack: %s cannot run again in iteration %d (%s) and a storage it saved was "
+                                       "let go to be made again (Note [Module recompute]; TIERPACK_GPU recompute:off "
+                                       "avoids this)" % (type(call.module).__name__, self.mover.iteration, call.why))
+                m.recipe = None
 
     def _arg(self, call, a):
         kind = a[0]

@@ -148,6 +148,19 @@ class HeldGELU(nn.Module):
         return 0.5 * y * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (y + 0.044715 * torch.pow(y, 3.0))))
 
 
+class LateInPlace(HeldGELU):
+    """HeldGELU that, from iteration 6 on, adds 0 to its input in place (its version changes after the call:
+    the run's numbers do not)."""
+    from_iteration = 6
+    iteration = 0
+
+    def forward(self, x):
+        out = super().forward(x)
+        if LateInPlace.iteration >= LateInPlace.from_iteration:
+            x.add_(0.0)
+        return out
+
+
 class Scaled(nn.Module):
     """An activation with a keyword argument (the global module hooks do not see keyword arguments)."""
 
@@ -165,7 +178,7 @@ class Block(nn.Module):
         self.fc = nn.Linear(d, 4 * d)
         self.fc2 = nn.Linear(4 * d, d)
         self.kind = act
-        self.act = {None: None, "pygelu": PyGELU(), "kwarg": Scaled(), "heldgelu": HeldGELU(),
+        self.act = {None: None, "pygelu": PyGELU(), "kwarg": Scaled(), "heldgelu": HeldGELU(), "late": LateInPlace(),
                     "dropout": nn.Sequential(PyGELU(), nn.Dropout(0.5)),
                     "relu_": nn.Sequential(PyGELU(), nn.ReLU(inplace=True))}[act]
 
@@ -215,6 +228,7 @@ def train(iterations, mover=None, data=None, views=False, autocast=False, swiglu
     data = data or batches(iterations)
     losses = []
     for it in range(iterations):
+        LateInPlace.iteration = it + 1
         opt.zero_grad(set_to_none=True)
         x, y = data[it]
         ctx = torch.autograd.graph.saved_tensors_hooks(mover.pack, mover.unpack) if mover else None
@@ -585,6 +599,25 @@ class StorageMoverTest(unittest.TestCase):
                 if autocast:  # the casts of the outputs (bfloat16, half a float32 member's bytes) were made again
                     sizes = {st[m["storage"]]["bytes"] for m in remade}
                     self.assertTrue(any(2 * b in sizes for b in sizes), sizes)
+
+    def test_a_call_that_stops_running_again_the_same_is_never_made_from(self):
+        # The recorded iteration checked the call; from iteration 6 it changes its input in place. Its members
+        # then stay on the device (or, one already let go, the run stops with the reason): never a wrong tensor.
+        mover, dev = make_mover(1 << 40)
+        train(3, mover, act="late")
+        peak = max(e["window_peak"] for e in mover.trace()["events"])
+        ref = train(self.ITER, act="late")
+        mover, dev = make_mover(int(peak * 0.6))
+        try:
+            got = train(self.ITER, mover, act="late")
+        except RuntimeError as e:
+            self.assertIn("cannot run again in iteration", str(e))
+            return
+        self.check_same(ref, got)
+        late = [h for h in mover.history if h["iteration"] >= LateInPlace.from_iteration and h["mode"] == "planned"]
+        self.assertTrue(late)
+        before = [h for h in mover.history if h["iteration"] < LateInPlace.from_iteration and h["mode"] == "planned"]
+        self.assertTrue(all(h["recomputed"] < before[-1]["recomputed"] for h in late), mover.history)
 
     def test_modules_that_do_not_run_again_the_same_are_never_made_again(self):
         # Dropout draws other numbers (and the RNG state is put back: the run's own numbers do not change), an
