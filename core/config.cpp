@@ -123,6 +123,11 @@ Config config_for_process(std::string_view text) {
   return c;
 }
 
+bool host_side_needed(const Config& c) {
+  return c.mode != RunMode::run || c.fast_budget.is_set() || !c.plan_in.empty() || !c.tiers.empty() ||
+         !c.profile_out.empty() || !c.gpu_budget.is_set();
+}
+
 std::string format_config(const Config& c) {
   const Config d;
   std::string out;

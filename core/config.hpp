@@ -48,4 +48,15 @@ Config config_for_process(std::string_view text);
 /// Inverse of parse_config for the keys that differ from the defaults.
 std::string format_config(const Config& c);
 
+/// Note [Host side steps aside]
+/// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+/// `tierpack run --gpu-budget X -- cmd` with no --fast-budget, --plan, --tiers or -o gives the host side
+/// nothing to do: with no fast budget every CPU tensor stays in DRAM and no profile is asked for. Yet it
+/// profiled an iteration anyway: on the H200 a Hugging Face GPT-2 run's profiled iteration took 7.74 s
+/// (14,386 ops under the op observer and the page tracer) for 1.71 KiB of CPU tensors
+/// (bench/results/gpu-h200-2026-12-02, call 4). So where the GPU tier is installed and this says no, the
+/// Python bootstrap does not enable the host side, and says so; `tierpack run` then reports the GPU tier
+/// alone. Without a GPU tier (no CUDA device) the host side runs as before.
+bool host_side_needed(const Config& c);
+
 }  // namespace tierpack

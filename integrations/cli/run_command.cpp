@@ -126,7 +126,8 @@ int report_outcome(const std::string& stats_path, const std::string& who, const 
   }
   if (!have_stats && gpu_ran) {
     say("gpu tier only", "tierpack run: " + who +
-                             "the host side of tierpack was not enabled (see the messages above); only the GPU tier ran");
+                             "the host side of tierpack did not run (see the messages above: nothing to place on the "
+                             "host, or not enabled); only the GPU tier ran");
     return 0;
   }
   if (!have_stats) {

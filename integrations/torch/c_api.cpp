@@ -143,6 +143,10 @@ int tierpack_enable(const char* conf) { return guarded([conf] { return enable(co
 
 int tierpack_enabled(void) { return g_session.load() ? 1 : 0; }
 
+int tierpack_host_side_needed(const char* conf) {
+  return guarded([conf] { return tierpack::host_side_needed(tierpack::parse_config(conf ? conf : "")) ? 1 : 0; });
+}
+
 int tierpack_step(void) {
   Session* s = g_session.load();
   if (!s) return -1;

@@ -25,6 +25,9 @@ extern "C" {
 TIERPACK_API int tierpack_enable(const char* conf);
 /* 1 when a session exists. */
 TIERPACK_API int tierpack_enabled(void);
+/* 1 when `conf` (TIERPACK_CONF syntax) gives the host side something to do, 0 when it only sets a GPU budget
+   (Note [Host side steps aside] in core/config.hpp), -1 on a configuration error (tierpack_last_error()). */
+TIERPACK_API int tierpack_host_side_needed(const char* conf);
 /* Marks the end of an iteration (explicit boundary). 0, or -1 when not enabled. */
 TIERPACK_API int tierpack_step(void);
 /* Writes the profile (if profiling) and stops observing. 0 written or nothing to write, 1 the profile

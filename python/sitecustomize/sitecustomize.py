@@ -71,9 +71,21 @@ def _enable_tierpack():
         tierpack = _import_tierpack()
         # `tierpack run --gpu-budget`: the GPU tier must be PyTorch's CUDA allocator before the first
         # CUDA tensor, and it reads TIERPACK_CONF, which enable() removes from the environment.
+        gpu_tier = False
         if "gpu_budget:" in os.environ.get("TIERPACK_CONF", ""):
             import tierpack.cuda
-            tierpack.cuda.install_from_env()
+            gpu_tier = tierpack.cuda.install_from_env()
+        if gpu_tier:
+            # Note [Host side steps aside] (core/config.hpp). The configuration leaves the environment before
+            # the host library loads (loaded with it, the library enables itself); processes this one starts
+            # inherit none, as after enable().
+            conf = os.environ.pop("TIERPACK_CONF", "")
+            if not tierpack.host_side_needed(conf):
+                sys.stderr.write("tierpack: the host side stays off: nothing to place on the host (no "
+                                 "--fast-budget, --plan, --tiers or -o); the GPU tier runs alone\n")
+                return
+            tierpack.enable(conf)
+            return
         tierpack.enable()
     except Exception as e:  # noqa: BLE001 - training must run even when tierpack cannot
         if _bad_configuration(e):

@@ -96,8 +96,10 @@ def _load():
         raise TierpackError("cannot load %s: %s%s" % (path, e, hint)) from None
     lib.tierpack_enable.argtypes = [ctypes.c_char_p]
     lib.tierpack_enable.restype = ctypes.c_int
-    for name in ("tierpack_enabled", "tierpack_step", "tierpack_finish", "tierpack_wants_marks", "tierpack_recording",
-                 "tierpack_wants_sources"):
+    lib.tierpack_host_side_needed.argtypes = [ctypes.c_char_p]
+    lib.tierpack_host_side_needed.restype = ctypes.c_int
+    for name in ("tierpack_enabled", "tierpack_step", "tierpack_finish",
+                 "tierpack_wants_marks", "tierpack_recording", "tierpack_wants_sources"):
         getattr(lib, name).restype = ctypes.c_int
         getattr(lib, name).argtypes = []
     lib.tierpack_module_name.argtypes = [ctypes.c_int, ctypes.c_char_p]
@@ -162,6 +164,17 @@ def enable(conf=None):
 
 def enabled():
     return _lib is not None and _lib.tierpack_enabled() == 1
+
+
+def host_side_needed(conf):
+    """Whether `conf` (TIERPACK_CONF syntax) gives the host side anything to do (Note [Host side steps aside]
+    in core/config.hpp: not when it only sets a GPU budget). Raises TierpackError on a bad configuration.
+    Loading the library with $TIERPACK_CONF set enables it: the bootstrap removes it first."""
+    lib = _load()
+    rc = lib.tierpack_host_side_needed(conf.encode())
+    if rc < 0:
+        raise TierpackError(lib.tierpack_last_error().decode(errors="replace"))
+    return rc == 1
 
 
 def step():

@@ -36,6 +36,15 @@ TEST(Config, PythonSourceIsOnByDefaultAndASwitch) {
   }
 }
 
+TEST(Config, TheHostSideHasNothingToDoWhenARunOnlySetsAGpuBudget) {
+  // Note [Host side steps aside]
+  EXPECT_FALSE(host_side_needed(parse_config("mode:run,gpu_budget:1G,stats_out:/tmp/s.json")));
+  for (const char* conf : {"mode:run,gpu_budget:1G,fast_budget:4G", "mode:run,gpu_budget:1G,profile_out:/tmp/r.tpk",
+                           "mode:run,gpu_budget:1G,tiers:dram:64G", "mode:run,gpu_budget:1G,plan:/tmp/p.json", "mode:run",
+                           "mode:profile,gpu_budget:1G", "mode:off"})
+    EXPECT_TRUE(host_side_needed(parse_config(conf))) << conf;
+}
+
 TEST(Config, RoundTrips) {
   const Config c = parse_config("mode:profile,profile_out:/tmp/x.tpk,warmup_iterations:2,gpu_budget:50%");
   const Config d = parse_config(format_config(c));
