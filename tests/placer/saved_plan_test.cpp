@@ -255,6 +255,12 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
     if (p.fits) {
       EXPECT_LE(p.planned_peak, limit);
     }
+    // Making storages again never costs a fit that copies alone would find (Note [Recompute]).
+    SavedPlanOptions copies_only = o;
+    copies_only.recompute = false;
+    if (plan_saved_tensors(t, copies_only).fits) {
+      EXPECT_TRUE(p.fits) << "copies alone fit";
+    }
     if (limit >= peak) {
       EXPECT_TRUE(p.moves.empty());
     }
