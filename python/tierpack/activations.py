@@ -165,30 +165,19 @@ import sys
 import threading
 import time
 
+from tierpack._storage import autocast_cache_on as _autocast_cache_on
+from tierpack._storage import autocast_on as _autocast_on
+from tierpack._storage import flat_bytes as _flat_bytes
+from tierpack._storage import on_storage as _on_storage
+from tierpack._storage import resident
+from tierpack._storage import through_views as _through_views
+from tierpack._storage import untyped as _untyped
 from tierpack.module_recompute import ModuleRecompute
 
 MiB = 1 << 20
 
 
 # --------------------------------------------------------------------------------- storage helpers
-def _untyped(t):
-    return t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage().untyped()
-
-
-def _on_storage(torch, storage, dtype, device, offset, size, stride):
-    """A tensor of `dtype` over `storage` (an UntypedStorage) at (offset, size, stride)."""
-    base = torch.empty(0, dtype=dtype, device=device)
-    if hasattr(base, "untyped_storage"):
-        return base.set_(storage, offset, size, stride)
-    return base.set_(torch.storage.TypedStorage(wrap_storage=storage, dtype=dtype), offset, size, stride)
-
-
-def _flat_bytes(torch, storage, device):
-    """The whole storage as a flat uint8 tensor (what one copy moves)."""
-    n = storage.nbytes()
-    return _on_storage(torch, storage, torch.uint8, device, 0, (n,), (1,))
-
-
 class _Record:
     """One storage in this iteration: saved for backward (views share it), or an optimizer state tensor's."""
 
@@ -217,10 +206,6 @@ class _Handle:
         self.version = t._version
 
 
-_VIEW_OPS = frozenset(("TBackward0", "ViewBackward0", "TransposeBackward0", "PermuteBackward0",
-                       "UnsafeViewBackward0", "AliasBackward0", "ReshapeAliasBackward0"))
-
-
 def _checked(t, version, what):
     if t is None or t._version != version:
         raise RuntimeError("tierpack: cannot make a saved tensor again: %s changed in place after it was saved "
@@ -238,8 +223,7 @@ def _saved_input(torch, src, device, remake=None):
     def the_input():
         if h_in.t is not None:
             return _checked(h_in.t, version, "a recipe's input")
-        st = rec_in.storage if rec_in.storage is not None else (
-            _untyped(rec_in.fetched) if rec_in.fetched is not None else None)
+        st = resident(rec_in)
         if st is None and remake is not None and rec_in.released:
             made = remake(rec_in)
             st = _untyped(made) if made is not None else None
@@ -249,16 +233,6 @@ def _saved_input(torch, src, device, remake=None):
     return the_input
 
 
-def _through_views(node):
-    """The op under at most 3 view ops (a linear layer saves its input as a 2-D view, its weight cast
-    transposed): views share their base's storage."""
-    steps = 0
-    while node is not None and type(node).__name__ in _VIEW_OPS and steps < 3:
-        node = node.next_functions[0][0] if node.next_functions else None
-        steps += 1
-    return node
-
-
 def _cast_parameter(node):
     """The parameter whose autocast cast (``ToCopyBackward0`` over its ``AccumulateGrad``) the node made,
     seen through views, or None."""
@@ -266,19 +240,6 @@ def _cast_parameter(node):
     if node is None or type(node).__name__ != "ToCopyBackward0" or not node.next_functions:
         return None
     return getattr(node.next_functions[0][0], "variable", None)
-
-
-def _autocast_cache_on(torch):
-    f = getattr(torch, "is_autocast_cache_enabled", None)
-    return bool(f()) if f is not None else True
-
-
-def _autocast_on(torch, device_type):
-    """Whether autocast is on for the device type (torch 2.4+ takes the type; older ones have one call each)."""
-    try:
-        return bool(torch.is_autocast_enabled(device_type))
-    except TypeError:
-        return bool(torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled())
 
 
 def _contiguous(size, stride):

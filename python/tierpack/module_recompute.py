@@ -52,38 +52,17 @@ import inspect
 import threading
 import weakref
 
+from tierpack._storage import VIEW_OPS, autocast_cache_on, autocast_dtype, autocast_on, flat_bytes, on_storage, \
+    resident, through_views
+from tierpack._storage import untyped as _untyped
+
 OUTPUT = 1 << 62  # the pack position of the module's output (saved after the call by the next op)
 CAST = OUTPUT + 1  # ... and of the output's cast (autocast's, for the next op)
 HOLD_RATIO = 2     # a call holds inputs nothing saves only when its members are at least this many times their bytes
 
-_VIEWS = frozenset(("TBackward0", "ViewBackward0", "TransposeBackward0", "PermuteBackward0", "UnsafeViewBackward0",
-                    "AliasBackward0", "ReshapeAliasBackward0"))
-
-
-def _through_views(node, steps=3):
-    while node is not None and type(node).__name__ in _VIEWS and steps > 0:
-        node = node.next_functions[0][0] if node.next_functions else None
-        steps -= 1
-    return node
-
-
-def _untyped(t):
-    return t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage().untyped()
-
-
 def _autocast_state(torch, device_type):
-    """(enabled, dtype, cache) of autocast for the device type now (torch 1.13 and 2.x spellings)."""
-    try:
-        enabled = bool(torch.is_autocast_enabled(device_type))
-    except TypeError:
-        enabled = bool(torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled())
-    get = getattr(torch, "get_autocast_dtype", None)
-    if get is not None:
-        dtype = get(device_type)
-    else:
-        dtype = torch.get_autocast_cpu_dtype() if device_type == "cpu" else torch.get_autocast_gpu_dtype()
-    cache = getattr(torch, "is_autocast_cache_enabled", lambda: True)()
-    return enabled, dtype, bool(cache)
+    """(enabled, dtype, cache) of autocast for the device type now."""
+    return autocast_on(torch, device_type), autocast_dtype(torch, device_type), autocast_cache_on(torch)
 
 
 def _positional_arity(module):
@@ -239,12 +218,12 @@ class ModuleRecompute:
         """At the first pack of a storage made by autocast's cast (``ToCopyBackward0``) of a call's output:
         returns the call (the cast is a member), or None."""
         name = type(node).__name__
-        if name != "ToCopyBackward0" and name not in _VIEWS:
+        if name != "ToCopyBackward0" and name not in VIEW_OPS:
             return None
-        node = _through_views(node)
+        node = through_views(node)
         if node is None or type(node).__name__ != "ToCopyBackward0" or not node.next_functions:
             return None
-        call = self.pending_node.get(_through_views(node.next_functions[0][0]))
+        call = self.pending_node.get(through_views(node.next_functions[0][0]))
         out = call.out_ref() if call is not None else None
         if (out is None or not out.is_contiguous() or out.numel() != t.numel() or t.storage_offset() != 0 or
                 not t.is_contiguous() or t.numel() * t.element_size() != rec.nbytes):
@@ -375,17 +354,14 @@ class ModuleRecompute:
                                % type(call.module).__name__)
         st = call.held.get(rec.index) if call.held else None
         if st is None:
-            st = rec.storage if rec.storage is not None else (
-                _untyped(rec.fetched) if rec.fetched is not None else None)
+            st = resident(rec)
         if st is None and rec.released and rec.recipe is not None:
             made = mover._remake(rec)
             st = _untyped(made) if made is not None else None
         if st is None:
             raise RuntimeError("tierpack: cannot make a saved tensor again: an input of %s left the device "
                                "(Note [Module recompute])" % type(call.module).__name__)
-        from tierpack.activations import _on_storage
-
-        t = _on_storage(torch, st, dtype, mover.device, offset, size, stride)
+        t = on_storage(torch, st, dtype, mover.device, offset, size, stride)
         return t.requires_grad_(requires_grad) if t.is_floating_point() or t.is_complex() else t
 
     def _run(self, call):
@@ -452,9 +428,7 @@ class ModuleRecompute:
         torch, dev = self.torch, self.mover.device
         if a.nbytes() != b.nbytes():
             return False
-        from tierpack.activations import _flat_bytes
-
-        return bool(torch.equal(_flat_bytes(torch, a, dev), _flat_bytes(torch, b, dev)))
+        return bool(torch.equal(flat_bytes(torch, a, dev), flat_bytes(torch, b, dev)))
 
     def arm(self, call):
         """A member was let go to be made again: the call holds its inputs' storages until it runs."""
@@ -463,8 +437,7 @@ class ModuleRecompute:
             for a in call.inputs or ():
                 if a[0] == "rec":
                     rec = a[1]
-                    st = rec.storage if rec.storage is not None else (
-                        _untyped(rec.fetched) if rec.fetched is not None else None)
+                    st = resident(rec)
                     if st is not None:
                         call.held[rec.index] = st
 
