@@ -251,8 +251,11 @@ def stream_profile(torch, one_step, path):
         evs = json.load(f)["traceEvents"]
     if out != path:
         os.unlink(out)
-    streams, lo, hi = {}, None, None
+    streams, lo, hi, runtime, kernels = {}, None, None, {}, {}
     for e in evs:
+        if e.get("ph") == "X" and e.get("cat") == "cuda_runtime":  # host calls that may wait: syncs, mallocs
+            r = runtime.setdefault(e.get("name", ""), [0, 0.0])
+            r[0] += 1; r[1] += e.get("dur", 0) / 1e3
         if e.get("ph") != "X" or e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
             continue
         st = (e.get("args") or {}).get("stream")
@@ -261,6 +264,8 @@ def stream_profile(torch, one_step, path):
         name = e.get("name", "")
         if e["cat"] == "kernel":
             s["kernels"] += 1
+            k = kernels.setdefault((st, name[:60]), [0, 0.0])
+            k[0] += 1; k[1] += e["dur"] / 1e3
         elif "DtoH" in name or "Device -> Pinned" in name:
             s["d2h_bytes"] += (e.get("args") or {}).get("bytes", 0); s["copies"] += 1
         elif "HtoD" in name or "Pinned -> Device" in name:
@@ -282,6 +287,17 @@ def stream_profile(torch, one_step, path):
         c = summary["streams"][str(comp)]
         c["compute"] = True
         c["idle_ms"] = summary["gpu_span_ms"] - c["busy_ms"]
+        spans, gaps, end = sorted(streams[comp]["spans"]), [], None
+        for a0, b0 in spans:
+            if end is not None and a0 > end:
+                gaps.append(((a0 - end) / 1e3, (end - lo) / 1e3))
+            end = b0 if end is None else max(end, b0)
+        gaps.sort(reverse=True)
+        c["gaps_over_1ms"] = [len([g for g in gaps if g[0] > 1]), sum(g[0] for g in gaps if g[0] > 1)]
+        c["largest_gaps_ms_at_ms"] = [[round(g, 2), round(t, 1)] for g, t in gaps[:8]]
+        top = sorted(((v[1], v[0], n) for (st, n), v in kernels.items() if st == comp), reverse=True)[:10]
+        c["top_kernels"] = [[n, cnt, round(ms, 2)] for ms, cnt, n in top]
+    summary["host_calls"] = {n: [v[0], round(v[1], 2)] for n, v in sorted(runtime.items(), key=lambda kv: -kv[1][1])[:10]}
     print("PROFILE " + json.dumps(summary), flush=True)
     return summary
 
