@@ -38,7 +38,8 @@
 // activations.py, Note [Recipes]). Making one again costs the compute stream about recompute_ms (an
 // elementwise pass: microseconds per MiB where a copy each way over PCIe costs ~40 us per MiB) and the
 // link nothing. So at each release the storages that can be made again are let go first (Belady among
-// them), and only then the ones that must be copied. A storage is made again only from storages on the
+// them), and only then the ones that must be copied (which recomputations count as cheap enough to come
+// first is the cost model's choice: Note [Recompute cost]). A storage is made again only from storages on the
 // device or themselves made again (a chain: SwiGLU's product from silu(gate), itself made from gate), never
 // from one that was copied out, and what a chosen recomputation reads is never copied out after it. A
 // recomputed storage has no copy out and no early fetch: it is made at its first use, or earlier where a
@@ -47,15 +48,16 @@
 //
 // Making a storage again keeps what it reads on the device until then, so preferring it can cost room: a
 // LayerNorm output made again keeps the block's input (often larger) from being copied out
-// (python/tierpack/module_recompute.py, Note [Module recompute]). A plan that prefers recomputation and
-// does not fit is therefore made again preferring copies (a storage is made again only where nothing left
-// can be copied), then with copies only; the first that fits is taken (the storage mover's CUDA test at
-// 50% of its peak: bench/results/gpu-h200-2026-12-02-2, call 4).
+// (python/tierpack/module_recompute.py, Note [Module recompute]). So the plans that prefer copies, and
+// copies only, are among those Note [Recompute cost] compares: a fit is never lost to recomputation (the
+// storage mover's CUDA test at 50% of its peak found none before: bench/results/gpu-h200-2026-12-02-2,
+// call 4; it passed on the H200 with them: bench/results/gpu-h200-2026-12-02-3, call 1).
 #include "placer/saved_plan.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "core/error.hpp"
@@ -101,27 +103,58 @@ void check_options(const SavedPlanOptions& o) {
 
 double copy_ms(std::uint64_t bytes, double bytes_per_s) { return static_cast<double>(bytes) / bytes_per_s * 1e3; }
 
-SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, bool prefer_recompute);
+// Recomputing a storage costs its recompute_ms per byte; Note [Recompute cost].
+double ms_per_gib(const SavedStorage& s) {
+  return s.bytes == 0 ? 0.0 : s.recompute_ms / static_cast<double>(s.bytes) * static_cast<double>(1ull << 30);
+}
+
+SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, double cheap_ms_per_gib);
 
 }  // namespace
 
+// Note [Recompute cost]
+// ~~~~~~~~~~~~~~~~~~~~~
+// Making a storage again costs the compute stream its recompute_ms; copying it costs the link, which is
+// free while compute runs and the copies already planned leave it idle. Which is cheaper depends on the
+// whole plan, so the choice is made by the cost model (Note [Storage move cost]) over a family of plans:
+// each plan_once lets go first the storages whose recomputation costs at most `cheap` ms per GiB (as
+// recomputations), then copies, then, where only a recomputation is left (an input a chosen recomputation
+// keeps), the dearer recomputations. `cheap` runs from "every recomputation" down through the distinct
+// costs per GiB of the storages (at most 8 of them, evenly spaced in their sorted order) to "none first",
+// then copies only; the plan that fits with the least predicted step is taken (the first of equals).
+// None fits: the one that prefers recomputation, which says where it is over (Note [Recompute]).
 SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& options) {
   check_options(options);
-  SavedPlan plan = plan_once(trace, options, true);
-  if (!plan.fits && options.recompute) {  // Note [Recompute]: what a recomputation reads stays
-    SavedPlan copies_first = plan_once(trace, options, false);
-    if (copies_first.fits) return copies_first;
-    SavedPlanOptions copies = options;
-    copies.recompute = false;
-    SavedPlan copied = plan_once(trace, copies, false);
-    if (copied.fits) return copied;
+  constexpr double kAll = std::numeric_limits<double>::infinity();
+  SavedPlan first = plan_once(trace, options, kAll);
+  if (!options.recompute) return first;
+  std::vector<double> costs;
+  for (const SavedStorage& s : trace.storages)
+    if (s.recompute_ms >= 0 && s.movable) costs.push_back(ms_per_gib(s));
+  std::sort(costs.begin(), costs.end());
+  costs.erase(std::unique(costs.begin(), costs.end()), costs.end());
+  std::vector<double> cheap;
+  constexpr std::size_t kSteps = 8;
+  for (std::size_t k = 1; k < kSteps && costs.size() > 1; ++k) {  // the dearest is kAll's family
+    const std::size_t at = (costs.size() - 1) * (kSteps - k) / kSteps;
+    if (cheap.empty() || cheap.back() != costs[at]) cheap.push_back(costs[at]);
   }
-  return plan;
+  cheap.push_back(-1.0);  // copies first
+  std::optional<SavedPlan> best;
+  const auto consider = [&](SavedPlan plan) {
+    if (plan.fits && (!best || plan.predicted_ms < best->predicted_ms)) best = std::move(plan);
+  };
+  consider(first);
+  for (double c : cheap) consider(plan_once(trace, options, c));
+  SavedPlanOptions copies = options;
+  copies.recompute = false;
+  consider(plan_once(trace, copies, -1.0));
+  return best ? std::move(*best) : first;
 }
 
 namespace {
 
-SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, bool prefer_recompute) {
+SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, double cheap_ms_per_gib) {
   const std::vector<StorageSpan> spans = spans_of(trace);
   const std::int32_t backward = first_unpack(trace);
   const std::size_t n = trace.events.size();
@@ -165,7 +198,7 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, bo
       // be made again before any that must be copied (Note [Recompute]).
       std::int32_t best = kNone;
       std::int64_t best_use = -1;
-      bool best_re = false;
+      int best_rank = 3;
       for (std::size_t s = 0; s < spans.size(); ++s) {
         const StorageSpan& sp = spans[s];
         const SavedStorage& st = trace.storages[s];
@@ -174,15 +207,18 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, bo
           continue;
         const bool re = sp.use != kNone && can_recompute(s);
         if (pinned[s] && !re) continue;  // a chosen recomputation reads it: it is not copied out
+        // Note [Recompute cost]: 0 a cheap recomputation, 1 a copy, 2 a dear recomputation (nothing else left)
+        const int rank = re && ms_per_gib(st) <= cheap_ms_per_gib ? 0 : pinned[s] ? 2 : 1;
         const std::int64_t use = sp.use == kNone ? std::numeric_limits<std::int64_t>::max() : sp.use;
-        if (best == kNone || (re != best_re && re == prefer_recompute) ||
-            (re == best_re &&
+        if (best == kNone || rank < best_rank ||
+            (rank == best_rank &&
              (use > best_use || (use == best_use && sp.pack < spans[static_cast<std::size_t>(best)].pack)))) {
           best = static_cast<std::int32_t>(s);
           best_use = use;
-          best_re = re;
+          best_rank = rank;
         }
       }
+      const bool best_re = best_rank != 1;
       if (best == kNone) {
         if (plan.fits) plan.over_at = at;
         plan.fits = false;

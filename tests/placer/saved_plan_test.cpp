@@ -258,8 +258,11 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
     // Making storages again never costs a fit that copies alone would find (Note [Recompute]).
     SavedPlanOptions copies_only = o;
     copies_only.recompute = false;
-    if (plan_saved_tensors(t, copies_only).fits) {
+    const SavedPlan copied = plan_saved_tensors(t, copies_only);
+    if (copied.fits) {
       EXPECT_TRUE(p.fits) << "copies alone fit";
+      // ... nor a step: the cost model chooses (Note [Recompute cost]).
+      EXPECT_LE(p.predicted_ms, copied.predicted_ms) << "copies alone are predicted faster";
     }
     if (limit >= peak) {
       EXPECT_TRUE(p.moves.empty());
@@ -392,9 +395,17 @@ SavedTrace with_recipes(int layers, double recompute_ms) {
 }
 }  // namespace
 
+// A link 10x slower than options()'s: every 64 MiB copy takes ~13 ms against 1 ms of compute between calls,
+// so copies stall and cheap recomputations are the faster plan (Note [Recompute cost]).
+SavedPlanOptions slow_link(std::uint64_t limit) {
+  SavedPlanOptions o = options(limit);
+  o.d2h_bytes_per_s = o.h2d_bytes_per_s = 5e9;
+  return o;
+}
+
 TEST(SavedPlan, RecomputesWhatItCanBeforeCopyingAndKeepsWhatARecomputationReads) {
   const SavedTrace t = with_recipes(8, 0.01);
-  const SavedPlan p = plan_saved_tensors(t, options(256 * MiB + 4 * 64 * MiB));  // half the saved bytes must go
+  const SavedPlan p = plan_saved_tensors(t, slow_link(256 * MiB + 4 * 64 * MiB));  // half the saved bytes must go
   ASSERT_TRUE(p.fits);
   EXPECT_LE(p.planned_peak, p.limit_bytes);
   EXPECT_EQ(replayed_peak(t, p), p.planned_peak);
@@ -418,13 +429,43 @@ TEST(SavedPlan, RecomputesWhatItCanBeforeCopyingAndKeepsWhatARecomputationReads)
   EXPECT_GE(p.predicted_ms, t.step_ms + 3 * 0.01);  // each made-again use waits for its recomputation
 
   // Turned off, the same limit is met by copies alone, as before.
-  SavedPlanOptions off = options(256 * MiB + 4 * 64 * MiB);
+  SavedPlanOptions off = slow_link(256 * MiB + 4 * 64 * MiB);
   off.recompute = false;
   const SavedPlan c = plan_saved_tensors(t, off);
   EXPECT_TRUE(c.fits);
   EXPECT_EQ(c.bytes_recomputed, 0u);
   EXPECT_EQ(c.bytes_out, 4 * 64 * MiB);
   for (const SavedMove& m : c.moves) EXPECT_FALSE(m.recompute);
+}
+
+TEST(SavedPlan, CopiesWhereTheLinkIsIdleAndRecomputesWhereItIsNot) {
+  // Note [Recompute cost]: with a fast link the copies of half the saved bytes overlap compute and cost
+  // nothing, while each recomputation costs the compute stream 0.5 ms: the plan copies. With a slow link
+  // the same copies stall compute for longer than the recomputations take: the plan makes them again.
+  const SavedTrace t = with_recipes(8, 0.5);
+  const std::uint64_t limit = 256 * MiB + 4 * 64 * MiB;
+  const SavedPlan fast = plan_saved_tensors(t, options(limit));
+  ASSERT_TRUE(fast.fits);
+  EXPECT_EQ(fast.bytes_recomputed, 0u);
+  EXPECT_EQ(fast.bytes_out, 4 * 64 * MiB);
+  EXPECT_DOUBLE_EQ(fast.predicted_ms, t.step_ms);
+  const SavedPlan slow = plan_saved_tensors(t, slow_link(limit));
+  ASSERT_TRUE(slow.fits);
+  EXPECT_EQ(slow.bytes_recomputed, 3 * 64 * MiB);
+  SavedPlanOptions copies = slow_link(limit);
+  copies.recompute = false;
+  EXPECT_LT(slow.predicted_ms, plan_saved_tensors(t, copies).predicted_ms);
+  // A mix: storage 1 is cheap to make again, the other outputs dear; with the fast link only the cheap
+  // one is made again where that saves a copy's stall, and never is the mix slower than either extreme.
+  SavedTrace mixed = t;
+  mixed.storages[1].recompute_ms = 0.001;
+  for (const SavedPlanOptions& o : {options(limit), slow_link(limit)}) {
+    const SavedPlan p = plan_saved_tensors(mixed, o);
+    SavedPlanOptions off = o;
+    off.recompute = false;
+    EXPECT_LE(p.predicted_ms, plan_saved_tensors(mixed, off).predicted_ms);
+    EXPECT_LE(replayed_peak(mixed, p), o.limit_bytes);
+  }
 }
 
 TEST(SavedPlan, CopiesComeFirstWhenPreferringRecomputationKeepsTooMuchOnTheDevice) {
