@@ -138,6 +138,18 @@ chain). Dropout (its RNG state) is not made again. What small leaf modules save 
 written as Python arithmetic) is made again by running the module again: Note [Module recompute] in
 module_recompute.py.
 
+Note [Measured recomputation]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+The plan's recompute_ms are estimates (bytes at an assumed bandwidth for op recipes, the check run's
+time for module calls), and the plan chooses between recomputing and copying by them (placer/saved_plan.cpp,
+Note [Recompute cost]). So the first planned iteration of each plan records a timing event on the compute
+stream before and after each storage it makes again; one iteration later (the events are done by then, so
+nothing waits) their GPU times go beside the predictions: the log says how many storages were made again
+in how many ms against the plan's ms, the iteration's statistics get ``recompute_ms``, the plan summary
+``recompute_ms_predicted`` / ``recompute_ms_measured``, and the statistics file ``recomputations``: per
+storage made again, [index, predicted ms, measured ms]. Later iterations record no events (each costs the
+host tens of microseconds).
+
 Note [Optimizer state]
 ~~~~~~~~~~~~~~~~~~~~~~
 The optimizer's state tensors (AdamW's exp_avg and exp_avg_sq: twice the parameters, in fp32) are read
@@ -378,6 +390,9 @@ class StorageMover:
         self.iteration = 1
         self.plan = None              # the placer's plan (dict) in force
         self.plan_summary = None
+        self._measure_remakes = False  # Note [Measured recomputation]
+        self._pending_remakes = None
+        self.recomputations = None     # the last measured: {"iteration", "predicted_ms", "measured_ms", "storages"}
         self._trace = None            # the recorded iteration (dict), kept for inspection and replans
         self._bandwidth = None
         self._pressure = False        # reactive moves in this iteration (Note [Reactive moves])
@@ -413,6 +428,9 @@ class StorageMover:
         self._made_by = {}        # forward: autograd node -> (record, handle) of what it made (Note [Recipes])
         self._needed = set()      # storages a let-go storage will be made from: never let go (Note [Recipes])
         self._max_absent = 0
+        # Note [Measured recomputation]: the first planned iteration of each plan times what it makes again.
+        self._remake_marks = [] if self._measure_remakes and self.plan is not None else None
+        self._measure_remakes = False
         self._modules.begin_iteration()
         if self.plan is not None:
             self.phase = "planned"
@@ -461,6 +479,10 @@ class StorageMover:
             d = self.counters.as_dict()
             d.update(iteration=self.iteration, mode=mode, diverged=self._diverged)
             self.history.append(d)
+            self._read_remake_times()
+            if self._remake_marks:
+                predicted = {s: self._trace["storages"][s].get("recompute_ms", 0.0) for s, _, _ in self._remake_marks}
+                self._pending_remakes = (d, self._remake_marks, predicted, self.plan_summary)
             del self.history[:-200]
             self._release_all()
             if self.stats_out and self.device is not None:
@@ -472,6 +494,28 @@ class StorageMover:
             # bench/results/gpu-h200-2026-12-01, call 4; not measured again since).
             self._iteration_start = self.transport.mark() if self.transport is not None else None
             self._begin_iteration()
+
+    def _read_remake_times(self):
+        """Note [Measured recomputation]: the GPU time of each storage made again in the iteration that timed
+        them, read one iteration later (its events are done by then: no wait), beside the plan's prediction."""
+        if self._pending_remakes is None:
+            return
+        entry, marks, predicted, summary = self._pending_remakes
+        self._pending_remakes = None
+        measured = {}
+        for s, a, b in marks:
+            measured[s] = measured.get(s, 0.0) + self.transport.elapsed_ms(a, b)
+        reuse = getattr(self.transport, "reuse_marks", None)
+        if reuse is not None:
+            reuse([m for _, a, b in marks for m in (a, b)])
+        total, want = sum(measured.values()), sum(predicted.values())
+        entry["recompute_ms"] = total
+        self.recomputations = {"iteration": entry["iteration"], "predicted_ms": want, "measured_ms": total,
+                               "storages": [[s, predicted[s], measured[s]] for s in sorted(measured)]}
+        if summary is not None:
+            summary["recompute_ms_predicted"], summary["recompute_ms_measured"] = want, total
+        self.log("storage mover: iteration %d made %d storages again in %.1f ms of GPU time (the plan predicted "
+                 "%.1f ms)" % (entry["iteration"], len(measured), total, want))
 
     def _release_all(self):
         for rec in self._by_index:
@@ -724,7 +768,12 @@ class StorageMover:
         """Note [Recipes]: a storage let go to be made again is made on the compute stream (at its use, or where
         a recomputation that reads it is made); it stays until its own use. Returns it (None: it cannot be)."""
         if rec.fetched is None and rec.recipe is not None and not rec.moving:
-            rec.fetched = rec.recipe[0]()
+            if self._remake_marks is not None:  # Note [Measured recomputation]
+                a = self.transport.mark()
+                rec.fetched = rec.recipe[0]()
+                self._remake_marks.append((rec.index, a, self.transport.mark()))
+            else:
+                rec.fetched = rec.recipe[0]()
             self._absent -= rec.nbytes
             self.counters.recomputed += 1
             self.counters.bytes_recomputed += rec.nbytes
@@ -934,6 +983,7 @@ class StorageMover:
         self.plan = plan
         self._write_saved(options)
         self._remade = frozenset(m["storage"] for m in plan["moves"] if m.get("recompute"))
+        self._measure_remakes = bool(self._remade)
         self._actions = self._plan_actions(plan)
         self._idle = bool(plan["fits"]) and not plan["moves"]  # nothing to move: the hooks step aside
         self._check_plan = self.replans_left > 0 and not self._idle
@@ -1092,6 +1142,8 @@ class StorageMover:
             doc["divergence"] = "iterations stopped matching the recorded one"
         if self.out_of_memory_state is not None:
             doc["out_of_memory"] = self.out_of_memory_state
+        if self.recomputations is not None:
+            doc["recomputations"] = self.recomputations
         self._write_json(path, doc)
 
     def trace(self):

@@ -44,8 +44,11 @@ class _Mark:
 class SlowTransport:
     """Copies at once (fresh storage); reports a copy done only after `lag` polls or a compute wait."""
 
-    def __init__(self, lag=2):
+    def __init__(self, lag=2, link=2e7):
         self.lag = lag
+        # Bytes/s each way: slow enough that copies stall the 0.25 ms calls, so the plan makes again what it
+        # can (Note [Recompute cost]); a test of copies alone turns recomputation off.
+        self.link = link
         self.waits = 0
         self.out = 0
         self.back = 0
@@ -91,9 +94,8 @@ class SlowTransport:
     def elapsed_ms(a, b):
         return b.t - a.t
 
-    @staticmethod
-    def bandwidth():
-        return 2e9, 2e9  # slow enough that a plan's copies take a few calls' time
+    def bandwidth(self):
+        return self.link, self.link
 
 
 class Device:
@@ -506,6 +508,26 @@ class StorageMoverTest(unittest.TestCase):
             self.assertEqual(h["fetched_late"], 0, h)
         self.assertEqual(mover.plan["bytes_out"] + mover.plan["bytes_recomputed"],
                          sum(st[m["storage"]]["bytes"] for m in mover.plan["moves"]))
+        # Note [Measured recomputation]: the first planned iteration timed each storage it made again (the
+        # test transport's clock moves 0.25 "ms" a mark), read one iteration later, beside the plan's estimate.
+        timed = [h for h in planned if "recompute_ms" in h]
+        self.assertEqual([h["iteration"] for h in timed], [planned[0]["iteration"]])
+        self.assertEqual(timed[0]["recompute_ms"], 0.25 * len(remade))
+        rc = mover.recomputations
+        self.assertEqual(rc["iteration"], planned[0]["iteration"])
+        self.assertEqual(sorted(s for s, _, _ in rc["storages"]), sorted(m["storage"] for m in remade))
+        for s, want, got in rc["storages"]:
+            self.assertEqual(want, st[s]["recompute_ms"])
+            self.assertEqual(got, 0.25)
+        self.assertEqual(mover.plan_summary["recompute_ms_measured"], rc["measured_ms"])
+        self.assertAlmostEqual(mover.plan_summary["recompute_ms_predicted"], sum(w for _, w, _ in rc["storages"]))
+        # Note [Recompute cost]: over a link fast enough that copies overlap the calls, the same budget is met
+        # by copies, and nothing is made again.
+        fast, _ = make_mover(int(peak * 0.6), transport=SlowTransport(link=2e9))
+        self.check_same(ref, train(self.ITER, fast))
+        self.assertEqual(fast.plan["bytes_recomputed"], 0, fast.plan)
+        self.assertGreater(fast.plan["bytes_out"], 0)
+        self.assertEqual(fast.plan["stall_ms"], 0.0)
 
     def test_swiglu_products_and_silu_outputs_are_made_again_bit_identical(self):
         mover, dev = make_mover(1 << 40)
