@@ -9,6 +9,15 @@ def untyped(t):
     return t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage().untyped()
 
 
+def storage_getter(torch):
+    """untyped() for the hooks' hot path: torch 1.13's storage() builds a TypedStorage (~1 us on the CPU) around
+    what Tensor._storage() returns, so a plain tensor's is taken from there."""
+    if hasattr(torch.Tensor, "untyped_storage"):
+        return untyped
+    plain, storage = torch.Tensor, torch.Tensor._storage
+    return lambda t: storage(t) if type(t) is plain else t.storage().untyped()
+
+
 def on_storage(torch, storage, dtype, device, offset, size, stride):
     """A tensor of `dtype` over `storage` (an UntypedStorage) at (offset, size, stride)."""
     base = torch.empty(0, dtype=dtype, device=device)
@@ -53,8 +62,19 @@ def autocast_on(torch, device_type):
         return bool(torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled())
 
 
-def autocast_dtype(torch, device_type):
+def autocast_state_getter(torch, device_type):
+    """() -> (enabled, dtype, cache) of autocast for the device type now, with this torch's spellings chosen once
+    (a module hook reads it at every call; torch < 2.4 raised a TypeError in autocast_on every time)."""
+    try:
+        torch.is_autocast_enabled(device_type)
+        enabled = lambda: bool(torch.is_autocast_enabled(device_type))  # noqa: E731
+    except TypeError:
+        old = torch.is_autocast_cpu_enabled if device_type == "cpu" else torch.is_autocast_enabled
+        enabled = lambda: bool(old())  # noqa: E731
     get = getattr(torch, "get_autocast_dtype", None)
     if get is not None:
-        return get(device_type)
-    return torch.get_autocast_cpu_dtype() if device_type == "cpu" else torch.get_autocast_gpu_dtype()
+        dtype = lambda: get(device_type)  # noqa: E731
+    else:
+        dtype = torch.get_autocast_cpu_dtype if device_type == "cpu" else torch.get_autocast_gpu_dtype
+    cache = getattr(torch, "is_autocast_cache_enabled", None)
+    return lambda: (enabled(), dtype(), bool(cache()) if cache is not None else True)

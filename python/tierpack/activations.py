@@ -30,6 +30,19 @@ storages, with no remap and no gate:
   nothing more in that iteration (what is away comes back at its use); after ``divergences`` such
   iterations in a row the next one is recorded again and a new plan is made.
 
+The hooks run at every saved tensor, and the module hooks (Note [Module recompute]) at every module call, so
+on models of many small modules their host time is the step's: a T5-style model made ~5500 calls an iteration
+on the H200 at 60-85 us each (197-531 ms of host time against a ~220 ms step). So the hot path asks torch
+nothing twice: a plain tensor's storage in one call (``storage_getter``: torch 1.13's ``storage()`` builds a
+TypedStorage around it), the storage's size read once, the device compared whole once it is known (its
+``type`` builds a string), the spellings of this torch (the graph task id, autocast's state) chosen once, no
+timing wrapper of its own, no empty actions made for calls where the plan does nothing, and the part of
+``watching()`` that holds for the whole iteration read at its start. bench/gpu/hook_cost.py measures it on the
+CPU (``TIERPACK_CUDA_LIB=build/lib/libtierpack_cuda.so /usr/bin/python3 bench/gpu/hook_cost.py``; 2-core
+Debian, torch 1.13; the best of 3 runs alternated with the code before): in planned iterations 17.1 -> 13.3 us
+of hook time per traced call, 10.1 -> 7.8 us without the copies and recomputations the hooks start (what a
+GPU's host only queues), and 4.3 -> 2.4 us per module hook; 5.6 -> 3.9 us per call in warm-up.
+
 Before the plan (warm-up and the recorded iteration) the mover reacts instead (Note [Reactive moves]).
 
 Note [Reactive moves]
@@ -175,13 +188,14 @@ from __future__ import annotations
 import json
 import sys
 import threading
-import time
+from time import perf_counter as _clock
 
 from tierpack._storage import autocast_cache_on as _autocast_cache_on
 from tierpack._storage import autocast_on as _autocast_on
 from tierpack._storage import flat_bytes as _flat_bytes
 from tierpack._storage import on_storage as _on_storage
 from tierpack._storage import resident
+from tierpack._storage import storage_getter
 from tierpack._storage import through_views as _through_views
 from tierpack._storage import untyped as _untyped
 from tierpack.module_recompute import ModuleRecompute
@@ -353,6 +367,8 @@ class StorageMover:
                  reserved_replans=4, recompute=True, recompute_bytes_per_s=2e12, memory_state=None,
                  fits_fraction=0.98):
         self.torch = torch
+        self._storage_of = storage_getter(torch)  # untyped() in one call (the hooks' host time: Note [Storage moves])
+        self._graph_task_id = getattr(torch._C, "_current_graph_task_id", None)
         self.fits_fraction = fits_fraction  # a recorded live peak under this much of the budget moves nothing
         self._memory_state = memory_state
         self.out_of_memory_state = None  # the allocator's state at an out-of-memory error (memory_state(dev))
@@ -585,22 +601,22 @@ class StorageMover:
 
     def _eligible(self, t):
         torch = self.torch
-        if t.device.type != self.device_type or (self.device is not None and t.device != self.device):
+        device = t.device
+        # (the device, once known, is of the device type: torch.device's type costs more than a comparison)
+        if device != self.device if self.device is not None else device.type != self.device_type:
             return False
         if type(t) is not torch.Tensor or t.layout != torch.strided or (t.is_leaf and t.requires_grad):
             return False
-        if getattr(t, "is_conj", lambda: False)() or getattr(t, "is_neg", lambda: False)():
-            return False
-        return True
+        return not (t.is_conj() or t.is_neg())  # (torch 1.10 and later)
 
     def _in_backward(self):
         """Whether autograd is running a backward pass now (a reentrant checkpoint's recomputation saves
         tensors there); a forward after a backward (gradient accumulation) is not."""
-        task = getattr(self.torch._C, "_current_graph_task_id", None)
+        task = self._graph_task_id
         return task() != -1 if task is not None else self._backward
 
-    def _new_record(self, storage, key, tensor=None):
-        rec = _Record(len(self._by_index), storage.nbytes(), key, storage, tensor)
+    def _new_record(self, storage, nbytes, key, tensor=None):
+        rec = _Record(len(self._by_index), nbytes, key, storage, tensor)
         self._by_index.append(rec)
         if tensor is None:
             self._records[key] = rec
@@ -613,21 +629,17 @@ class StorageMover:
         out may start now; they are used at the optimizer step: Note [Optimizer state])."""
         self._started = True
         for v in self._state_tensors:
-            storage = _untyped(v)
-            rec = self._new_record(storage, storage.data_ptr(), tensor=v)
+            storage = self._storage_of(v)
+            rec = self._new_record(storage, storage.nbytes(), storage.data_ptr(), tensor=v)
             self._states.append(rec)
             self._on_call("pack", rec, True)
 
-    def _timed(self, fn, arg):
-        """fn(arg), its host time counted in this iteration's host_ms (the hooks' own cost)."""
-        t0 = time.perf_counter()
-        try:
-            return fn(arg)
-        finally:
-            self.counters.host_ms += (time.perf_counter() - t0) * 1e3
-
     def pack(self, t):
-        return self._timed(self._pack, t)
+        t0 = _clock()
+        try:
+            return self._pack(t)
+        finally:
+            self.counters.host_ms += (_clock() - t0) * 1e3  # the hooks' own cost
 
     def _pack(self, t):
         self._modules.count_pack()  # a module call running now counts every saved tensor (Note [Module recompute])
@@ -638,8 +650,9 @@ class StorageMover:
             t = t.detach()
         if self._idle or (self.budget is None and self.fraction is None) or not self._eligible(t):
             return t
-        storage = _untyped(t)
-        if storage.nbytes() < self.min_bytes:
+        storage = self._storage_of(t)
+        nbytes = storage.nbytes()
+        if nbytes < self.min_bytes:
             # Never moves: no record and no call (T5-style models save thousands of small storages, and each
             # call costs the host tens of microseconds: bench/results/gpu-h200-2026-12-01-2, call 4).
             return t
@@ -660,7 +673,7 @@ class StorageMover:
                     rec = None
             first = rec is None
             if first:
-                rec = self._new_record(storage, key)
+                rec = self._new_record(storage, nbytes, key)
             h = _Handle(rec, t)
             rec.handles.append(h)
             movable = first and rec.nbytes >= self.min_bytes and key not in self._parameters and not self._in_backward()
@@ -701,15 +714,17 @@ class StorageMover:
             if i >= len(ev) or ev[i][0] != kind or ev[i][1] != rec.index or ev[i][2] != rec.nbytes:
                 self._diverge(i, kind, rec, ev[i] if i < len(ev) else None)
             else:
-                copy, release, fetch, remake = self._actions.get(i, ((), (), (), ()))
-                for s in fetch:
-                    self._fetch(self._by_index[s])
-                for s in release:
-                    self._release(self._by_index[s])
-                for s in remake:
-                    self._let_go_to_remake(self._by_index[s])
-                for s in copy:
-                    self._copy_out(self._by_index[s])
+                acts = self._actions.get(i)
+                if acts is not None:
+                    copy, release, fetch, remake = acts
+                    for s in fetch:
+                        self._fetch(self._by_index[s])
+                    for s in release:
+                        self._release(self._by_index[s])
+                    for s in remake:
+                        self._let_go_to_remake(self._by_index[s])
+                    for s in copy:
+                        self._copy_out(self._by_index[s])
                 return
         if self._pressure and movable_first_pack and rec.tensor is None:
             self._copy_out(rec)
@@ -795,7 +810,7 @@ class StorageMover:
         if not rec.released or rec.fetched is not None or rec.host is None:
             return
         if rec.tensor is not None:  # back into the state tensor's own storage
-            storage = _untyped(rec.tensor)
+            storage = self._storage_of(rec.tensor)
             storage.resize_(rec.nbytes)
             rec.fetched, rec.h2d = self.transport.to_device_into(rec.host, _flat_bytes(self.torch, storage, self.device),
                                                                  rec.d2h)
@@ -814,7 +829,13 @@ class StorageMover:
 
     # ------------------------------------------------------------------------------------- unpack
     def unpack(self, x):
-        return self._timed(self._unpack, x) if isinstance(x, _Handle) else x
+        if not isinstance(x, _Handle):
+            return x
+        t0 = _clock()
+        try:
+            return self._unpack(x)
+        finally:
+            self.counters.host_ms += (_clock() - t0) * 1e3
 
     def _unpack(self, x):
         with self._lock:
@@ -838,7 +859,7 @@ class StorageMover:
                     self._fetch(rec)
                 if rec.h2d is not None:
                     self._wait(rec.h2d, self._events is not None)
-                out = _on_storage(self.torch, _untyped(rec.fetched), x.dtype, self.device, x.offset, x.size, x.stride)
+                out = _on_storage(self.torch, self._storage_of(rec.fetched), x.dtype, self.device, x.offset, x.size, x.stride)
             x.t = None
             try:
                 rec.handles.remove(x)

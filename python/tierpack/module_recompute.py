@@ -52,18 +52,12 @@ import inspect
 import threading
 import weakref
 
-from tierpack._storage import VIEW_OPS, autocast_cache_on, autocast_dtype, autocast_on, flat_bytes, on_storage, \
-    resident, through_views
-from tierpack._storage import untyped as _untyped
+from tierpack._storage import VIEW_OPS, autocast_state_getter, flat_bytes, on_storage, resident, storage_getter, \
+    through_views
 
 OUTPUT = 1 << 62  # the pack position of the module's output (saved after the call by the next op)
 CAST = OUTPUT + 1  # ... and of the output's cast (autocast's, for the next op)
 HOLD_RATIO = 2     # a call holds inputs nothing saves only when its members are at least this many times their bytes
-
-def _autocast_state(torch, device_type):
-    """(enabled, dtype, cache) of autocast for the device type now."""
-    return autocast_on(torch, device_type), autocast_dtype(torch, device_type), autocast_cache_on(torch)
-
 
 def _positional_arity(module):
     """How many positional arguments forward takes when it takes nothing else, or -1: a call with exactly that
@@ -127,6 +121,8 @@ class ModuleRecompute:
         # Under torch.compile the compiler owns recomputation: a traced hook does nothing (Note [Module recompute])
         compiler = getattr(self.torch, "compiler", None)
         self._compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+        self._autocast_state = autocast_state_getter(self.torch, mover.device_type)  # () -> (enabled, dtype, cache)
+        self._storage_of = storage_getter(self.torch)
         self.begin_iteration()
 
     # --------------------------------------------------------------------------------- iterations
@@ -137,16 +133,19 @@ class ModuleRecompute:
         self.pending_node = {}  # the output's autograd node -> call (a cast of it not yet saved)
         self.member_call = {}   # member index -> call (recorded iteration: its first use ends its holds)
         self.seen_calls = {}    # id(module) -> calls of it so far in this iteration
-        if getattr(self.mover, "_recording", False):
+        m = self.mover
+        recording = getattr(m, "_recording", False)
+        if recording:
             self.recorded_members = {}
+        # What watching() asks that stays the same through an iteration (the plan changes only between them),
+        # read once: the module hooks run at every module call (Note [Storage moves], the hooks' host time).
+        self._watch = m.recompute and not m._idle and (recording or (m.plan is not None and bool(m._remade)))
 
     def watching(self):
-        """Whether calls are followed in this iteration: the recorded one, or a planned one that makes
-        members again."""
+        """Whether calls are followed now: in the recorded iteration, or a planned one that makes members again
+        (until it diverges; the recorded iteration has no plan to diverge from)."""
         m = self.mover
-        if not m.recompute or m._idle or m.device is None or threading.get_ident() != self.thread:
-            return False
-        return m._recording or (m.plan is not None and bool(m._remade) and not m._diverged)
+        return self._watch and not m._diverged and m.device is not None and threading.get_ident() == self.thread
 
     # --------------------------------------------------------------------------------- hooks
     def install(self):
@@ -175,10 +174,11 @@ class ModuleRecompute:
             return None
         n = self.seen_calls.get(id(module), 0)
         self.seen_calls[id(module)] = n + 1
-        call = ModuleCall(module, (id(module), n), args, _autocast_state(torch, self.mover.device_type))
+        call = ModuleCall(module, (id(module), n), args, self._autocast_state())
+        storage_of = self._storage_of
         for i, a in enumerate(args):
             if isinstance(a, torch.Tensor):
-                call.input_keys.setdefault(_untyped(a).data_ptr(), i)
+                call.input_keys.setdefault(storage_of(a).data_ptr(), i)
         self.frame = call
         return None
 
@@ -210,7 +210,7 @@ class ModuleRecompute:
         if first and movable and self.pending_out:
             call = self.pending_out.pop(rec.key, None)
             out = call.out_ref() if call is not None else None
-            if out is not None and _untyped(out).data_ptr() == rec.key:
+            if out is not None and self._storage_of(out).data_ptr() == rec.key:
                 return self._attach(call, OUTPUT, rec)
         return None
 
@@ -228,7 +228,7 @@ class ModuleRecompute:
         if (out is None or not out.is_contiguous() or out.numel() != t.numel() or t.storage_offset() != 0 or
                 not t.is_contiguous() or t.numel() * t.element_size() != rec.nbytes):
             return None
-        if self.mover._recording and not self._same(rec.storage, _untyped(out.to(t.dtype))):
+        if self.mover._recording and not self._same(rec.storage, self._storage_of(out.to(t.dtype))):
             return None
         call.casts[rec.index] = t.dtype
         return self._attach(call, CAST, rec)
@@ -262,22 +262,23 @@ class ModuleRecompute:
         torch, mover = self.torch, self.mover
         if any(getattr(a, "_version", None) != v for a, v in zip(args, call.versions)):
             call.ok, call.why = False, "it changed an input in place"
-        inputs, held = [], 0
+        inputs, held, storage_of = [], 0, self._storage_of
         for a in args:
             if not isinstance(a, torch.Tensor):
                 inputs.append(("val", a))
                 continue
-            rec = mover._records.get(_untyped(a).data_ptr())
+            st = storage_of(a)
+            rec = mover._records.get(st.data_ptr())
             if rec is not None and rec.tensor is None:
                 inputs.append(("rec", rec, (a.dtype, tuple(a.shape), tuple(a.stride()), a.storage_offset(),
                                             a.requires_grad, a._version)))
                 if rec.index not in call.reads:
                     call.reads.append(rec.index)
-            elif _untyped(a).nbytes() < mover.min_bytes or (a.is_leaf and a.requires_grad):
+            elif st.nbytes() < mover.min_bytes or (a.is_leaf and a.requires_grad):
                 inputs.append(("val", a))  # small, or a parameter: held as it is
             else:
                 inputs.append(("held", a.detach(), a.requires_grad, a._version))
-                held += _untyped(a).nbytes()
+                held += st.nbytes()
         members = sum(m.nbytes for _, m in call.members)
         if held and mover._recording and members < HOLD_RATIO * held:
             call.ok, call.why = False, "an input of %d bytes that nothing saves, for %d bytes saved" % (held, members)
@@ -291,7 +292,7 @@ class ModuleRecompute:
         self.pending_out.clear()
         self.pending_node.clear()
         if isinstance(output, torch.Tensor) and call.ok:
-            key = _untyped(output).data_ptr()
+            key = storage_of(output).data_ptr()
             if key not in call.input_keys and mover._records.get(key) is None:
                 call.out_ref, call.out_key = weakref.ref(output), key
                 self.pending_out[key] = call
@@ -357,7 +358,7 @@ class ModuleRecompute:
             st = resident(rec)
         if st is None and rec.released and rec.recipe is not None:
             made = mover._remake(rec)
-            st = _untyped(made) if made is not None else None
+            st = self._storage_of(made) if made is not None else None
         if st is None:
             raise RuntimeError("tierpack: cannot make a saved tensor again: an input of %s left the device "
                                "(Note [Module recompute])" % type(call.module).__name__)
@@ -414,11 +415,11 @@ class ModuleRecompute:
                 call.ok, call.why = False, "it saved %d tensors again, %d the first time" % (len(saved), call.count)
                 return
             for pos, rec in call.members:
-                if rec.storage is None or not self._same(rec.storage, _untyped(saved[pos])):
+                if rec.storage is None or not self._same(rec.storage, self._storage_of(saved[pos])):
                     call.ok, call.why = False, "a saved tensor came out different"
                     return
             if call.out_ref is not None:
-                if out is None or not self._same(_untyped(output), _untyped(out)):
+                if out is None or not self._same(self._storage_of(output), self._storage_of(out)):
                     call.ok, call.why = False, "its output came out different"
         finally:
             del saved, out
@@ -461,7 +462,7 @@ class ModuleRecompute:
                 continue
             t = out if pos == OUTPUT else saved[pos] if pos != CAST else (
                 out.to(call.casts[m.index]) if out is not None else None)
-            if t is None or _untyped(t).nbytes() != m.nbytes:
+            if t is None or self._storage_of(t).nbytes() != m.nbytes:
                 raise RuntimeError("tierpack: cannot make a saved tensor again: %s made a storage of another size "
                                    "(Note [Module recompute])" % type(call.module).__name__)
             if m is rec:
