@@ -3,10 +3,10 @@
 
 Reads a snapshot pickle written by ``models_bench.py --snapshot`` (``torch.cuda.memory._snapshot()`` after
 one step recorded with ``_record_memory_history``), rebuilds the live blocks and the mapped (reserved)
-bytes at every event of that step, and prints: the live and mapped curves' peaks, the moment where mapped
-bytes exceed live bytes the most, and there the free space between live blocks by size class (the holes of
-Note [Reserved memory] in python/tierpack/activations.py), the largest holes with the blocks around them,
-and the allocation that made the allocator map more memory at the mapped peak.
+bytes at every event of that step, and prints: the live and mapped curves' peaks and, at the live peak (where
+the budget binds), the mapped bytes and the free space between live blocks by size class (the holes of Note
+[Reserved memory] in python/tierpack/activations.py), the largest holes with the blocks around them, and the
+allocation that made the allocator map more memory at the mapped peak, if the step mapped any.
 
 Usage: python3 bench/gpu/fragmentation.py SNAPSHOT.pickle [--top 8] [--json out.json]
 """
@@ -63,7 +63,7 @@ def analyse(snap, top):
     mapped = mapped_end - dmap
     live = dict(start_live)
     live_bytes = sum(live.values())
-    best = {"excess": mapped - live_bytes, "at": -1, "mapped": mapped, "live": live_bytes, "blocks": dict(live)}
+    best = {"at": -1, "mapped": mapped, "live": live_bytes, "blocks": dict(live)}
     peak_mapped, peak_live, peak_map_at = mapped, live_bytes, -1
     for i, ev in enumerate(trace):
         act = ev["action"]
@@ -78,8 +78,8 @@ def analyse(snap, top):
         elif act in ("segment_unmap", "segment_free"):
             mapped -= ev["size"]
         peak_live = max(peak_live, live_bytes)
-        if mapped - live_bytes > best["excess"] and act == "alloc":  # a map comes just before its allocation
-            best = {"excess": mapped - live_bytes, "at": i, "mapped": mapped, "live": live_bytes, "blocks": dict(live)}
+        if live_bytes > best["live"] and act == "alloc":  # the live peak (a map comes just before its allocation)
+            best = {"at": i, "mapped": mapped, "live": live_bytes, "blocks": dict(live)}
     # Holes: free space between consecutive live blocks (addresses sorted) at the moment of the most excess.
     addrs = sorted(best["blocks"])
     holes = []
@@ -95,8 +95,8 @@ def analyse(snap, top):
     holes.sort(reverse=True)
     out = {
         "events": len(trace), "peak_live_gib": peak_live / (1 << 30), "peak_mapped_gib": peak_mapped / (1 << 30),
-        "most_excess": {"event": best["at"], "of": len(trace), "mapped_gib": best["mapped"] / (1 << 30),
-                        "live_gib": best["live"] / (1 << 30), "excess_gib": best["excess"] / (1 << 30),
+        "at_live_peak": {"event": best["at"], "of": len(trace), "mapped_gib": best["mapped"] / (1 << 30),
+                        "live_gib": best["live"] / (1 << 30), "excess_gib": (best["mapped"] - best["live"]) / (1 << 30),
                         "holes_gib": sum(g[0] for g in holes) / (1 << 30), "holes": len(holes), "classes": classes,
                         "largest": [{"hole_mib": g / MiB, "below_mib": b / MiB, "above_mib": a / MiB} for g, b, a in holes[:top]]},
     }
@@ -122,9 +122,9 @@ def main():
     if not snap.get("device_traces") or not snap["device_traces"][0]:
         sys.exit("fragmentation: %s has no allocator history (record it with _record_memory_history)" % a.snapshot)
     out = analyse(snap, a.top)
-    m = out["most_excess"]
+    m = out["at_live_peak"]
     print("%d events; peak live %.2f GiB, peak mapped %.2f GiB" % (out["events"], out["peak_live_gib"], out["peak_mapped_gib"]))
-    print("most mapped over live at event %d of %d: mapped %.2f GiB, live %.2f GiB, excess %.2f GiB; "
+    print("at the live peak (event %d of %d): mapped %.2f GiB, live %.2f GiB, excess %.2f GiB; "
           "%d holes between live blocks, %.2f GiB" % (m["event"], m["of"], m["mapped_gib"], m["live_gib"], m["excess_gib"],
                                                       m["holes"], m["holes_gib"]))
     print("| hole size | count | GiB |\n|---|---|---|")
