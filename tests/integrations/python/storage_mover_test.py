@@ -511,19 +511,24 @@ class StorageMoverTest(unittest.TestCase):
             self.assertEqual(h["fetched_late"], 0, h)
         self.assertEqual(mover.plan["bytes_out"] + mover.plan["bytes_recomputed"],
                          sum(st[m["storage"]]["bytes"] for m in mover.plan["moves"]))
-        # Note [Measured recomputation]: the first planned iteration timed each storage it made again (the
-        # test transport's clock moves 0.25 "ms" a mark), read one iteration later, beside the plan's estimate.
+        # Note [Measured recomputation]: the first planned iteration of a plan times each storage it makes again
+        # (the test transport's clock moves 0.25 "ms" a mark), read one iteration later, beside the plan's
+        # estimate. Far from it, every recompute_ms is scaled by measured / predicted and the plan made again,
+        # once per recorded trace; that plan's first iteration is timed too, against the scaled estimates.
         timed = [h for h in planned if "recompute_ms" in h]
-        self.assertEqual([h["iteration"] for h in timed], [planned[0]["iteration"]])
-        self.assertEqual(timed[0]["recompute_ms"], 0.25 * len(remade))
+        self.assertEqual(len(timed), 2, [h["iteration"] for h in timed])
+        self.assertEqual(timed[0]["iteration"], planned[0]["iteration"])
+        self.assertEqual(timed[1]["recompute_ms"], 0.25 * len(remade))
         rc = mover.recomputations
-        self.assertEqual(rc["iteration"], planned[0]["iteration"])
+        self.assertEqual(rc["iteration"], timed[1]["iteration"])
         self.assertEqual(sorted(s for s, _, _ in rc["storages"]), sorted(m["storage"] for m in remade))
         for s, want, got in rc["storages"]:
-            self.assertEqual(want, st[s]["recompute_ms"])
+            self.assertEqual(want, st[s]["recompute_ms"])  # the scaled estimate
             self.assertEqual(got, 0.25)
+        self.assertAlmostEqual(rc["measured_ms"], rc["predicted_ms"])  # scaled by the first plan's measurement
         self.assertEqual(mover.plan_summary["recompute_ms_measured"], rc["measured_ms"])
         self.assertAlmostEqual(mover.plan_summary["recompute_ms_predicted"], sum(w for _, w, _ in rc["storages"]))
+        self.assertTrue(mover._calibrated)
         # Note [Recompute cost]: over a link fast enough that copies overlap the calls, the same budget is met
         # by copies, and nothing is made again.
         fast, _ = make_mover(int(peak * 0.6), transport=SlowTransport(link=2e9))
