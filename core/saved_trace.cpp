@@ -18,7 +18,8 @@ constexpr double kMaxMs = 1e9;  // ~11 days: no step is longer
 
 // Readers of single records, used by detail::get_records (which names the record in errors).
 void from_json(const nlohmann::json& j, SavedStorage& s) {
-  detail::check_keys(j, {"bytes", "movable", "optimizer_state", "recompute_ms", "recompute_from", "held_in_forward"});
+  detail::check_keys(j, {"bytes", "movable", "optimizer_state", "recompute_ms", "recompute_from", "recompute_group",
+                         "held_in_forward"});
   detail::get(j, "bytes", s.bytes, std::uint64_t{0}, detail::kMaxBytes, detail::kMaxBytesText);
   detail::get(j, "movable", s.movable);
   // Both optional (traces before Note [Recompute] have neither: nothing is recomputed).
@@ -27,6 +28,8 @@ void from_json(const nlohmann::json& j, SavedStorage& s) {
     detail::get(j, "recompute_from", s.recompute_from);
     for (std::int32_t i : s.recompute_from) detail::check_range("recompute_from", i, 0, std::numeric_limits<std::int32_t>::max());
   }
+  if (j.contains("recompute_group"))  // optional (traces before it: every recomputation its own)
+    detail::get(j, "recompute_group", s.recompute_group, 0, std::numeric_limits<std::int32_t>::max(), "2^31 - 1");
   if (j.contains("held_in_forward")) detail::get(j, "held_in_forward", s.held_in_forward);  // optional: false
 }
 
@@ -93,6 +96,7 @@ std::string saved_trace_to_json(const SavedTrace& t) {
   for (const auto& s : t.storages) {
     json st{{"bytes", s.bytes}, {"movable", s.movable}};
     if (s.recompute_ms >= 0) st["recompute_ms"] = s.recompute_ms, st["recompute_from"] = s.recompute_from;
+    if (s.recompute_group >= 0) st["recompute_group"] = s.recompute_group;
     if (s.held_in_forward) st["held_in_forward"] = true;
     storages.push_back(st);
   }

@@ -23,6 +23,10 @@ struct SavedStorage {
   /// about this much GPU time, bit for bit (placer/saved_plan.cpp, Note [Recompute]); < 0: it cannot.
   double recompute_ms = -1;
   std::vector<std::int32_t> recompute_from;  ///< storages the recomputation reads (indexes into storages)
+  /// >= 0: one run makes every storage of this group made again at the same call (a module's call makes
+  /// all it saved: python/tierpack/module_recompute.py), so their recompute_ms, each the whole run's, is
+  /// spent once there (placer/saved_plan.cpp, Note [Recompute cost]); < 0: a recomputation of its own.
+  std::int32_t recompute_group = -1;
   /// Another owner holds the storage until forward ends (autocast's cache of a parameter's cast): let go
   /// before the iteration's first unpack, its bytes stay on the device (placer/saved_plan.cpp, Note
   /// [Storage move plan]).

@@ -123,6 +123,12 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
 // costs per GiB of the storages (at most 8 of them, evenly spaced in their sorted order) to "none first",
 // then copies only; the plan that fits with the least predicted step is taken (the first of equals).
 // None fits: the one that prefers recomputation, which says where it is over (Note [Recompute]).
+//
+// A module's call run again makes everything it saved (python/tierpack/module_recompute.py): its members
+// share a recompute_group and each carries the whole run's time, spent once per call where members of the
+// group are made (Note [Storage move cost]). Shared by bytes instead, a plan that made one member of a
+// GELU call again was charged a fifth of the run: the H200 measured 8.5x the plan's estimate on GPT-2 large
+// (bench/results/gpu-h200-2026-12-02-3, call 4).
 SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& options) {
   check_options(options);
   constexpr double kAll = std::numeric_limits<double>::infinity();
@@ -347,11 +353,18 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
   for (std::size_t i = 0; i < n; ++i) {
     const double at = trace.events[i].t_ms + delay;
     double now = at, remake = 0;
-    for (std::size_t m : uses[i])
-      if (plan.moves[m].recompute)
-        remake += trace.storages[static_cast<std::size_t>(plan.moves[m].storage)].recompute_ms;
-      else
+    std::vector<std::int32_t> groups;  // one run of a group makes all it made again here (Note [Recompute cost])
+    for (std::size_t m : uses[i]) {
+      const SavedStorage& st = trace.storages[static_cast<std::size_t>(plan.moves[m].storage)];
+      if (!plan.moves[m].recompute) {
         now = std::max(now, in_end[m]);
+      } else if (st.recompute_group < 0) {
+        remake += st.recompute_ms;
+      } else if (std::find(groups.begin(), groups.end(), st.recompute_group) == groups.end()) {
+        groups.push_back(st.recompute_group);
+        remake += st.recompute_ms;
+      }
+    }
     for (std::size_t m : releases[i]) now = std::max(now, out_end[m]);
     now += remake;  // the compute stream makes them again before the use
     delay += now - at;

@@ -504,7 +504,14 @@ class StorageMover:
             self.history.append(d)
             self._read_remake_times()
             if self._remake_marks:
-                predicted = {s: self._trace["storages"][s].get("recompute_ms", 0.0) for s, _, _ in self._remake_marks}
+                # A module call's members carry the whole run's time, spent once (Note [Recompute cost]):
+                # the first of them made in this iteration is predicted at it, the others at nothing.
+                predicted, groups = {}, set()
+                for s, _, _ in self._remake_marks:
+                    st = self._trace["storages"][s]
+                    g = st.get("recompute_group", -1)
+                    predicted[s] = 0.0 if g >= 0 and g in groups else st.get("recompute_ms", 0.0)
+                    groups.add(g)
                 self._pending_remakes = (d, self._remake_marks, predicted, self.plan_summary)
             del self.history[:-200]
             self._release_all()

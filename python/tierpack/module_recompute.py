@@ -34,9 +34,12 @@ same inputs and takes the tensors it saves, in the order it saves them:
   the autocast state of the call, with the RNG state restored afterwards, and every member and the output
   must come out bit for bit equal and the same number of tensors must be saved; else the module is never
   made again (dropout draws other numbers, an in-place ReLU changed its input). That run's GPU time is
-  the call's ``recompute_ms``, shared among its members by bytes; a member's ``recompute_from`` is the
-  call's inputs and the members saved before it, so the first member used in backward makes the others
-  with it (the planner's chain, Note [Recompute]). The live peak of that check is left out of the trace;
+  every member's ``recompute_ms``, and the members share a ``recompute_group`` (the call's number in the
+  iteration): making one member or all of them at one point is one run, and the planner counts it once
+  there (placer/saved_plan.cpp, Note [Recompute cost]; shared by bytes, a plan that made one member again
+  was charged a fraction of the run it cost). A member's ``recompute_from`` is the call's inputs and the
+  members saved before it, so the first member used in backward makes the others with it (the planner's
+  chain, Note [Recompute]). The live peak of that check is left out of the trace;
 * in a planned iteration a member the plan makes again is let go without a copy; at its use (or a
   reader's) the call runs again once, every member let go takes its storage from that run (the rest of
   the run is dropped), and the inputs the call held since its first member was let go are released. An
@@ -489,16 +492,16 @@ class ModuleRecompute:
     def fill_trace(self, seen, elapsed_ms):
         """Recorded iteration: recompute_ms and recompute_from of every member of a call that matched
         (a storage an op recipe makes already keeps that recipe)."""
-        for call in self.calls:
+        for group, call in enumerate(self.calls):
             if not call.ok or self.ok.get(call.module) is not True or call.marks is None:
                 continue
             members = sorted(call.members, key=lambda pm: pm[0])
-            total = sum(m.nbytes for _, m in members) or 1
             ms = max(elapsed_ms(*call.marks), 0.0)
             before = []
             for _, m in members:
                 entry = seen[m.index] if m.index < len(seen) else None
                 if entry is not None and entry.get("movable") and "recompute_ms" not in entry:
-                    entry["recompute_ms"] = ms * m.nbytes / total
+                    entry["recompute_ms"] = ms
+                    entry["recompute_group"] = group
                     entry["recompute_from"] = list(call.reads) + list(before)
                 before.append(m.index)

@@ -605,7 +605,34 @@ TEST(SavedTraceJson, RecipesRoundTripAndOldTracesReadWithout) {
   } catch (const format_error& e) {
     EXPECT_NE(std::string(e.what()).find("field 'recompute_from' names storage 99"), std::string::npos) << e.what();
   }
+  SavedTrace grouped = t;
+  grouped.storages[1].recompute_group = 7;
+  EXPECT_EQ(saved_trace_from_json(saved_trace_to_json(grouped)), grouped);
   EXPECT_FALSE(saved_plan_options_from_json("{\"limit_bytes\":1,\"d2h_bytes_per_s\":1,\"h2d_bytes_per_s\":1,"
                                             "\"recompute\":false}")
                    .recompute);
+}
+
+TEST(SavedPlan, AGroupMadeAgainAtOneCallCostsOneRun) {
+  // Note [Recompute cost]: storages 1 and 3 are two outputs of one module call (one run makes both, each
+  // carries the run's 2 ms); made again at the same call they cost one run, at two calls two runs.
+  SavedTrace t = with_recipes(4, 2.0);
+  t.storages[3].recompute_from = {0, 1};  // made with 1 (a chain): at 3's use both are made
+  t.storages[1].recompute_group = t.storages[3].recompute_group = 0;
+  SavedPlan p;
+  const auto use_of = [&](int s) {
+    for (std::size_t i = 0; i < t.events.size(); ++i)
+      if (t.events[i].kind == SavedEventKind::unpack && t.events[i].storage == s) return static_cast<std::int32_t>(i);
+    return -1;
+  };
+  p.moves = {{1, 1, 3, use_of(3), use_of(1), true}, {3, 3, 4, use_of(3), use_of(3), true}};
+  predict_saved_plan(t, options(1 << 30), p);
+  EXPECT_DOUBLE_EQ(p.predicted_ms, t.step_ms + 2.0);
+  p.moves[0].fetch_at = use_of(1);  // made at its own use: the module runs twice
+  predict_saved_plan(t, options(1 << 30), p);
+  EXPECT_DOUBLE_EQ(p.predicted_ms, t.step_ms + 4.0);
+  t.storages[1].recompute_group = t.storages[3].recompute_group = -1;  // ungrouped: each its own run
+  p.moves[0].fetch_at = use_of(3);
+  predict_saved_plan(t, options(1 << 30), p);
+  EXPECT_DOUBLE_EQ(p.predicted_ms, t.step_ms + 4.0);
 }

@@ -603,6 +603,16 @@ class StorageMoverTest(unittest.TestCase):
                 peak = max(e["window_peak"] for e in mover.trace()["events"])
                 # per block: the LayerNorm output, y and three intermediates of HeldGELU, and its product
                 self.assertGreaterEqual(sum(1 for e in st if "recompute_ms" in e), 4 * 5, st)
+                # one run makes every member of a call: they share a group and each carries the run's time
+                # (Note [Recompute cost] in placer/saved_plan.cpp), one group per call
+                groups = {}
+                for e in st:
+                    if e.get("recompute_group", -1) >= 0:
+                        groups.setdefault(e["recompute_group"], []).append(e["recompute_ms"])
+                self.assertGreaterEqual(len(groups), 4 * 2, st)  # per block: the LayerNorm's and HeldGELU's calls
+                self.assertTrue(any(len(v) >= 4 for v in groups.values()), groups)
+                for v in groups.values():
+                    self.assertEqual(len(set(v)), 1, v)
                 ref = train(self.ITER, act="heldgelu", autocast=autocast)
                 mover, dev = make_mover(int(peak * 0.55))
                 made = []  # every storage a call's run made: none outlives its use (what autograd holds)
