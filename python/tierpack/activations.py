@@ -161,12 +161,15 @@ nothing waits) their GPU times go beside the predictions: the log says how many 
 in how many ms against the plan's ms, the iteration's statistics get ``recompute_ms``, the plan summary
 ``recompute_ms_predicted`` / ``recompute_ms_measured``, and the statistics file ``recomputations``: per
 storage made again, [index, predicted ms, measured ms]. Later iterations record no events (each costs the
-host tens of microseconds). On the H200 the estimates were 3-5x too low (GPT-2 medium 7.1 against 22.5 ms,
-the T5-style model 19.2 against 53-70 ms, ResNet-50 0.2 against 0.8 ms: bench/results/gpu-h200-2026-12-02-3,
-call 3), which biased the choice toward recomputation. So when the measured total is off by more than 25%,
-every recompute_ms of the trace is scaled by measured / predicted and the plan is made again at the same
-limit, once per recorded trace; that plan's first iteration is timed too. The time between the two events
-is what the recomputation cost the compute stream, including any wait for the host that launched it.
+host tens of microseconds). On the H200 the estimates were 1.5-8.5x too low (HF GPT-2 large 3.0 against
+25.8 ms, the T5-style model 19.2 against 53-70 ms, ResNet-50 0.2 against 0.8 ms: bench/results/
+gpu-h200-2026-12-02-3, calls 2-4), which biased the choice toward recomputation. Most of it was module calls'
+time shared among their members by bytes where making one member runs the whole call (now a group's run
+time, spent once: Note [Recompute cost] in placer/saved_plan.cpp; not measured on the H200 since). For what
+is left, when the measured total is off by more than 25%, every recompute_ms of the trace is scaled by
+measured / predicted and the plan is made again at the same limit, once per recorded trace; that plan's
+first iteration is timed too. The time between the two events is what the recomputation cost the compute
+stream, including any wait for the host that launched it.
 
 Note [Optimizer state]
 ~~~~~~~~~~~~~~~~~~~~~~
