@@ -165,7 +165,7 @@ SavedRecord saved_record_from_json(const std::string& text) {
   const json j = parse_object(text, what);
   SavedRecord r;
   reading(what, [&] {
-    detail::check_keys(j, {"format", "version", "budget", "fill", "trace", "options", "plan"});
+    detail::check_keys(j, {"format", "version", "budget", "fill", "trace", "options", "plan", "recomputations"});
     std::string format;
     detail::get(j, "format", format);
     if (format != "tierpack-gpu-saved")
@@ -180,6 +180,28 @@ SavedRecord saved_record_from_json(const std::string& text) {
   });
   r.trace = saved_trace_from_json(j["trace"].dump());  // their own readers name their fields
   r.options = saved_plan_options_from_json(j["options"].dump());
+  if (j.contains("recomputations")) {  // optional: written once the plan's first iteration was measured
+    reading(what + ", field 'recomputations'", [&] {
+      const json& m = j["recomputations"];
+      if (!m.is_object()) throw format_error("not an object");
+      detail::check_keys(m, {"iteration", "predicted_ms", "measured_ms", "storages"});
+      detail::get(m, "iteration", r.measured_iteration, 0, std::numeric_limits<std::int32_t>::max(), "2^31 - 1");
+      if (!m.contains("storages") || !m["storages"].is_array()) throw format_error("field 'storages' is missing or not a list");
+      const auto n = static_cast<std::int32_t>(r.trace.storages.size());
+      for (std::size_t k = 0; k < m["storages"].size(); ++k) {
+        const json& e = m["storages"][k];
+        const std::string at = "storages[" + std::to_string(k) + "]";
+        if (!e.is_array() || e.size() != 3 || !e[0].is_number_integer() || !e[1].is_number() || !e[2].is_number())
+          throw format_error(at + " is not [storage, predicted ms, measured ms]");
+        SavedRecord::Measured x{e[0].get<std::int32_t>(), e[1].get<double>(), e[2].get<double>()};
+        if (x.storage < 0 || x.storage >= n)
+          throw format_error(at + " names storage " + std::to_string(x.storage) + " of " + std::to_string(n));
+        if (!(x.predicted_ms >= 0 && x.predicted_ms <= kMaxMs) || !(x.measured_ms >= 0 && x.measured_ms <= kMaxMs))
+          throw format_error(at + ": a time outside [0, 1e9] ms");
+        r.measured.push_back(x);
+      }
+    });
+  }
   return r;
 }
 

@@ -106,6 +106,14 @@ struct SavedRecord {
   double fill = 0.95;        ///< the plan's limit is this fraction of the budget
   SavedTrace trace;
   SavedPlanOptions options;
+  /// What the plan's first iteration measured of the storages it made again (python/tierpack/activations.py,
+  /// Note [Measured recomputation]); measured_iteration < 0: nothing measured yet.
+  struct Measured {
+    std::int32_t storage = 0;
+    double predicted_ms = 0, measured_ms = 0;
+  };
+  std::int32_t measured_iteration = -1;
+  std::vector<Measured> measured;
 };
 SavedRecord saved_record_from_json(const std::string& text);  ///< throws format_error naming the bad field
 

@@ -72,7 +72,23 @@ Choice choices(const SavedTrace& t, const SavedPlan& p) {
   return c;
 }
 
-nlohmann::json storages_json(const SavedTrace& t, const SavedPlan& p) {
+// What the run measured of each storage it made again (Note [Measured recomputation]), or nullptr.
+std::vector<const SavedRecord::Measured*> measured_by_storage(const SavedRecord& rec) {
+  std::vector<const SavedRecord::Measured*> out(rec.trace.storages.size(), nullptr);
+  for (const SavedRecord::Measured& m : rec.measured) out[static_cast<std::size_t>(m.storage)] = &m;
+  return out;
+}
+
+// (predicted, measured) ms of every storage the run measured.
+std::pair<double, double> measured_totals(const SavedRecord& rec) {
+  double want = 0, got = 0;
+  for (const SavedRecord::Measured& m : rec.measured) want += m.predicted_ms, got += m.measured_ms;
+  return {want, got};
+}
+
+nlohmann::json storages_json(const SavedRecord& rec, const SavedPlan& p) {
+  const SavedTrace& t = rec.trace;
+  const auto measured = measured_by_storage(rec);
   std::vector<const SavedMove*> move(t.storages.size(), nullptr);
   for (const SavedMove& m : p.moves) move[static_cast<std::size_t>(m.storage)] = &m;
   nlohmann::json out = nlohmann::json::array();
@@ -80,6 +96,9 @@ nlohmann::json storages_json(const SavedTrace& t, const SavedPlan& p) {
     const SavedStorage& st = t.storages[s];
     nlohmann::json j{{"storage", s}, {"bytes", st.bytes}, {"movable", st.movable}};
     if (st.recompute_ms >= 0) j["recipe"] = {{"recompute_ms", st.recompute_ms}, {"from", st.recompute_from}};
+    if (st.recompute_group >= 0) j["recipe"]["group"] = st.recompute_group;
+    if (measured[s] != nullptr)
+      j["measured"] = {{"predicted_ms", measured[s]->predicted_ms}, {"measured_ms", measured[s]->measured_ms}};
     if (st.held_in_forward) j["held_in_forward"] = true;
     const SavedMove* m = move[s];
     if (m == nullptr) j["choice"] = "keep";
@@ -90,7 +109,9 @@ nlohmann::json storages_json(const SavedTrace& t, const SavedPlan& p) {
   return out;
 }
 
-std::string format_storages(const SavedTrace& t, const SavedPlan& p) {
+std::string format_storages(const SavedRecord& rec, const SavedPlan& p) {
+  const SavedTrace& t = rec.trace;
+  const auto measured = measured_by_storage(rec);
   std::vector<const SavedMove*> move(t.storages.size(), nullptr);
   for (const SavedMove& m : p.moves) move[static_cast<std::size_t>(m.storage)] = &m;
   std::vector<std::size_t> order(t.storages.size());
@@ -112,6 +133,9 @@ std::string format_storages(const SavedTrace& t, const SavedPlan& p) {
       for (std::size_t k = 0; k < st.recompute_from.size(); ++k)
         recipe += (k ? "," : " ") + std::to_string(st.recompute_from[k]);
     }
+    if (st.recompute_group >= 0) recipe += printf_string(" (call %d)", st.recompute_group);
+    if (measured[s] != nullptr)
+      recipe += printf_string("; the run took %.3f ms (predicted %.3f)", measured[s]->measured_ms, measured[s]->predicted_ms);
     if (st.held_in_forward) recipe += " (autocast holds it in forward)";
     out += printf_string("%8zu %11s  %-44s %s\n", s, format_bytes(st.bytes).c_str(), choice.c_str(), recipe.c_str());
   }
@@ -172,7 +196,12 @@ int run_gpu_replay(const Args& args) {
                          {"kept", c.kept},
                          {"offloaded", c.copied},
                          {"recomputed", c.remade}};
-      if (args.has("--storages")) row["storages"] = storages_json(rec.trace, r.plan);
+      if (rec.measured_iteration >= 0) {
+        const auto [want, got] = measured_totals(rec);
+        row["run_measured"] = {{"iteration", rec.measured_iteration}, {"storages", rec.measured.size()},
+                               {"predicted_ms", want}, {"measured_ms", got}};
+      }
+      if (args.has("--storages")) row["storages"] = storages_json(rec, r.plan);
       j.push_back(row);
     }
     text = j.dump(1) + "\n";
@@ -195,7 +224,13 @@ int run_gpu_replay(const Args& args) {
     }
     text += "predicted: the recorded step plus the waits the cost model finds (placer/saved_plan.cpp, Note [Storage move "
             "cost]); a lower bound where the run's host time or the allocator adds more\n";
-    if (args.has("--storages")) text += "\n" + format_storages(rec.trace, rows.front().plan);
+    if (rec.measured_iteration >= 0) {
+      const auto [want, got] = measured_totals(rec);
+      text += printf_string("the run's plan, measured in iteration %d: %zu storage(s) made again in %.1f ms of GPU time, "
+                            "predicted %.1f ms (Note [Measured recomputation])\n",
+                            rec.measured_iteration, rec.measured.size(), got, want);
+    }
+    if (args.has("--storages")) text += "\n" + format_storages(rec, rows.front().plan);
   }
   if (auto out = args.get("-o")) write_file_atomic(*out, text);
   else std::fputs(text.c_str(), stdout);

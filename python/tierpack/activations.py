@@ -417,6 +417,7 @@ class StorageMover:
         self.plan_summary = None
         self._measure_remakes = False  # Note [Measured recomputation]
         self._pending_remakes = None
+        self._saved_options = None     # the options of the plan in force (its .saved.json)
         self.recomputations = None     # the last measured: {"iteration", "predicted_ms", "measured_ms", "storages"}
         self._trace = None            # the recorded iteration (dict), kept for inspection and replans
         self._calibrated = False
@@ -547,6 +548,8 @@ class StorageMover:
                                "storages": [[s, predicted[s], measured[s]] for s in sorted(measured)]}
         if summary is not None:
             summary["recompute_ms_predicted"], summary["recompute_ms_measured"] = want, total
+        if summary is not None and summary is self.plan_summary:  # what gpu-replay shows beside the plan
+            self._write_saved(self._saved_options, self.recomputations)
         self.log("storage mover: iteration %d made %d storages again in %.1f ms of GPU time (the plan predicted "
                  "%.1f ms)" % (entry["iteration"], len(measured), total, want))
         ratio = total / want if want > 0 else 1.0
@@ -1167,16 +1170,19 @@ class StorageMover:
                 self._stats_failed = True
                 self.log("storage mover: cannot write %s: %s" % (path, e))
 
-    def _write_saved(self, options):
+    def _write_saved(self, options, measured=None):
         """The recorded iteration and the plan made from it (<stats>.gpu<N>.saved.json): what `tierpack
         gpu-replay` plans again offline at other budgets (docs/formats.md, "GPU tier's recorded iteration")."""
+        self._saved_options = options
         if not self.stats_out or self.device is None:
             return
-        self._write_json(self._stats_path(".saved.json"), {
-            "format": "tierpack-gpu-saved", "version": 1, "budget": int(self.budget or 0), "fill": self.fill,
-            "trace": {k: v for k, v in self._trace.items() if k in ("storages", "events", "step_ms", "optimizer_ms",
-                                                                  "context_bytes")},
-            "options": options, "plan": self.plan})
+        doc = {"format": "tierpack-gpu-saved", "version": 1, "budget": int(self.budget or 0), "fill": self.fill,
+               "trace": {k: v for k, v in self._trace.items() if k in ("storages", "events", "step_ms", "optimizer_ms",
+                                                                     "context_bytes")},
+               "options": options, "plan": self.plan}
+        if measured is not None:
+            doc["recomputations"] = measured  # Note [Measured recomputation]
+        self._write_json(self._stats_path(".saved.json"), doc)
 
     def _write_stats(self):
         """The GPU statistics file `tierpack run` reads (<stats>.gpu<N>.json, as the vmm runtime writes it)."""

@@ -21,7 +21,7 @@ namespace {
 
 constexpr std::uint64_t MiB = 1 << 20;
 
-// Eight layers each saving a 64 MiB storage over 256 MiB; every odd one is made again from the one before
+// Eight layers each saving a 64 MiB storage over 256 MiB; every odd one can be made again from the one before
 // (an activation's output from its input), used in reverse order in backward.
 nlohmann::json recorded_iteration() {
   SavedTrace t;
@@ -47,7 +47,9 @@ nlohmann::json recorded_iteration() {
           {"budget", 768 * MiB},
           {"fill", 0.95},
           {"trace", nlohmann::json::parse(saved_trace_to_json(t))},
-          {"options", {{"limit_bytes", 729 * MiB}, {"d2h_bytes_per_s", 50e9}, {"h2d_bytes_per_s", 50e9}, {"recompute", true}}},
+          // A link slow enough that copies stall 2 ms calls: the cost model makes again what it can
+          // (placer/saved_plan.cpp, Note [Recompute cost]).
+          {"options", {{"limit_bytes", 729 * MiB}, {"d2h_bytes_per_s", 5e9}, {"h2d_bytes_per_s", 5e9}, {"recompute", true}}},
           {"plan", nullptr}};
 }
 
@@ -121,4 +123,35 @@ TEST_F(GpuReplayCli, BadInputGivesOneLine) {
   expect_one_line_error(tierpack(path("fill.json")), 1, "field 'fill'");
   expect_one_line_error(tierpack(path("run.gpu0.saved.json") + " --recompute maybe"), 2, "--recompute");
   expect_one_line_error(tierpack(path("run.gpu0.saved.json") + " --budgets lots"), 2, "--budgets");
+}
+
+TEST_F(GpuReplayCli, ShowsWhatTheRunMeasuredOfWhatItMadeAgain) {
+  // Note [Measured recomputation]: the mover writes the first planned iteration's times beside the plan.
+  auto measured = recorded_iteration();
+  measured["trace"]["storages"][1]["recompute_group"] = 4;
+  measured["recomputations"] = {{"iteration", 5}, {"predicted_ms", 0.1}, {"measured_ms", 0.9},
+                                {"storages", {{1, 0.05, 0.4}, {3, 0.05, 0.5}}}};
+  write("measured.json", measured);
+  const auto r = tierpack(path("measured.json") + " --storages");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("measured in iteration 5: 2 storage(s) made again in 0.9 ms of GPU time, predicted 0.1 ms"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(call 4); the run took 0.400 ms (predicted 0.050)"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(tierpack(path("measured.json") + " --json --storages").out);
+  EXPECT_EQ(j[0]["run_measured"]["iteration"], 5);
+  EXPECT_DOUBLE_EQ(j[0]["run_measured"]["measured_ms"].get<double>(), 0.9);
+  EXPECT_DOUBLE_EQ(j[0]["storages"][3]["measured"]["measured_ms"].get<double>(), 0.5);
+  EXPECT_EQ(j[0]["storages"][1]["recipe"]["group"], 4);
+  EXPECT_FALSE(j[0]["storages"][0].contains("measured"));
+
+  auto bad = measured;
+  bad["recomputations"]["storages"][1][0] = 8;
+  write("bad_measured.json", bad);
+  expect_one_line_error(tierpack(path("bad_measured.json")), 1, "field 'recomputations': storages[1] names storage 8 of 8");
+  bad["recomputations"]["storages"][1] = {3, -1.0, 0.5};
+  write("bad_measured.json", bad);
+  expect_one_line_error(tierpack(path("bad_measured.json")), 1, "storages[1]: a time outside");
+  bad["recomputations"] = 3;
+  write("bad_measured.json", bad);
+  expect_one_line_error(tierpack(path("bad_measured.json")), 1, "field 'recomputations': not an object");
 }

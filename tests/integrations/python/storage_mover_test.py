@@ -456,6 +456,9 @@ class StorageMoverTest(unittest.TestCase):
             self.assertEqual(doc["budget"], mover.budget)
             self.assertEqual(len(doc["trace"]["storages"]), len(mover.trace()["storages"]))
             self.assertEqual(doc["plan"]["moves"], mover.plan["moves"])
+            # the plan's first iteration measured what it made again (Note [Measured recomputation])
+            self.assertIsNotNone(mover.recomputations)
+            self.assertEqual(doc["recomputations"], json.loads(json.dumps(mover.recomputations)))
             cli = os.environ.get("TIERPACK_CLI")
             if cli:  # the CLI reads it and plans the same moves at the run's budget
                 out = subprocess.run([cli, "gpu-replay", path, "--json", "--storages"], capture_output=True, text=True)
@@ -463,6 +466,7 @@ class StorageMoverTest(unittest.TestCase):
                 row = json.loads(out.stdout)[0]
                 self.assertEqual(row["limit_bytes"], mover.plan["limit_bytes"])
                 self.assertEqual(row["offloaded"] + row["recomputed"], len(mover.plan["moves"]))
+                self.assertEqual(row["run_measured"]["iteration"], mover.recomputations["iteration"])
 
     def test_small_storages_are_handed_back_untraced(self):
         # Storages under min_bytes never move: no record, no call (their host cost was T5's step).
