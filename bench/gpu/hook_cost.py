@@ -16,6 +16,7 @@ each (the step's ~220 ms became host-bound).
 
 Usage: TIERPACK_CUDA_LIB=build/lib/libtierpack_cuda.so /usr/bin/python3 bench/gpu/hook_cost.py
          [--iterations 16] [--layers 6] [--d 64] [--batch 4] [--seq 32] [--budget 0.6] [--profile 20]
+         [--gc off|on|freeze] [--ballast N]
 """
 
 import argparse
@@ -189,7 +190,8 @@ def train(a, mover=None, profile_from=None):
         for it, (src, tgt) in enumerate(data):
             if prof and it + 1 == profile_from:
                 prof.enable()
-            gc.collect()  # (automatic collections are off: one inside a hook counted as its time)
+            if a.gc == "off":
+                gc.collect()  # (automatic collections are off: one inside a hook counted as its time)
             before = clock.read() if clock else (0.0, 0, 0.0)
             t0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
@@ -229,14 +231,21 @@ def main():
     ap.add_argument("--budget", type=float, default=0.6, help="of the recorded iteration's live peak")
     ap.add_argument("--min-kib", type=int, default=16, help="storages under this never move (min_bytes)")
     ap.add_argument("--profile", type=int, default=0, help="cProfile the planned iterations: print this many rows")
+    ap.add_argument("--gc", choices=("off", "on", "freeze"), default="off",
+                    help="Python's automatic collection: off (collected between iterations), on (as a program runs), "
+                         "freeze (on, and the mover freezes what is alive at its first plan: Note [Python's collector])")
+    ap.add_argument("--ballast", type=int, default=0, help="this many more long-lived objects (a larger program's)")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    gc.disable()
+    ballast = [[i] for i in range(a.ballast)]  # noqa: F841 - held: objects a full collection scans
+    if a.gc == "off":
+        gc.disable()
     if not os.path.exists(LIB):
         sys.exit("hook_cost: %s not built (TIERPACK_CUDA_LIB)" % LIB)
 
     base = train(a)
-    mover, _ = make_mover(None, budget_fraction=a.budget, min_bytes=a.min_kib << 10, poked=False)
+    mover, _ = make_mover(None, budget_fraction=a.budget, min_bytes=a.min_kib << 10, poked=False,
+                          gc_freeze=a.gc == "freeze")
     runs = train(a, mover, profile_from=(mover.record_iteration + 2) if a.profile else None)
     plan = mover.plan_summary or {}
     print("T5-style: %d + %d layers, d %d, batch %d x %d; budget %.0f%% of the recorded peak; plan: %s moves "
@@ -263,6 +272,13 @@ def main():
             mode, n, calls // n, host / n, 1e3 * host / max(calls, 1), 1e3 * (host - 1e3 * work_s) / max(calls, 1),
             mod_n // n, 1e6 * mod_s / max(mod_n, 1), (host + 1e3 * mod_s) / n,
             1e3 * statistics.median(runs[i][1] for i in its), 1e3 * statistics.median(base[i][1] for i in its)))
+    planned = [r[2] for r in runs if r[2]["mode"] == "planned"]
+    if planned:
+        print("Python's collector in planned iterations (--gc %s): %.1f ms, %d full collection(s), most in one "
+              "iteration %.1f ms; the hooks' host time per iteration: median %.1f ms, most %.1f ms" % (
+                  a.gc, sum(h["gc_ms"] for h in planned), sum(h["gc_full"] for h in planned),
+                  max(h["gc_ms"] for h in planned),
+                  statistics.median(h["host_ms"] for h in planned), max(h["host_ms"] for h in planned)))
     last = runs[-1][2]
     print("last planned iteration: %d bytes out, %d made again (%d storages), %d late, %d divergences" % (
         last["bytes_out"], last["bytes_recomputed"], last["recomputed"], last["fetched_late"], last["divergences"]))

@@ -41,6 +41,9 @@
 //                       output from its input, autocast's copy of a parameter) are let go and made again
 //                       at their use before any is copied (placer/saved_plan.cpp, Note [Recompute]); off:
 //                       copies only
+//   gc:freeze           storage: at the first plan, Python's collector leaves the objects alive then out of
+//                       later collections (gc.freeze: a full collection inside a hook stalls the GPU; Note
+//                       [Python's collector] in python/tierpack/activations.py); as-is: the collector untouched
 //   verify:sampled      check moved chunks behind the gate and copy again what was written after the
 //                       copy: sampled (evictions in full, prefetches on 1/16 samples), all (in full:
 //                       prefetch checks read host memory, ~as slow as the copy), evictions, off
@@ -178,6 +181,10 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       if (value == "on") o.recompute = true;
       else if (value == "off") o.recompute = false;
       else bad(key, value, "on, off");
+    } else if (key == "gc") {
+      if (value == "freeze") o.gc_freeze = true;
+      else if (value == "as-is") o.gc_freeze = false;
+      else bad(key, value, "freeze, as-is");
     } else if (key == "budget") {  // convenience: same as TIERPACK_CONF's gpu_budget
       try {
         o.budget = parse_budget(value);
@@ -188,7 +195,7 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
                         "' (accepted keys: chunk, host_limit, spill, migrate, persistent, resident, group, headroom, "
                         "min_move, evict_lag, prewarm_threads, plan_out, profile_out, remap_threads, remap, remap_delay, "
-                        "copy_piece, divergences, verify, gate, mechanism, fill, limit, recompute, budget)");
+                        "copy_piece, divergences, verify, gate, mechanism, fill, limit, recompute, gc, budget)");
     }
   }
   return o;

@@ -56,6 +56,9 @@ struct GpuRuntimeOptions {
   /// reads it by name (tierpack_gpu_options_json: "fits_fraction").
   double fits_fraction() const { return mechanism == Mechanism::storage ? 0.98 : 0.97; }
   bool recompute = true;  ///< storage: let go what can be made again first (placer Note [Recompute])
+  /// storage: at its first plan the mover leaves the objects alive then out of Python's later collections
+  /// (gc.freeze: python/tierpack/activations.py, Note [Python's collector]); false: the collector as it was
+  bool gc_freeze = true;
   /// storage: once a plan fits, the budget is PyTorch's memory limit: the allocator gives its cached pages
   /// back when it would pass it (Note [Reserved memory]), and raises out of memory past it; false (the
   /// default): soft

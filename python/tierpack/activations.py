@@ -171,6 +171,22 @@ measured / predicted and the plan is made again at the same limit, once per reco
 first iteration is timed too. The time between the two events is what the recomputation cost the compute
 stream, including any wait for the host that launched it.
 
+Note [Python's collector]
+~~~~~~~~~~~~~~~~~~~~~~~~
+The hooks keep a handle per saved tensor and a record per storage for the length of an iteration, so
+thousands of objects a step outlive Python's young generations and are promoted to the oldest, and every
+few iterations a full collection runs, inside whichever hook allocates then. It scans every object the
+program holds (the model, torch, transformers): on the H200, steps of GPT-2 large took 100-300 ms more in
+iterations whose hooks' own host time jumped by as much, every 5-7 iterations (bench/results/
+gpu-h200-2026-12-02-3, calls 2 and 4), and on this machine's CPU a full collection inside a hook took
+311 ms of a 351 ms iteration's hook time (bench/gpu/hook_cost.py's model with automatic collection on).
+So at its first plan the mover collects once and freezes what is alive then (``gc.freeze()``): later
+collections leave those objects out (the same full collection took 19 ms). What is frozen is still freed
+when its reference count drops; only cycles among objects alive at that moment are never collected (the
+model, the optimizer and torch's own live as long as the run). ``TIERPACK_GPU`` ``gc:as-is`` leaves the
+collector as it was. Each iteration's statistics say what the collector cost (``gc_ms``, ``gc_full``:
+full collections). Not measured on the GPU yet.
+
 Note [Optimizer state]
 ~~~~~~~~~~~~~~~~~~~~~~
 The optimizer's state tensors (AdamW's exp_avg and exp_avg_sq: twice the parameters, in fp32) are read
@@ -193,9 +209,11 @@ checkpoint's own hooks hold what is saved inside a checkpointed region.
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import threading
+import weakref
 from time import perf_counter as _clock
 
 from tierpack._storage import autocast_cache_on as _autocast_cache_on
@@ -340,7 +358,8 @@ def _find_recipe(torch, node, t, storage, made_by, remake=None):
 
 class _Counters:
     FIELDS = ("saved_storages", "saved_bytes", "bytes_out", "bytes_in", "released", "fetched_late", "divergences",
-              "peak_live", "peak_reserved", "calls", "host_ms", "recomputed", "bytes_recomputed")
+              "peak_live", "peak_reserved", "calls", "host_ms", "recomputed", "bytes_recomputed", "gc_ms", "gc_full",
+              "pinned_new")
 
     def __init__(self):
         for f in self.FIELDS:
@@ -348,6 +367,33 @@ class _Counters:
 
     def as_dict(self):
         return {f: getattr(self, f) for f in self.FIELDS}
+
+
+def _gc_timer(mover):
+    """A gc.callbacks entry that adds Python's collections to the mover's iteration: gc_ms (their time, in the
+    hooks or not) and gc_full (collections of the oldest generation). It removes itself once the mover is gone.
+    Steps of GPT-2 large on the H200 took 100-300 ms more where the hooks' own host time jumped by as much,
+    every 5-7 iterations (bench/results/gpu-h200-2026-12-02-3, calls 2 and 4); a full collection landing in a
+    hook is one candidate, and these counters say."""
+    ref, start = weakref.ref(mover), [0.0]
+
+    def on_gc(phase, info):
+        m = ref()
+        if m is None:
+            try:
+                gc.callbacks.remove(on_gc)
+            except ValueError:
+                pass
+            return
+        if phase == "start":
+            start[0] = _clock()
+            return
+        c = m.counters
+        c.gc_ms += (_clock() - start[0]) * 1e3
+        if info.get("generation") == 2:
+            c.gc_full += 1
+
+    return on_gc
 
 
 class StorageMover:
@@ -373,8 +419,11 @@ class StorageMover:
                  divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
                  empty_cache=None, optimizer_state=False, capacity=None, log=None, max_reserved=None,
                  reserved_replans=4, recompute=True, recompute_bytes_per_s=2e12, memory_state=None,
-                 fits_fraction=0.98):
+                 fits_fraction=0.98, gc_freeze=False):
         self.torch = torch
+        self.gc_freeze = gc_freeze  # Note [Python's collector]
+        self._frozen = False
+        self._pinned_before = 0   # the transport's pinned bytes at the iteration's start
         self._storage_of = storage_getter(torch)  # untyped() in one call (the hooks' host time: Note [Storage moves])
         self._graph_task_id = getattr(torch._C, "_current_graph_task_id", None)
         self.fits_fraction = fits_fraction  # a recorded live peak under this much of the budget moves nothing
@@ -433,6 +482,7 @@ class StorageMover:
         self._modules = ModuleRecompute(self)  # Note [Module recompute]
         self._module_hooks = []
         self._begin_iteration()
+        gc.callbacks.append(_gc_timer(self))
 
     # -------------------------------------------------------------------------------- iterations
     def _begin_iteration(self):
@@ -473,6 +523,10 @@ class StorageMover:
             mode = "idle" if self._idle else self.phase
             # Note [Recording]: after the recorded iteration, the timed one moves nothing under the device's size.
             timing_next = self._recording and bool(self._events) and self._pressure_in_timing is not None
+            # new pinned host memory this iteration (a pool that grows asks the driver: milliseconds per 100 MB)
+            pinned = getattr(self.transport, "pinned_bytes", 0)
+            self.counters.pinned_new = pinned - self._pinned_before
+            self._pinned_before = pinned
             if self.device is not None:
                 self.counters.peak_live = int(self._max_allocated(self.device))
                 if self._max_reserved is not None:
@@ -1038,6 +1092,7 @@ class StorageMover:
             self.phase = "reactive"
             return
         self.plan = plan
+        self._freeze_objects()
         self._write_saved(options)
         self._remade = frozenset(m["storage"] for m in plan["moves"] if m.get("recompute"))
         self._measure_remakes = bool(self._remade)
@@ -1070,6 +1125,16 @@ class StorageMover:
                         "limit:hard keeps the budget as PyTorch's memory limit, so expect torch.OutOfMemoryError"
                         if self.hard_limit and self._set_limit is not None else "the run goes over the budget"),
                     plan["predicted_ms"], self._trace["step_ms"], plan["bound_ms"]))
+
+    def _freeze_objects(self):
+        """Note [Python's collector]: once, at the first plan."""
+        if not self.gc_freeze or self._frozen:
+            return
+        self._frozen = True
+        gc.collect()
+        gc.freeze()
+        self.log("storage mover: Python's collector leaves the %d objects alive now out of its later collections "
+                 "(gc.freeze; TIERPACK_GPU gc:as-is leaves it as it was: Note [Python's collector])" % gc.get_freeze_count())
 
     def _check_planned_peak(self):
         """Note [Budget]: a live peak over the planned one lowers the limit by the difference and plans again."""
@@ -1195,7 +1260,8 @@ class StorageMover:
                                "bytes_to_device": h["bytes_in"], "stalls": h["fetched_late"],
                                "divergences": h["divergences"], "peak_live": h["peak_live"],
                                "peak_reserved": h["peak_reserved"], "recomputed": h["recomputed"],
-                               "bytes_recomputed": h["bytes_recomputed"], "host_ms": h["host_ms"]}
+                               "bytes_recomputed": h["bytes_recomputed"], "host_ms": h["host_ms"],
+                               "gc_ms": h["gc_ms"], "gc_full": h["gc_full"], "pinned_new": h["pinned_new"]}
                               for h in self.history]}
         if last.get("diverged") and self.plan is None:
             doc["divergence"] = "iterations stopped matching the recorded one"

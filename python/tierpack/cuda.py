@@ -287,6 +287,7 @@ def _install_storage_mover(torch, lib, options):
         record_iteration=max(3, int(options["warmup_iterations"]) + 2), divergences=options["divergences"],
         empty_cache=torch.cuda.empty_cache, optimizer_state=True,
         hard_limit=bool(options.get("hard_limit")), recompute=bool(options.get("recompute", True)),
+        gc_freeze=bool(options.get("gc_freeze", True)),
         stats_out=options["stats_out"], memory_state=memory_state)
     _offloader.install()
     observe = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)

@@ -513,6 +513,10 @@ TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
   EXPECT_TRUE(parse_gpu_options("limit:hard", {}).hard_limit);
   EXPECT_FALSE(parse_gpu_options("limit:soft", {}).hard_limit);
   EXPECT_NE(message("limit:strict").find("accepted: soft, hard"), std::string::npos) << message("limit:strict");
+  EXPECT_TRUE(GpuRuntimeOptions{}.gc_freeze) << "the default (Note [Python's collector])";
+  EXPECT_FALSE(parse_gpu_options("gc:as-is", {}).gc_freeze);
+  EXPECT_TRUE(parse_gpu_options("gc:freeze", {}).gc_freeze);
+  EXPECT_NE(message("gc:off").find("accepted: freeze, as-is"), std::string::npos) << message("gc:off");
   EXPECT_NE(message("activations:offload").find("unknown key 'activations'"), std::string::npos)
       << message("activations:offload");
 }

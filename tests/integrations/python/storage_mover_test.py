@@ -468,6 +468,29 @@ class StorageMoverTest(unittest.TestCase):
                 self.assertEqual(row["offloaded"] + row["recomputed"], len(mover.plan["moves"]))
                 self.assertEqual(row["run_measured"]["iteration"], mover.recomputations["iteration"])
 
+    def test_pythons_collector_is_counted_and_frozen_at_the_first_plan(self):
+        # Note [Python's collector]: gc_ms / gc_full per iteration; with gc_freeze, what is alive at the first
+        # plan leaves later collections (and the training is the same).
+        peak = self.saved_peak()
+        ref = self.reference()
+        logs = []
+        gc.unfreeze()
+        mover, dev = make_mover(int(peak * 0.6), gc_freeze=True, log=logs.append)
+        try:
+            self.check_same(ref, train(self.ITER, mover))
+            self.assertGreater(gc.get_freeze_count(), 0)
+            self.assertEqual(sum("gc.freeze" in m for m in logs), 1, logs)
+            self.assertTrue(all("gc_ms" in h and "gc_full" in h and "pinned_new" in h for h in mover.history))
+            full = mover.counters.gc_full
+            gc.collect()
+            self.assertEqual(mover.counters.gc_full, full + 1)
+            self.assertGreater(mover.counters.gc_ms, 0)
+        finally:
+            gc.unfreeze()
+        plain, _ = make_mover(int(peak * 0.6))
+        train(self.ITER, plain)
+        self.assertEqual(gc.get_freeze_count(), 0)  # the default leaves the collector as it was
+
     def test_small_storages_are_handed_back_untraced(self):
         # Storages under min_bytes never move: no record, no call (their host cost was T5's step).
         mover, dev = make_mover(1 << 40)
