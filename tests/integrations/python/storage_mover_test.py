@@ -391,6 +391,25 @@ class StorageMoverTest(unittest.TestCase):
         self.assertEqual((timed["bytes_out"], timed["released"]), (0, 0), mover.history)
         self.assertGreater(mover.history[mover.record_iteration - 1]["released"], 0)  # the recorded one moved
 
+    def test_the_timed_iteration_matches_by_sizes_not_storage_numbers(self):
+        # Note [Recording]: storages are numbered by first pack, and what is let go decides which address is
+        # reused, so the timed iteration may number them otherwise; the same kinds on storages of the same
+        # sizes at every call are the same calls, and their GPU times replace the recorded ones.
+        peak = self.saved_peak()
+        mover, dev = make_mover(int(peak * 0.6))
+        train(mover.record_iteration, mover)
+        trace = mover.trace()
+        by_size = {}
+        for i, st in enumerate(trace["storages"]):
+            by_size.setdefault(st["bytes"], []).append(i)
+        a, b = next(v[:2] for v in by_size.values() if len(v) >= 2)
+        for e in trace["events"]:  # two storages of one size numbered the other way round
+            e["storage"] = {a: b, b: a}.get(e["storage"], e["storage"])
+        recorded = [e["t_ms"] for e in trace["events"]]
+        train(1, mover)
+        self.assertEqual(trace["timed_iteration"], mover.record_iteration + 1)
+        self.assertNotEqual([e["t_ms"] for e in trace["events"]], recorded)
+
     def test_reserved_memory_over_the_budget_plans_again_under_a_lower_limit(self):
         # Note [Reserved memory], limit:soft (the default): an allocator holding a fixed 15% of the budget over its live peak.
         peak = self.saved_peak()
