@@ -388,8 +388,11 @@ def _gc_timer(mover):
         if phase == "start":
             start[0] = _clock()
             return
+        if not start[0]:  # its start was not seen (a callback removed itself before this one in the list)
+            return
         c = m.counters
         c.gc_ms += (_clock() - start[0]) * 1e3
+        start[0] = 0.0
         if info.get("generation") == 2:
             c.gc_full += 1
 
