@@ -221,6 +221,9 @@ def train(a, mover=None, profile_from=None):
     return out
 
 
+BALLAST = []  # --ballast: long-lived objects, as a larger program holds
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iterations", type=int, default=16)
@@ -237,7 +240,7 @@ def main():
     ap.add_argument("--ballast", type=int, default=0, help="this many more long-lived objects (a larger program's)")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    ballast = [[i] for i in range(a.ballast)]  # noqa: F841 - held: objects a full collection scans
+    BALLAST.extend([i] for i in range(a.ballast))  # held: objects a full collection scans
     if a.gc == "off":
         gc.disable()
     if not os.path.exists(LIB):
@@ -274,9 +277,10 @@ def main():
             1e3 * statistics.median(runs[i][1] for i in its), 1e3 * statistics.median(base[i][1] for i in its)))
     planned = [r[2] for r in runs if r[2]["mode"] == "planned"]
     if planned:
-        print("Python's collector in planned iterations (--gc %s): %.1f ms, %d full collection(s), most in one "
+        print("Python's collector in planned iterations (--gc %s%s): %.1f ms, %d full collection(s), most in one "
               "iteration %.1f ms; the hooks' host time per iteration: median %.1f ms, most %.1f ms" % (
-                  a.gc, sum(h["gc_ms"] for h in planned), sum(h["gc_full"] for h in planned),
+                  a.gc, ": the bench's collections between iterations" if a.gc == "off" else "",
+                  sum(h["gc_ms"] for h in planned), sum(h["gc_full"] for h in planned),
                   max(h["gc_ms"] for h in planned),
                   statistics.median(h["host_ms"] for h in planned), max(h["host_ms"] for h in planned)))
     last = runs[-1][2]
