@@ -178,10 +178,11 @@ thousands of objects a step outlive Python's young generations and are promoted 
 few iterations a full collection runs, inside whichever hook allocates then. It scans every object the
 program holds (the model, torch, transformers): on the H200, steps of GPT-2 large took 100-300 ms more in
 iterations whose hooks' own host time jumped by as much, every 5-7 iterations (bench/results/
-gpu-h200-2026-12-02-3, calls 2 and 4), and on this machine's CPU a full collection inside a hook took
-311 ms of a 351 ms iteration's hook time (bench/gpu/hook_cost.py's model with automatic collection on).
-So at its first plan the mover collects once and freezes what is alive then (``gc.freeze()``): later
-collections leave those objects out (the same full collection took 19 ms). What is frozen is still freed
+gpu-h200-2026-12-02-3, calls 2 and 4; whether the collector caused them is not known yet). On the CPU
+a full collection landed in the hooks of bench/gpu/hook_cost.py's model (``--iterations 40 --gc on``):
+its iteration's collections took 57-59 ms and the hooks 78-80 ms, against a median of 21 ms. So at its
+first plan the mover collects once and freezes what is alive then (``gc.freeze()``): later collections
+leave those objects out (``--gc freeze``: 13-14 ms and 36-45 ms; two runs each). What is frozen is still freed
 when its reference count drops; only cycles among objects alive at that moment are never collected (the
 model, the optimizer and torch's own live as long as the run). ``TIERPACK_GPU`` ``gc:as-is`` leaves the
 collector as it was. Each iteration's statistics say what the collector cost (``gc_ms``, ``gc_full``:
