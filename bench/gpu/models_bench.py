@@ -214,7 +214,9 @@ def run_child(a):
            "stream_profile": profile, "gpu_options": a.gpu_options}
     if tc is not None:
         st = tc.stats()
-        timed = st["iterations"][-a.steps:]
+        # the timed steps' iterations (the mover counts optimizer steps from 1; a profiled or recorded step
+        # after them is not one of them)
+        timed = [h for h in st["iterations"] if a.warmup < h["iteration"] <= a.warmup + a.steps]
         n = max(len(timed), 1)
         res["tierpack"] = {"phase": st["phase"], "plan": st["plan"], "limit": st["limit"], "budget": st["budget"],
                            "bytes_out_per_step": sum(h["bytes_out"] for h in timed) / n,
@@ -374,6 +376,29 @@ def budget_label(r):
     return "%d%%%s (%.1f GiB)" % (r["budget_pct"], "" if of == "default" else " of " + of, r["budget"] / GiB)
 
 
+def timed_iterations(r):
+    """The mover's statistics of a tierpack row's timed steps ([] for other rows): the mover counts optimizer
+    steps from 1, the warm-up steps come first, and a profiled or recorded step after them is not timed."""
+    its = (r.get("tierpack") or {}).get("iterations") or []
+    w, n = len(r.get("warmup_step_s", [])), len(r.get("step_s", []))
+    return [h for h in its if w < h["iteration"] <= w + n]
+
+
+def step_notes(rows):
+    """Per tierpack row, each timed step beside what the hooks' host, Python's collector and new pinned memory
+    took in its iteration: which of them a slow step had more of (Note [Python's collector])."""
+    lines = []
+    for r in rows:
+        timed = timed_iterations(r)
+        if r.get("failed") or not timed or len(timed) != len(r.get("step_s", [])):
+            continue
+        lines.append("- %s %s: steps %s ms; hooks' host %s ms; collector %s ms (full: %s); new pinned %s MB" % (
+            r["mode"], budget_label(r), [round(t * 1e3) for t in r["step_s"]], [round(h["host_ms"]) for h in timed],
+            [round(h.get("gc_ms", 0)) for h in timed], [h.get("gc_full", 0) for h in timed],
+            [round(h.get("pinned_new", 0) / 1e6) for h in timed]))
+    return lines
+
+
 def table(a, model, rows, commit):
     """Rows of gpu-latest.json for one model, and its printed table."""
     base = next((r for r in rows if r["mode"] == "default" and not r.get("failed")), None)
@@ -399,7 +424,7 @@ def table(a, model, rows, commit):
             diff = max(abs(x - y) / max(abs(y), 1e-12) for x, y in zip(r["losses"][:n], base["losses"][:n]))
         # What tierpack's allocator held at most over the timed steps, plus the context it measured: the NVML
         # peak's own account of the same memory (bench/results/gpu-h200-2026-12-01-2, calls 4-5).
-        timed = (tp.get("iterations") or [])[-len(r.get("step_s", [])):] if tp else []
+        timed = timed_iterations(r)
         held = (max(h.get("peak_reserved", 0) for h in timed) + ((tp.get("plan") or {}).get("context_bytes") or 0)) / GiB \
             if timed else None
         remade = ((tp.get("plan") or {}).get("bytes_recomputed") or 0) if tp else None
@@ -514,7 +539,7 @@ def main():
               "warm-up %d steps, others %d; %d timed steps)\n" % (
                   model, base["median_step_s"] * 1e3, base["peak_bytes"] / GiB, ctx / GiB, base["pinned_d2h_Bps"] / 1e9,
                   base["pinned_h2d_Bps"] / 1e9, a.tierpack_warmup, a.warmup, a.steps))
-        print("\n".join(lines), flush=True)
+        print("\n".join(lines + [""] + step_notes(rows)), flush=True)
         if a.json:
             with open(a.json, "w") as f:
                 json.dump({"rows": all_rows, "results": results, "argv": sys.argv}, f, indent=1)
