@@ -38,8 +38,9 @@
 //                       memory limit: the allocator gives its cached pages back when it would pass it, which
 //                       is faster, and an allocation past it raises torch.OutOfMemoryError)
 //   recompute:on        storage: saved storages the runtime can make again bit for bit (an activation's
-//                       output from its input, autocast's copy of a parameter) are let go and made again
-//                       at their use before any is copied (placer/saved_plan.cpp, Note [Recompute]); off:
+//                       output from its input, autocast's copy of a parameter, what a small module saved)
+//                       may be let go and made again at their use where the cost model finds that faster
+//                       than a copy (placer/saved_plan.cpp, Notes [Recompute], [Recompute cost]); off:
 //                       copies only
 //   gc:freeze           storage: at the first plan, Python's collector leaves the objects alive then out of
 //                       later collections (gc.freeze: a full collection inside a hook stalls the GPU; Note
