@@ -370,34 +370,29 @@ class _Counters:
         return {f: getattr(self, f) for f in self.FIELDS}
 
 
-def _gc_timer(mover):
-    """A gc.callbacks entry that adds Python's collections to the mover's iteration: gc_ms (their time, in the
-    hooks or not) and gc_full (collections of the oldest generation). It removes itself once the mover is gone.
-    Steps of GPT-2 large on the H200 took 100-300 ms more where the hooks' own host time jumped by as much,
-    every 5-7 iterations (bench/results/gpu-h200-2026-12-02-3, calls 2 and 4); a full collection landing in a
-    hook is one candidate, and these counters say."""
-    ref, start = weakref.ref(mover), [0.0]
+_gc_movers = weakref.WeakSet()  # the movers whose iterations count Python's collections
+_gc_start = [0.0]
 
-    def on_gc(phase, info):
-        m = ref()
-        if m is None:
-            try:
-                gc.callbacks.remove(on_gc)
-            except ValueError:
-                pass
-            return
-        if phase == "start":
-            start[0] = _clock()
-            return
-        if not start[0]:  # its start was not seen (a callback removed itself before this one in the list)
-            return
+
+def _gc_timer(phase, info):
+    """The one gc.callbacks entry: adds each collection to every live mover's iteration: gc_ms (its time, in
+    the hooks or not) and gc_full (collections of the oldest generation). One entry for all movers: an entry
+    that removed itself while the collector walked the list made it skip the next one's start. Steps of GPT-2
+    large on the H200 took 100-300 ms more where the hooks' own host time jumped by as much (bench/results/
+    gpu-h200-2026-12-02-3, calls 2 and 4); a full collection landing in a hook is one candidate, and these
+    counters say (Note [Python's collector])."""
+    if phase == "start":
+        _gc_start[0] = _clock()
+        return
+    if not _gc_start[0]:
+        return
+    ms = (_clock() - _gc_start[0]) * 1e3
+    _gc_start[0] = 0.0
+    for m in list(_gc_movers):
         c = m.counters
-        c.gc_ms += (_clock() - start[0]) * 1e3
-        start[0] = 0.0
+        c.gc_ms += ms
         if info.get("generation") == 2:
             c.gc_full += 1
-
-    return on_gc
 
 
 class StorageMover:
@@ -486,7 +481,9 @@ class StorageMover:
         self._modules = ModuleRecompute(self)  # Note [Module recompute]
         self._module_hooks = []
         self._begin_iteration()
-        gc.callbacks.append(_gc_timer(self))
+        _gc_movers.add(self)
+        if _gc_timer not in gc.callbacks:
+            gc.callbacks.append(_gc_timer)
 
     # -------------------------------------------------------------------------------- iterations
     def _begin_iteration(self):
