@@ -1,6 +1,7 @@
 #include "core/gpu_stats.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +41,15 @@ std::string gpu_stats_line(const nlohmann::json& st) {
     if (last.value("recomputed", 0) > 0)
       line += ", " + std::to_string(last.value("recomputed", 0)) + " storage(s) made again (" +
               format_bytes(last.value("bytes_recomputed", std::uint64_t{0})) + ")";
+    // What making them again cost the GPU, measured in the plan's first iteration (Note [Measured
+    // recomputation] in python/tierpack/activations.py).
+    if (st.contains("recomputations") && st["recomputations"].is_object()) {
+      const auto& rc = st["recomputations"];
+      char ms[96];
+      std::snprintf(ms, sizeof ms, "%.1f ms of GPU time in iteration %d (predicted %.1f ms)",
+                    rc.value("measured_ms", 0.0), rc.value("iteration", 0), rc.value("predicted_ms", 0.0));
+      line += std::string(", making storages again took ") + ms;
+    }
     // What the device held (PyTorch's reserved bytes) against the budget: Note [Reserved memory].
     if (last.contains("peak_reserved")) {
       const std::uint64_t held = last.value("peak_reserved", std::uint64_t{0});
