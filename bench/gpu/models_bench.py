@@ -214,9 +214,7 @@ def run_child(a):
            "stream_profile": profile, "gpu_options": a.gpu_options}
     if tc is not None:
         st = tc.stats()
-        # the timed steps' iterations (the mover counts optimizer steps from 1; a profiled or recorded step
-        # after them is not one of them)
-        timed = [h for h in st["iterations"] if a.warmup < h["iteration"] <= a.warmup + a.steps]
+        timed = timed_of(st["iterations"], a.warmup, a.steps)
         n = max(len(timed), 1)
         res["tierpack"] = {"phase": st["phase"], "plan": st["plan"], "limit": st["limit"], "budget": st["budget"],
                            "bytes_out_per_step": sum(h["bytes_out"] for h in timed) / n,
@@ -376,12 +374,16 @@ def budget_label(r):
     return "%d%%%s (%.1f GiB)" % (r["budget_pct"], "" if of == "default" else " of " + of, r["budget"] / GiB)
 
 
+def timed_of(iterations, warmup, steps):
+    """The mover's statistics of the timed steps: it counts optimizer steps from 1, the warm-up steps come
+    first, and a profiled or recorded step after them is not timed."""
+    return [h for h in iterations if warmup < h["iteration"] <= warmup + steps]
+
+
 def timed_iterations(r):
-    """The mover's statistics of a tierpack row's timed steps ([] for other rows): the mover counts optimizer
-    steps from 1, the warm-up steps come first, and a profiled or recorded step after them is not timed."""
-    its = (r.get("tierpack") or {}).get("iterations") or []
-    w, n = len(r.get("warmup_step_s", [])), len(r.get("step_s", []))
-    return [h for h in its if w < h["iteration"] <= w + n]
+    """timed_of for a result row ([] for rows without tierpack)."""
+    return timed_of((r.get("tierpack") or {}).get("iterations") or [], len(r.get("warmup_step_s", [])),
+                    len(r.get("step_s", [])))
 
 
 def step_notes(rows):
