@@ -2,6 +2,7 @@
 // once here: a wrong type or an impossible value is a format_error naming the record and the field.
 #include "core/saved_trace.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -19,7 +20,7 @@ constexpr double kMaxMs = 1e9;  // ~11 days: no step is longer
 // Readers of single records, used by detail::get_records (which names the record in errors).
 void from_json(const nlohmann::json& j, SavedStorage& s) {
   detail::check_keys(j, {"bytes", "movable", "optimizer_state", "recompute_ms", "recompute_from", "recompute_group",
-                         "held_in_forward"});
+                         "held_in_forward", "block"});
   detail::get(j, "bytes", s.bytes, std::uint64_t{0}, detail::kMaxBytes, detail::kMaxBytesText);
   detail::get(j, "movable", s.movable);
   // Both optional (traces before Note [Recompute] have neither: nothing is recomputed).
@@ -31,6 +32,15 @@ void from_json(const nlohmann::json& j, SavedStorage& s) {
   if (j.contains("recompute_group"))  // optional (traces before it: every recomputation its own)
     detail::get(j, "recompute_group", s.recompute_group, 0, std::numeric_limits<std::int32_t>::max(), "2^31 - 1");
   if (j.contains("held_in_forward")) detail::get(j, "held_in_forward", s.held_in_forward);  // optional: false
+  if (j.contains("block"))  // optional (traces before Note [Block recompute]: no blocks)
+    detail::get(j, "block", s.block, 0, std::numeric_limits<std::int32_t>::max(), "2^31 - 1");
+}
+
+void from_json(const nlohmann::json& j, SavedBlock& b) {
+  detail::check_keys(j, {"ms", "from"});
+  detail::get(j, "ms", b.ms, 0.0, kMaxMs, "1e9 ms");
+  detail::get(j, "from", b.from);
+  for (std::int32_t i : b.from) detail::check_range("from", i, 0, std::numeric_limits<std::int32_t>::max());
 }
 
 void from_json(const nlohmann::json& j, SavedEvent& e) {
@@ -49,13 +59,15 @@ void from_json(const nlohmann::json& j, SavedEvent& e) {
 
 void from_json(const nlohmann::json& j, SavedMove& m) {
   constexpr std::int32_t kMaxIndex = std::numeric_limits<std::int32_t>::max();
-  detail::check_keys(j, {"storage", "copy_at", "release_at", "fetch_at", "use_at", "recompute"});
+  detail::check_keys(j, {"storage", "copy_at", "release_at", "fetch_at", "use_at", "recompute", "by_block"});
   detail::get(j, "storage", m.storage, std::int32_t{0}, kMaxIndex);
   detail::get(j, "copy_at", m.copy_at, std::int32_t{0}, kMaxIndex);
   detail::get(j, "release_at", m.release_at, m.copy_at, kMaxIndex);
   detail::get(j, "fetch_at", m.fetch_at, std::int32_t{-1}, kMaxIndex);
   detail::get(j, "use_at", m.use_at, std::int32_t{-1}, kMaxIndex);
   if (j.contains("recompute")) detail::get(j, "recompute", m.recompute);
+  if (j.contains("by_block")) detail::get(j, "by_block", m.by_block);
+  if (m.by_block && !m.recompute) throw format_error("field 'by_block' is true for a storage that is not recomputed");
   if (m.recompute && m.use_at < 0) throw format_error("field 'use_at' of a recomputed storage is -1 (never used)");
   if (m.fetch_at >= 0 && m.fetch_at <= m.release_at) throw format_error("field 'fetch_at' is not after 'release_at'");
   if (m.use_at >= 0 && (m.fetch_at < 0 || m.use_at < m.fetch_at))
@@ -98,8 +110,11 @@ std::string saved_trace_to_json(const SavedTrace& t) {
     if (s.recompute_ms >= 0) st["recompute_ms"] = s.recompute_ms, st["recompute_from"] = s.recompute_from;
     if (s.recompute_group >= 0) st["recompute_group"] = s.recompute_group;
     if (s.held_in_forward) st["held_in_forward"] = true;
+    if (s.block >= 0) st["block"] = s.block;
     storages.push_back(st);
   }
+  json blocks = json::array();
+  for (const auto& b : t.blocks) blocks.push_back({{"ms", b.ms}, {"from", b.from}});
   for (const auto& e : t.events)
     events.push_back({{"kind", e.kind == SavedEventKind::pack ? "pack" : "unpack"},
                       {"storage", e.storage},
@@ -108,6 +123,7 @@ std::string saved_trace_to_json(const SavedTrace& t) {
                       {"window_peak", e.window_peak}});
   return json{{"storages", storages},
               {"events", events},
+              {"blocks", blocks},
               {"step_ms", t.step_ms},
               {"optimizer_ms", t.optimizer_ms},
               {"context_bytes", t.context_bytes}}
@@ -124,6 +140,24 @@ SavedTrace saved_trace_from_json(const std::string& text) {
     detail::get(j, "context_bytes", t.context_bytes, std::uint64_t{0}, detail::kMaxBytes, detail::kMaxBytesText);
     detail::get_records(j, "storages", "storage", t.storages);
     detail::get_records(j, "events", "event", t.events);
+    if (j.contains("blocks")) detail::get_records(j, "blocks", "block", t.blocks);  // optional: none
+    for (std::size_t b = 0; b < t.blocks.size(); ++b)
+      for (std::int32_t in : t.blocks[b].from)
+        if (static_cast<std::size_t>(in) >= t.storages.size())
+          throw format_error("block " + std::to_string(b) + ": field 'from' names storage " + std::to_string(in) + " (" +
+                             std::to_string(t.storages.size()) + " storages)");
+    for (std::size_t s = 0; s < t.storages.size(); ++s) {
+      const std::int32_t b = t.storages[s].block;
+      if (b >= 0 && static_cast<std::size_t>(b) >= t.blocks.size())
+        throw format_error("storage " + std::to_string(s) + ": field 'block' = " + std::to_string(b) + " is out of range (" +
+                           std::to_string(t.blocks.size()) + " blocks)");
+      if (b >= 0) {
+        const auto& from = t.blocks[static_cast<std::size_t>(b)].from;
+        if (std::find(from.begin(), from.end(), static_cast<std::int32_t>(s)) != from.end())
+          throw format_error("storage " + std::to_string(s) + ": field 'block' names block " + std::to_string(b) +
+                             ", which reads it (a block's input is not made by it)");
+      }
+    }
     for (std::size_t s = 0; s < t.storages.size(); ++s)
       for (std::int32_t in : t.storages[s].recompute_from)
         if (static_cast<std::size_t>(in) >= t.storages.size() || static_cast<std::size_t>(in) == s)
@@ -213,7 +247,8 @@ std::string saved_plan_to_json(const SavedPlan& p) {
                      {"release_at", m.release_at},
                      {"fetch_at", m.fetch_at},
                      {"use_at", m.use_at},
-                     {"recompute", m.recompute}});
+                     {"recompute", m.recompute},
+                     {"by_block", m.by_block}});
   return json{{"limit_bytes", p.limit_bytes},
               {"moves", moves},
               {"bytes_out", p.bytes_out},

@@ -27,12 +27,25 @@ struct SavedStorage {
   /// all it saved: python/tierpack/module_recompute.py), so their recompute_ms, each the whole run's, is
   /// spent once there (placer/saved_plan.cpp, Note [Recompute cost]); < 0: a recomputation of its own.
   std::int32_t recompute_group = -1;
+  /// >= 0: the block (SavedTrace::blocks) whose call saved it: running that block's forward again makes it
+  /// too (placer/saved_plan.cpp, Note [Block recompute]); < 0: saved outside every block.
+  std::int32_t block = -1;
   /// Another owner holds the storage until forward ends (autocast's cache of a parameter's cast): let go
   /// before the iteration's first unpack, its bytes stay on the device (placer/saved_plan.cpp, Note
   /// [Storage move plan]).
   bool held_in_forward = false;
 
   friend bool operator==(const SavedStorage&, const SavedStorage&) = default;
+};
+
+/// One call of a block (a repeated module with matmuls or convolutions: a transformer layer, a ResNet
+/// bottleneck) whose forward the runtime can run again, bit for bit, making every storage it saved
+/// (python/tierpack/module_recompute.py, Note [Block recompute]).
+struct SavedBlock {
+  double ms = 0;                   ///< GPU time of one run of its forward
+  std::vector<std::int32_t> from;  ///< storages the run reads (its inputs; they stay on the device)
+
+  friend bool operator==(const SavedBlock&, const SavedBlock&) = default;
 };
 
 enum class SavedEventKind { pack, unpack };
@@ -52,6 +65,7 @@ struct SavedEvent {
 struct SavedTrace {
   std::vector<SavedStorage> storages;
   std::vector<SavedEvent> events;
+  std::vector<SavedBlock> blocks;   ///< blocks the runtime can run again (SavedStorage::block); may be empty
   double step_ms = 0;               ///< GPU time from the forward's start to the optimizer step's end
   double optimizer_ms = 0;          ///< GPU time of the optimizer step (the end of step_ms)
   std::uint64_t context_bytes = 0;  ///< device memory the process holds outside PyTorch's allocator
@@ -77,6 +91,8 @@ struct SavedMove {
   std::int32_t use_at = -1;     ///< its first unpack (compute waits for the copy back); -1: none
   /// Made again at its use instead of copied (no copy out; fetch_at = use_at: Note [Recompute]).
   bool recompute = false;
+  /// Made again by running its block (SavedStorage::block) rather than by its own recipe; with recompute.
+  bool by_block = false;
 
   friend bool operator==(const SavedMove&, const SavedMove&) = default;
 };

@@ -137,6 +137,12 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
   std::vector<double> costs;
   for (const SavedStorage& s : trace.storages)
     if (s.recompute_ms >= 0 && s.movable) costs.push_back(ms_per_gib(s));
+  std::vector<std::uint64_t> block_bytes(trace.blocks.size(), 0);
+  for (const SavedStorage& s : trace.storages)
+    if (s.block >= 0 && s.movable && static_cast<std::size_t>(s.block) < block_bytes.size())
+      block_bytes[static_cast<std::size_t>(s.block)] += s.bytes;
+  for (std::size_t b = 0; b < trace.blocks.size(); ++b)
+    if (block_bytes[b] > 0) costs.push_back(trace.blocks[b].ms / static_cast<double>(block_bytes[b]) * static_cast<double>(1ull << 30));
   std::sort(costs.begin(), costs.end());
   costs.erase(std::unique(costs.begin(), costs.end()), costs.end());
   std::vector<double> cheap;
@@ -183,15 +189,44 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
   // back[s]: where a recomputed storage is made again: its first use, or the earlier point where a
   // recomputation that reads it is made (Note [Recompute]); its bytes return there.
   std::vector<std::int32_t> back(spans.size(), kNone);
+  // Note [Block recompute]: a block's members the plan lets go to be made by running the block again.
+  std::vector<char> by_block(spans.size(), 0);
+  std::vector<std::vector<std::size_t>> members(trace.blocks.size());
+  for (std::size_t s = 0; s < spans.size(); ++s) {
+    const SavedStorage& st = trace.storages[s];
+    if (st.block >= 0 && static_cast<std::size_t>(st.block) < members.size() && st.movable && st.bytes >= options.min_bytes &&
+        spans[s].pack != kNone && spans[s].pack < backward && spans[s].use != kNone)
+      members[static_cast<std::size_t>(st.block)].push_back(s);
+  }
+  const auto inputs_of = [&](std::size_t s) -> const std::vector<std::int32_t>& {
+    return by_block[s] ? trace.blocks[static_cast<std::size_t>(trace.storages[s].block)].from : trace.storages[s].recompute_from;
+  };
+  const auto move_back = [&](std::size_t s, std::int32_t at) {
+    returning[static_cast<std::size_t>(back[s])] -= trace.storages[s].bytes;
+    returning[static_cast<std::size_t>(at)] += trace.storages[s].bytes;
+    back[s] = at;
+  };
   const auto make_earlier = [&](auto&& self, std::size_t s, std::int32_t at) -> void {
-    for (std::int32_t in_ : trace.storages[s].recompute_from) {
+    for (std::int32_t in_ : inputs_of(s)) {
       const auto in = static_cast<std::size_t>(in_);
       if (!recompute[in] || back[in] <= at) continue;
-      returning[static_cast<std::size_t>(back[in])] -= trace.storages[in].bytes;
-      returning[static_cast<std::size_t>(at)] += trace.storages[in].bytes;
-      back[in] = at;
+      if (by_block[in]) {  // the block runs once: every member it makes comes back there
+        for (std::size_t m : members[static_cast<std::size_t>(trace.storages[in].block)])
+          if (by_block[m] && back[m] > at) move_back(m, at);
+      } else {
+        move_back(in, at);
+      }
       self(self, in, at);
     }
+  };
+  // Where a storage made again returns: its use, or where a recomputation made after `at` that reads it is made.
+  const auto returns_at = [&](std::size_t b_, std::int32_t returns, std::int32_t at) {
+    for (std::size_t d = 0; d < spans.size(); ++d)
+      if (recompute[d] && d != b_ && back[d] > at) {
+        const auto& from = inputs_of(d);
+        if (std::find(from.begin(), from.end(), static_cast<std::int32_t>(b_)) != from.end()) returns = std::min(returns, back[d]);
+      }
+    return returns;
   };
   std::uint64_t absent = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -224,6 +259,52 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
           best_rank = rank;
         }
       }
+      // A block whose call ended before this call: all its members not let go yet, made by one run (Note
+      // [Block recompute]); it competes as one candidate, used at its first member's use.
+      std::int32_t best_block = kNone;
+      for (std::size_t bl = 0; options.recompute && bl < members.size(); ++bl) {
+        std::uint64_t bytes = 0;
+        std::int64_t use = std::numeric_limits<std::int64_t>::max();
+        bool ok = !members[bl].empty();
+        for (std::size_t m : members[bl]) {
+          if (release[m] != kNone) continue;
+          const StorageSpan& sp = spans[m];
+          if (sp.last_pack >= at || sp.use <= at || (trace.storages[m].held_in_forward && at < backward)) {
+            ok = false;
+            break;
+          }
+          bytes += trace.storages[m].bytes;
+          use = std::min<std::int64_t>(use, sp.use);
+        }
+        for (std::int32_t in : trace.blocks[bl].from)
+          ok = ok && !(release[static_cast<std::size_t>(in)] != kNone && !recompute[static_cast<std::size_t>(in)]);
+        if (!ok || bytes == 0) continue;
+        const double per_gib = trace.blocks[bl].ms / static_cast<double>(bytes) * static_cast<double>(1ull << 30);
+        const int rank = per_gib <= cheap_ms_per_gib ? 0 : 2;
+        if (rank < best_rank || (rank == best_rank && use > best_use)) {
+          best_block = static_cast<std::int32_t>(bl);
+          best_rank = rank;
+          best_use = use;
+        }
+      }
+      if (best_block != kNone) {
+        const auto bl = static_cast<std::size_t>(best_block);
+        std::vector<std::size_t> now;
+        for (std::size_t m : members[bl])
+          if (release[m] == kNone) now.push_back(m);
+        std::int32_t returns = static_cast<std::int32_t>(best_use);
+        for (std::size_t m : now) returns = returns_at(m, returns, at);
+        for (std::size_t m : now) {
+          release[m] = at;
+          recompute[m] = by_block[m] = 1;
+          absent += trace.storages[m].bytes;
+          back[m] = returns;
+          returning[static_cast<std::size_t>(returns)] += trace.storages[m].bytes;
+        }
+        for (std::int32_t in : trace.blocks[bl].from) pinned[static_cast<std::size_t>(in)] = 1;
+        make_earlier(make_earlier, now.front(), returns);  // what it reads, if made again, is made with it
+        continue;
+      }
       const bool best_re = best_rank != 1;
       if (best == kNone) {
         if (plan.fits) plan.over_at = at;
@@ -237,12 +318,7 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
       if (best_re) {
         recompute[b] = 1;
         for (std::int32_t in : trace.storages[b].recompute_from) pinned[static_cast<std::size_t>(in)] = 1;
-        // made where the first recomputation reading it that is made after this call is made
-        for (std::size_t d = 0; d < spans.size(); ++d)
-          if (recompute[d] && d != b && back[d] > at &&
-              std::find(trace.storages[d].recompute_from.begin(), trace.storages[d].recompute_from.end(),
-                        static_cast<std::int32_t>(best)) != trace.storages[d].recompute_from.end())
-            returns = std::min(returns, back[d]);
+        returns = returns_at(b, returns, at);  // made where the first recomputation reading it is made
         back[b] = returns;
         make_earlier(make_earlier, b, returns);  // what it reads, if made again, is made with it
       }
@@ -297,7 +373,7 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
   });
   for (std::int32_t s : by_copy) {
     const auto si = static_cast<std::size_t>(s);
-    plan.moves.push_back({s, spans[si].pack, release[si], fetch[si], spans[si].use, recompute[si] != 0});
+    plan.moves.push_back({s, spans[si].pack, release[si], fetch[si], spans[si].use, recompute[si] != 0, by_block[si] != 0});
     if (recompute[si]) {
       plan.bytes_recomputed += trace.storages[si].bytes;
       continue;
@@ -353,17 +429,21 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
   for (std::size_t i = 0; i < n; ++i) {
     const double at = trace.events[i].t_ms + delay;
     double now = at, remake = 0;
-    std::vector<std::int32_t> groups;  // one run of a group makes all it made again here (Note [Recompute cost])
+    // one run of a group (a module call, a block) makes all it made again here (Note [Recompute cost])
+    std::vector<std::pair<bool, std::int32_t>> groups;
     for (std::size_t m : uses[i]) {
-      const SavedStorage& st = trace.storages[static_cast<std::size_t>(plan.moves[m].storage)];
-      if (!plan.moves[m].recompute) {
+      const SavedMove& mv = plan.moves[m];
+      const SavedStorage& st = trace.storages[static_cast<std::size_t>(mv.storage)];
+      if (!mv.recompute) {
         now = std::max(now, in_end[m]);
-      } else if (st.recompute_group < 0) {
-        remake += st.recompute_ms;
-      } else if (std::find(groups.begin(), groups.end(), st.recompute_group) == groups.end()) {
-        groups.push_back(st.recompute_group);
-        remake += st.recompute_ms;
+        continue;
       }
+      if (mv.by_block && (st.block < 0 || static_cast<std::size_t>(st.block) >= trace.blocks.size()))
+        throw logic_error("saved-tensor plan: move " + std::to_string(m) + " is made by a block the trace lacks");
+      const std::pair<bool, std::int32_t> group{mv.by_block, mv.by_block ? st.block : st.recompute_group};
+      if (group.second >= 0 && std::find(groups.begin(), groups.end(), group) != groups.end()) continue;
+      if (group.second >= 0) groups.push_back(group);
+      remake += mv.by_block ? trace.blocks[static_cast<std::size_t>(st.block)].ms : st.recompute_ms;
     }
     for (std::size_t m : releases[i]) now = std::max(now, out_end[m]);
     now += remake;  // the compute stream makes them again before the use

@@ -100,9 +100,13 @@ nlohmann::json storages_json(const SavedRecord& rec, const SavedPlan& p) {
     if (measured[s] != nullptr)
       j["measured"] = {{"predicted_ms", measured[s]->predicted_ms}, {"measured_ms", measured[s]->measured_ms}};
     if (st.held_in_forward) j["held_in_forward"] = true;
+    if (st.block >= 0)  // Note [Block recompute]: the block whose run makes it too
+      j["block"] = {{"index", st.block}, {"ms", t.blocks[static_cast<std::size_t>(st.block)].ms},
+                    {"from", t.blocks[static_cast<std::size_t>(st.block)].from}};
     const SavedMove* m = move[s];
     if (m == nullptr) j["choice"] = "keep";
-    else if (m->recompute) j["choice"] = "recompute", j["released_at"] = m->release_at, j["made_at"] = m->fetch_at;
+    else if (m->recompute)
+      j["choice"] = m->by_block ? "recompute-block" : "recompute", j["released_at"] = m->release_at, j["made_at"] = m->fetch_at;
     else j["choice"] = "offload", j["released_at"] = m->release_at, j["back_at"] = m->fetch_at;
     out.push_back(j);
   }
@@ -125,15 +129,20 @@ std::string format_storages(const SavedRecord& rec, const SavedPlan& p) {
     const SavedMove* m = move[s];
     const std::string choice =
         m == nullptr   ? (st.movable ? "keep" : "keep (never moves)")
-        : m->recompute ? printf_string("recompute: let go at %d, made at %d", m->release_at, m->fetch_at)
+        : m->recompute ? printf_string("%s: let go at %d, made at %d", m->by_block ? "block run again" : "recompute",
+                                       m->release_at, m->fetch_at)
                        : printf_string("offload: out at %d, back from %d", m->release_at, m->fetch_at);
     std::string recipe = "-";
+    if (st.recompute_ms >= 0 || st.block >= 0) recipe.clear();
     if (st.recompute_ms >= 0) {
       recipe = printf_string("%.3f ms from", st.recompute_ms);
       for (std::size_t k = 0; k < st.recompute_from.size(); ++k)
         recipe += (k ? "," : " ") + std::to_string(st.recompute_from[k]);
     }
     if (st.recompute_group >= 0) recipe += printf_string(" (call %d)", st.recompute_group);
+    if (st.block >= 0)
+      recipe += printf_string("%sblock %d (%.3f ms a run)", recipe.empty() ? "" : "; ", st.block,
+                              t.blocks[static_cast<std::size_t>(st.block)].ms);
     if (measured[s] != nullptr)
       recipe += printf_string("; the run took %.3f ms (predicted %.3f)", measured[s]->measured_ms, measured[s]->predicted_ms);
     if (st.held_in_forward) recipe += " (autocast holds it in forward)";

@@ -418,8 +418,9 @@ class StorageMover:
                  divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
                  empty_cache=None, optimizer_state=False, capacity=None, log=None, max_reserved=None,
                  reserved_replans=4, recompute=True, recompute_bytes_per_s=2e12, memory_state=None,
-                 fits_fraction=0.98, gc_freeze=False):
+                 fits_fraction=0.98, gc_freeze=False, recompute_blocks=True):
         self.torch = torch
+        self.recompute_blocks = bool(recompute_blocks)  # Note [Block recompute] in module_recompute.py
         self.gc_freeze = gc_freeze  # Note [Python's collector]
         self._frozen = False
         self._pinned_before = 0   # the transport's pinned bytes at the iteration's start
@@ -452,6 +453,7 @@ class StorageMover:
         self.recompute = bool(recompute)
         self.recompute_bytes_per_s = float(recompute_bytes_per_s)
         self._remade = frozenset()     # storages the plan in force makes again (Note [Recipes])
+        self._by_block = frozenset()   # ... of them, by running their block again (Note [Block recompute])
         self.hard_limit = hard_limit
         self.move_optimizer_state = optimizer_state
         self.log = log or (lambda msg: sys.stderr.write("tierpack: " + msg + "\n"))
@@ -568,8 +570,11 @@ class StorageMover:
                 predicted, groups = {}, set()
                 for s, _, _ in self._remake_marks:
                     st = self._trace["storages"][s]
-                    g = st.get("recompute_group", -1)
-                    predicted[s] = 0.0 if g >= 0 and g in groups else st.get("recompute_ms", 0.0)
+                    if s in self._by_block:  # Note [Block recompute]: one run of the block
+                        g, ms = ("block", st["block"]), self._trace["blocks"][st["block"]]["ms"]
+                    else:
+                        g, ms = st.get("recompute_group", -1), st.get("recompute_ms", 0.0)
+                    predicted[s] = 0.0 if g != -1 and g in groups else ms
                     groups.add(g)
                 self._pending_remakes = (d, self._remake_marks, predicted, self.plan_summary)
             del self.history[:-200]
@@ -614,6 +619,8 @@ class StorageMover:
         for st in self._trace["storages"]:
             if st.get("recompute_ms", -1) >= 0:
                 st["recompute_ms"] *= ratio
+        for b in self._trace.get("blocks", ()):
+            b["ms"] *= ratio
         self.log("storage mover: making storages again took %.2fx the plan's estimate: planning again with every "
                  "recomputation's time scaled by that" % ratio)
         self._make_plan(self.plan["limit_bytes"])
@@ -667,7 +674,7 @@ class StorageMover:
 
     def _drop_plan(self):
         self.plan = None
-        self._remade = frozenset()
+        self._set_remade(None)
         self._idle = False
         self.phase = "reactive"
         self._allocator_limit(None)  # reactive moves cannot promise the budget
@@ -775,7 +782,7 @@ class StorageMover:
                 if len(self._made_by) > 100000:  # forwards with no backward (evaluation with grad on): hold no more
                     self._made_by.clear()
                 self._made_by[node] = (rec, h)
-                if self._recording or rec.index in self._remade:
+                if self._recording or (rec.index in self._remade and rec.index not in self._by_block):
                     try:
                         rec.recipe = _find_recipe(self.torch, node, t, storage, self._made_by, self._remake)
                     except (AttributeError, IndexError, TypeError):  # a node unlike the ones recipes know
@@ -786,8 +793,13 @@ class StorageMover:
                 if call is None and first and movable and node is not None and modules.pending_node and \
                         modules.frame is None:
                     call = modules.on_cast(rec, node, t)
-                if call is not None and rec.recipe is None and rec.index in self._remade and not self._recording:
+                if call is not None and rec.recipe is None and rec.index in self._remade and not self._recording \
+                        and rec.index not in self._by_block:
                     rec.recipe = modules.recipe(call, rec)
+            if self.recompute and modules.block is not None:
+                block = modules.on_pack_block(rec, first, movable)  # Note [Block recompute]
+                if block is not None and rec.index in self._by_block and not self._recording:
+                    rec.recipe = modules.recipe(block, rec)
             self._on_call("pack", rec, movable)
             return h
 
@@ -863,6 +875,11 @@ class StorageMover:
         """Note [Recipes]: let go of a storage the plan makes again at its use (no copy, nothing to wait for).
         Without a recipe this iteration (the op was not the recorded one) it stays."""
         if rec.released or rec.storage is None or rec.recipe is None or rec.moving:
+            return
+        if len(rec.recipe) > 3 and rec.recipe[3].inputs is None and rec.recipe[3].block:
+            # its block is still running: its inputs are known when it returns (Note [Block recompute])
+            call = rec.recipe[3]
+            call.deferred = (call.deferred or []) + [rec]
             return
         self._needed.update(rec.recipe[1])  # what it is made from stays, whatever happens later (a divergence)
         if len(rec.recipe) > 3:
@@ -1015,6 +1032,7 @@ class StorageMover:
         events = [{"kind": e["kind"], "storage": e["storage"], "t_ms": t, "live": int(e["live"]),
                    "window_peak": int(max(e["window_peak"], e["live"]))} for e, t in zip(ev, times["t_ms"])]
         self._modules.fill_trace(self._seen, self.transport.elapsed_ms)  # Note [Module recompute]
+        blocks = self._modules.fill_blocks(self._seen, self.transport.elapsed_ms)  # Note [Block recompute]
         if self._modules.verdicts:
             self.log("storage mover: " + self._modules.summary())
         if self._autocast_in_backward:
@@ -1025,7 +1043,7 @@ class StorageMover:
         free, total = self.torch.cuda.mem_get_info(self.device) if self.device_type == "cuda" else (0, 0)
         reserved = self.torch.cuda.memory_reserved(self.device) if self.device_type == "cuda" else 0
         self._calibrated = False  # Note [Measured recomputation]: this trace's recompute_ms are estimates
-        self._trace = {"storages": list(self._seen), "events": events, "step_ms": times["step_ms"],
+        self._trace = {"storages": list(self._seen), "events": events, "blocks": blocks, "step_ms": times["step_ms"],
                        "optimizer_ms": times["optimizer_ms"], "context_bytes": int(max(total - free - reserved, 0)),
                        "recorded_iteration": self.iteration}
         self._events = None
@@ -1102,7 +1120,7 @@ class StorageMover:
         self.plan = plan
         self._freeze_objects()
         self._write_saved(options)
-        self._remade = frozenset(m["storage"] for m in plan["moves"] if m.get("recompute"))
+        self._set_remade(plan)
         self._measure_remakes = bool(self._remade)
         self._actions = self._plan_actions(plan)
         self._idle = bool(plan["fits"]) and not plan["moves"]  # nothing to move: the hooks step aside
@@ -1133,6 +1151,15 @@ class StorageMover:
                         "limit:hard keeps the budget as PyTorch's memory limit, so expect torch.OutOfMemoryError"
                         if self.hard_limit and self._set_limit is not None else "the run goes over the budget"),
                     plan["predicted_ms"], self._trace["step_ms"], plan["bound_ms"]))
+
+    def _set_remade(self, plan):
+        """What the plan in force makes again (Note [Recipes]), and which block calls it runs again (Note [Block
+        recompute])."""
+        moves = plan["moves"] if plan is not None else ()
+        self._remade = frozenset(m["storage"] for m in moves if m.get("recompute"))
+        self._by_block = frozenset(m["storage"] for m in moves if m.get("by_block"))
+        self._modules.planned_blocks = frozenset(
+            k for k, members in self._modules.recorded_blocks.items() if members & self._by_block)
 
     def _freeze_objects(self):
         """Note [Python's collector]: once, at the first plan."""
@@ -1179,12 +1206,13 @@ class StorageMover:
         self.log("storage mover: PyTorch's allocator held %.2f GiB (%.2f GiB live) over a %.2f GiB budget: planning "
                  "again under %.2f GiB of live bytes" % (self.counters.peak_reserved / gib, self.counters.peak_live / gib,
                                                          self.budget / gib, limit / gib))
-        kept = (self.plan, self._actions, self._idle, self.plan_summary, self._remade)
+        kept = (self.plan, self._actions, self._idle, self.plan_summary)
         self._make_plan(limit)
         if self.plan is not None and not self.plan["fits"]:
             # Not enough movable bytes under the lower limit: the plan that fitted stays (a plan that does
             # not fit leaves live bytes over its limit wherever it falls short).
-            self.plan, self._actions, self._idle, self.plan_summary, self._remade = kept
+            self.plan, self._actions, self._idle, self.plan_summary = kept
+            self._set_remade(self.plan)
             self._check_plan = False
             self.reserved_replans_left = 0
             self.log("storage mover: no plan fits under %.2f GiB (too few movable bytes): the plan under %.2f GiB "
@@ -1250,8 +1278,8 @@ class StorageMover:
         if not self.stats_out or self.device is None:
             return
         doc = {"format": "tierpack-gpu-saved", "version": 1, "budget": int(self.budget or 0), "fill": self.fill,
-               "trace": {k: v for k, v in self._trace.items() if k in ("storages", "events", "step_ms", "optimizer_ms",
-                                                                     "context_bytes")},
+               "trace": {k: v for k, v in self._trace.items() if k in ("storages", "events", "blocks", "step_ms",
+                                                                     "optimizer_ms", "context_bytes")},
                "options": options, "plan": self.plan}
         if measured is not None:
             doc["recomputations"] = measured  # Note [Measured recomputation]

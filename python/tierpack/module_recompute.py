@@ -73,6 +73,41 @@ def _positional_arity(module):
     return len(params) if all(p.kind in kinds for p in params) else -1
 
 
+def _tensors(args, kwargs=None):
+    """The tensors among a call's arguments (and in their tuples and lists), in a stable order."""
+    out = []
+    for a in list(args) + ([kwargs[k] for k in sorted(kwargs)] if kwargs else []):
+        if isinstance(a, (tuple, list)):
+            out.extend(x for x in a if hasattr(x, "_version"))
+        elif hasattr(a, "_version"):
+            out.append(a)
+    return out
+
+
+_PLAIN = (type(None), bool, int, float, str)
+
+
+def find_blocks(torch, root):
+    """Note [Block recompute]: the modules of `root` that are blocks -- children of a ModuleList or Sequential
+    with at least one sibling of the same type, with children of their own and a parameter of 2 or more
+    dimensions (a matmul or a convolution) -- the outermost of them."""
+    found = []
+    for mod in root.modules():
+        if not isinstance(mod, (torch.nn.ModuleList, torch.nn.Sequential)):
+            continue
+        by_type = {}
+        for kid in mod.children():
+            by_type.setdefault(type(kid), []).append(kid)
+        for kids in by_type.values():
+            if len(kids) >= 2 and next(kids[0].children(), None) is not None and \
+                    any(p.dim() >= 2 for p in kids[0].parameters()):
+                found.extend(kids)
+    inner = set()
+    for b in found:
+        inner.update(id(m) for m in b.modules() if m is not b)
+    return [b for b in found if id(b) not in inner]
+
+
 def _leaf_kind(module):
     """Whether the module may be run again at all (Note [Module recompute]): a leaf, parameters at most 1-D,
     no buffers."""
@@ -85,9 +120,14 @@ class ModuleCall:
     """One call of a leaf module in forward: what it saved, from what, and how to run it again."""
 
     __slots__ = ("module", "key", "count", "members", "member_ids", "input_keys", "inputs", "reads", "autocast", "ok",
-                 "out_ref", "out_key", "out_node", "casts", "versions", "marks", "held", "why", "holds")
+                 "out_ref", "out_key", "out_node", "casts", "versions", "marks", "held", "why", "holds", "kw_inputs",
+                 "rng", "block", "deferred")
 
-    def __init__(self, module, key, args, autocast):
+    def __init__(self, module, key, args, autocast, kwargs=None, rng=None):
+        self.block = kwargs is not None  # a block's call (Note [Block recompute]): keyword arguments, RNG state
+        self.kw_inputs = None     # per keyword argument, as inputs (blocks)
+        self.rng = rng            # the RNG state at its start (blocks: dropout draws the same numbers again)
+        self.deferred = None      # members let go before the call returned: let go once it has (blocks)
         self.module = module
         self.key = key            # (id(module), how many calls of it came before in the iteration)
         self.casts = {}           # member index -> dtype of a cast of the output
@@ -103,7 +143,7 @@ class ModuleCall:
         self.ok = True
         self.out_ref = None
         self.out_key = None
-        self.versions = [getattr(a, "_version", None) for a in args]
+        self.versions = [getattr(a, "_version", None) for a in _tensors(args, kwargs)]
         self.marks = None         # (start, end) of its check run (recorded iteration): recompute_ms
         self.held = None          # the input storages, held once a member was let go to be made again
         self.why = ""
@@ -120,6 +160,14 @@ class ModuleRecompute:
         self.verdicts = {}  # module type name -> "" (made again) or why not: the recorded iteration's, logged
         self._arity = {}    # module type -> _positional_arity
         self.recorded_members = {}  # call key -> member indices, from the recorded iteration
+        # Note [Block recompute]
+        self.block_ok = weakref.WeakKeyDictionary()  # block module -> every checked call matched
+        self.block_verdicts = {}     # block type name -> "" (run again) or why not
+        self.recorded_blocks = {}    # block call key -> member indices, from the recorded iteration
+        self.planned_blocks = frozenset()  # keys of the block calls the plan in force runs again
+        self._scanned = weakref.WeakKeyDictionary()  # root modules looked through for blocks
+        self._block_hooks = []
+        self._rerunning = False      # a call runs again now: its modules' calls are not followed
         self.thread = None
         # Under torch.compile the compiler owns recomputation: a traced hook does nothing (Note [Module recompute])
         compiler = getattr(self.torch, "compiler", None)
@@ -136,10 +184,15 @@ class ModuleRecompute:
         self.pending_node = {}  # the output's autograd node -> call (a cast of it not yet saved)
         self.member_call = {}   # member index -> call (recorded iteration: its first use ends its holds)
         self.seen_calls = {}    # id(module) -> calls of it so far in this iteration
+        self.block = None       # the block call running now (Note [Block recompute])
+        self.blocks = []        # this iteration's block calls with members
+        self.seen_blocks = {}   # id(block) -> calls of it so far in this iteration
+        self.depth = 0          # recorded iteration: module calls open now (depth 0: a root, looked through)
         m = self.mover
         recording = getattr(m, "_recording", False)
         if recording:
             self.recorded_members = {}
+            self.recorded_blocks = {}
         # What watching() asks that stays the same through an iteration (the plan changes only between them),
         # read once: the module hooks run at every module call (Note [Storage moves], the hooks' host time).
         self._watch = m.recompute and not m._idle and (recording or (m.plan is not None and bool(m._remade)))
@@ -159,11 +212,15 @@ class ModuleRecompute:
         return [mm.register_module_forward_pre_hook(self._pre), mm.register_module_forward_hook(self._post)]
 
     def _pre(self, module, args):
-        if self._compiling():  # traced by torch.compile: nothing here (checked first, before any Python state)
+        if self._compiling() or self._rerunning:  # traced by torch.compile: nothing here (checked first)
             return None
         self.frame = None  # a leaf call never nests: one left open ended with an exception
         if not self.watching() or self.mover._in_backward():
             return None
+        if self.mover._recording:
+            if self.depth == 0 and module not in self._scanned:
+                self._scan(module)
+            self.depth += 1
         kind = self._kind.get(module)
         if kind is None:
             kind = self._kind[module] = _leaf_kind(module)
@@ -186,8 +243,10 @@ class ModuleRecompute:
         return None
 
     def _post(self, module, args, output):
-        if self._compiling():
+        if self._compiling() or self._rerunning:
             return None
+        if self.depth > 0 and self.mover._recording:
+            self.depth -= 1
         call = self.frame
         if call is None or call.module is not module:
             return None
@@ -195,6 +254,125 @@ class ModuleRecompute:
         with self.mover._lock:
             self._finish_call(call, args, output)
         return None
+
+    # --------------------------------------------------------------------------------- blocks
+    def _scan(self, root):
+        """Recorded iteration: the blocks of a module called at depth 0 get hooks that see keyword arguments
+        (the global ones do not: Note [Block recompute])."""
+        self._scanned[root] = True
+        if not self.mover.recompute_blocks:
+            return
+        for b in find_blocks(self.torch, root):
+            if b in self.block_ok:
+                continue
+            self.block_ok[b] = None
+            try:
+                self._block_hooks.append(b.register_forward_pre_hook(self._block_pre, with_kwargs=True))
+                self._block_hooks.append(b.register_forward_hook(self._block_post, with_kwargs=True))
+            except TypeError:  # torch before 2.0: hooks see positional arguments only (Note [Module recompute])
+                arity = _positional_arity(b)
+                self._block_hooks.append(b.register_forward_pre_hook(
+                    lambda m, args, n=arity: self._block_pre(m, args, {}) if len(args) == n else None))
+                self._block_hooks.append(b.register_forward_hook(
+                    lambda m, args, out: self._block_post(m, args, {}, out)))
+
+    def remove_hooks(self):
+        for h in self._block_hooks:
+            h.remove()
+        self._block_hooks = []
+
+    def _block_pre(self, module, args, kwargs):
+        if self._compiling() or self._rerunning:
+            return None
+        self.block = None  # blocks never nest (the outermost are hooked): one left open ended with an exception
+        m = self.mover
+        if not self.watching() or m._in_backward() or self.block_ok.get(module) is False or \
+                not self.torch.is_grad_enabled():
+            return None
+        n = self.seen_blocks.get(id(module), 0)
+        self.seen_blocks[id(module)] = n + 1
+        key = (id(module), n)
+        if not m._recording and key not in self.planned_blocks:
+            return None
+        for a in list(args) + list(kwargs.values()):
+            items = a if isinstance(a, (tuple, list)) else (a,)
+            if not all(isinstance(x, _PLAIN) or isinstance(x, (self.torch.Tensor, self.torch.dtype)) for x in items):
+                if m._recording:
+                    self.block_ok[module] = False  # a cache object: running it again would change it
+                    self.block_verdicts[type(module).__name__] = "an argument of type %s" % type(items[0]).__name__
+                return None
+        call = ModuleCall(module, key, args, self._autocast_state(), kwargs, self._rng_state())
+        storage_of = self._storage_of
+        for i, a in enumerate(_tensors(args, kwargs)):
+            call.input_keys.setdefault(storage_of(a).data_ptr(), i)
+        self.block = call
+        return None
+
+    def _block_post(self, module, args, kwargs, output):
+        if self._compiling() or self._rerunning:
+            return None
+        call = self.block
+        if call is None or call.module is not module:
+            return None
+        self.block = None
+        with self.mover._lock:
+            self._finish_block(call, args, kwargs)
+        return None
+
+    def on_pack_block(self, rec, first, movable):
+        """At a pack inside a block's call (under the mover's lock): the block call if rec is its member."""
+        call = self.block
+        key = rec.key
+        if key in call.input_keys:
+            return None
+        if first and movable and not rec.held:
+            call.members.append((call.count - 1, rec))
+            call.member_ids.add(rec.index)
+            return call
+        if rec.index not in call.member_ids and not rec.held and key not in self.mover._parameters:
+            call.ok, call.why = False, "it saved a storage that is not its argument"
+        return None
+
+    def _finish_block(self, call, args, kwargs):
+        mover = self.mover
+        if any(getattr(a, "_version", None) != v for a, v in zip(_tensors(args, kwargs), call.versions)):
+            call.ok, call.why = False, "it changed an input in place"
+        held = 0
+        call.inputs = []
+        for a in args:
+            spec, h = self._input(call, a)
+            call.inputs.append(spec)
+            held += h
+        call.kw_inputs = {}
+        for k, a in kwargs.items():
+            spec, h = self._input(call, a)
+            call.kw_inputs[k] = spec
+            held += h
+        members = sum(m.nbytes for _, m in call.members)
+        if held and mover._recording and members < HOLD_RATIO * held:
+            call.ok, call.why = False, "inputs of %d bytes that nothing saves, for %d bytes saved" % (held, members)
+        call.holds = bool(held) and call.ok
+        if mover._recording and call.ok and call.members:
+            self._check(call, None)
+        name = type(call.module).__name__
+        if mover._recording:
+            if not call.ok or name not in self.block_verdicts:
+                self.block_verdicts[name] = call.why if not call.ok else ""
+            if not call.ok and call.why:
+                self.block_ok[call.module] = False
+            elif call.ok and call.members:
+                self.block_ok[call.module] = True
+                self.recorded_blocks[call.key] = {m.index for _, m in call.members}
+        if not call.ok:
+            call.inputs = call.kw_inputs = None
+            if not mover._recording:
+                self._disown(call)
+            return
+        if call.members:
+            self.blocks.append(call)
+        for rec in call.deferred or ():  # let go while it ran: now its inputs are known (Note [Block recompute])
+            mover._let_go_to_remake(rec)
+        call.deferred = None
 
     # --------------------------------------------------------------------------------- packs
     def on_pack(self, rec, first, movable):
@@ -255,6 +433,8 @@ class ModuleRecompute:
     def count_pack(self):
         if self.frame is not None:
             self.frame.count += 1
+        if self.block is not None:
+            self.block.count += 1
 
     def recipe(self, call, rec):
         """The recipe (make, storages read, bytes read, call) of a member the plan makes again."""
@@ -267,21 +447,9 @@ class ModuleRecompute:
             call.ok, call.why = False, "it changed an input in place"
         inputs, held, storage_of = [], 0, self._storage_of
         for a in args:
-            if not isinstance(a, torch.Tensor):
-                inputs.append(("val", a))
-                continue
-            st = storage_of(a)
-            rec = mover._records.get(st.data_ptr())
-            if rec is not None and rec.tensor is None:
-                inputs.append(("rec", rec, (a.dtype, tuple(a.shape), tuple(a.stride()), a.storage_offset(),
-                                            a.requires_grad, a._version)))
-                if rec.index not in call.reads:
-                    call.reads.append(rec.index)
-            elif st.nbytes() < mover.min_bytes or (a.is_leaf and a.requires_grad):
-                inputs.append(("val", a))  # small, or a parameter: held as it is
-            else:
-                inputs.append(("held", a.detach(), a.requires_grad, a._version))
-                held += st.nbytes()
+            spec, h = self._input(call, a)
+            inputs.append(spec)
+            held += h
         members = sum(m.nbytes for _, m in call.members)
         if held and mover._recording and members < HOLD_RATIO * held:
             call.ok, call.why = False, "an input of %d bytes that nothing saves, for %d bytes saved" % (held, members)
@@ -324,6 +492,27 @@ class ModuleRecompute:
         if call.members or call.out_ref is not None:
             self.calls.append(call)
 
+    def _input(self, call, a):
+        """How a call's argument is had again when it runs again, and the bytes it holds (Note [Module recompute]):
+        ("val", a), ("rec", record, view) of a saved storage, ("held", tensor, ...) of one nothing saves, or
+        ("seq", type, [specs]) of a tuple or list."""
+        torch, mover = self.torch, self.mover
+        if isinstance(a, (tuple, list)) and any(isinstance(x, torch.Tensor) for x in a):
+            specs = [self._input(call, x) for x in a]
+            return ("seq", type(a), [sp for sp, _ in specs]), sum(h for _, h in specs)
+        if not isinstance(a, torch.Tensor):
+            return ("val", a), 0
+        st = self._storage_of(a)
+        rec = mover._records.get(st.data_ptr())
+        if rec is not None and rec.tensor is None:
+            if rec.index not in call.reads:
+                call.reads.append(rec.index)
+            return ("rec", rec, (a.dtype, tuple(a.shape), tuple(a.stride()), a.storage_offset(), a.requires_grad,
+                                 a._version)), 0
+        if st.nbytes() < mover.min_bytes or (a.is_leaf and a.requires_grad):
+            return ("val", a), 0  # small, or a parameter: held as it is
+        return ("held", a.detach(), a.requires_grad, a._version), st.nbytes()
+
     def _disown(self, call):
         """A planned iteration's call that cannot run again (it changed an input in place, or read a storage
         that is no argument, unlike in the recorded iteration): its members keep their storages. One already
@@ -340,6 +529,8 @@ class ModuleRecompute:
         kind = a[0]
         if kind == "val":
             return a[1]
+        if kind == "seq":
+            return a[1](self._arg(call, x) for x in a[2])
         if kind == "held":
             t, requires_grad, version = a[1], a[2], a[3]
             if t._version != version:
@@ -369,9 +560,12 @@ class ModuleRecompute:
         return t.requires_grad_(requires_grad) if t.is_floating_point() or t.is_complex() else t
 
     def _run(self, call):
-        """The module's forward again: (saved tensors in order, output)."""
+        """The module's forward again: (saved tensors in order, output). A block's runs from the RNG state of
+        its call, and its buffers (BatchNorm's running statistics) come out as they went in (Note [Block
+        recompute])."""
         torch = self.torch
         args = [self._arg(call, a) for a in call.inputs]
+        kwargs = {k: self._arg(call, a) for k, a in call.kw_inputs.items()} if call.kw_inputs else {}
         saved = []
 
         def capture(t):
@@ -379,10 +573,25 @@ class ModuleRecompute:
             return None
 
         enabled, dtype, cache = call.autocast
-        with torch.enable_grad(), torch.autocast(self.mover.device_type, dtype=dtype, enabled=enabled,
-                                                 cache_enabled=cache), \
-                torch.autograd.graph.saved_tensors_hooks(capture, lambda _: None):
-            out = call.module.forward(*args)
+        rng = buffers = None
+        if call.rng is not None:
+            rng = self._rng_state()
+            self._set_rng_state(call.rng)
+        if call.block:
+            buffers = [(b, b.clone()) for b in call.module.buffers()]
+        self._rerunning = True
+        try:
+            with torch.enable_grad(), torch.autocast(self.mover.device_type, dtype=dtype, enabled=enabled,
+                                                     cache_enabled=cache), \
+                    torch.autograd.graph.saved_tensors_hooks(capture, lambda _: None):
+                out = call.module.forward(*args, **kwargs)
+        finally:
+            self._rerunning = False
+            if rng is not None:
+                self._set_rng_state(rng)
+            with torch.no_grad():  # (BatchNorm's kernel updates its statistics without a version bump)
+                for b, copy in buffers or ():
+                    b.copy_(copy)
         return saved, (out.detach() if isinstance(out, torch.Tensor) else None)
 
     def _rng_state(self):
@@ -403,7 +612,7 @@ class ModuleRecompute:
         if mover._events:  # the check's memory is not the iteration's: its peak is left out of the trace
             last = mover._events[-1]
             last["window_peak"] = max(last["window_peak"], mover._max_allocated(mover.device) + last["absent"])
-        rng = self._rng_state()
+        rng = self._rng_state()  # (a block's run sets its call's own state and puts this one back)
         start = transport.mark()
         try:
             saved, out = self._run(call)
@@ -417,16 +626,37 @@ class ModuleRecompute:
             if len(saved) != call.count:
                 call.ok, call.why = False, "it saved %d tensors again, %d the first time" % (len(saved), call.count)
                 return
+            compared = 0
             for pos, rec in call.members:
-                if rec.storage is None or not self._same(rec.storage, self._storage_of(saved[pos])):
+                if rec.storage is None and rec.host is not None:
+                    # a block's member copied out already (the recorded iteration's reactive moves): its copy
+                    mover.transport.compute_wait(rec.d2h)
+                    same = self._same_as_copy(rec, self._storage_of(saved[pos]))
+                elif rec.storage is None:
+                    continue  # let go with no copy: nothing to compare with
+                else:
+                    same = self._same(rec.storage, self._storage_of(saved[pos]))
+                if not same:
                     call.ok, call.why = False, "a saved tensor came out different"
                     return
-            if call.out_ref is not None:
+                compared += 1
+            if call.out_ref is not None and output is not None:
                 if out is None or not self._same(self._storage_of(output), self._storage_of(out)):
                     call.ok, call.why = False, "its output came out different"
+                    return
+                compared += 1
+            if not compared:
+                call.ok, call.why = False, "none of what it saved was left to compare"
         finally:
             del saved, out
             mover._reset_peak(mover.device)
+
+    def _same_as_copy(self, rec, b):
+        torch = self.torch
+        if b.nbytes() != rec.nbytes:
+            return False
+        host = rec.host.reshape(-1)[:rec.nbytes]
+        return bool(torch.equal(host, flat_bytes(torch, b, self.mover.device).to("cpu")))
 
     def _same(self, a, b):
         torch, dev = self.torch, self.mover.device
@@ -438,8 +668,12 @@ class ModuleRecompute:
         """A member was let go to be made again: the call holds its inputs' storages until it runs."""
         if call.held is None:
             call.held = {}
-            for a in call.inputs or ():
-                if a[0] == "rec":
+            specs = list(call.inputs or ()) + list((call.kw_inputs or {}).values())
+            while specs:
+                a = specs.pop()
+                if a[0] == "seq":
+                    specs.extend(a[2])
+                elif a[0] == "rec":
                     rec = a[1]
                     st = resident(rec)
                     if st is not None:
@@ -479,15 +713,21 @@ class ModuleRecompute:
         if not later:
             call.held = None
             call.inputs = [("gone",) if a[0] == "held" else a for a in call.inputs]  # its holds end here
+            if call.kw_inputs:
+                call.kw_inputs = {k: ("gone",) if a[0] == "held" else a for k, a in call.kw_inputs.items()}
         return mine
 
     # --------------------------------------------------------------------------------- the trace
     def summary(self):
         """One line: which module types are run again and why the others are not (the recorded iteration's)."""
-        yes = sorted(n for n, why in self.verdicts.items() if not why)
-        no = sorted("%s (%s)" % (n, why) for n, why in self.verdicts.items() if why)
-        return "modules run again to make what they saved: %s; not: %s" % (", ".join(yes) or "none",
-                                                                             ", ".join(no) or "none")
+        def names(verdicts):
+            yes = sorted(n for n, why in verdicts.items() if not why)
+            no = sorted("%s (%s)" % (n, why) for n, why in verdicts.items() if why)
+            return ", ".join(yes) or "none", ", ".join(no) or "none"
+        line = "modules run again to make what they saved: %s; not: %s" % names(self.verdicts)
+        if self.block_verdicts:
+            line += "; blocks that can run again: %s; not: %s" % names(self.block_verdicts)
+        return line
 
     def fill_trace(self, seen, elapsed_ms):
         """Recorded iteration: recompute_ms and recompute_from of every member of a call that matched
@@ -505,3 +745,17 @@ class ModuleRecompute:
                     entry["recompute_group"] = group
                     entry["recompute_from"] = list(call.reads) + list(before)
                 before.append(m.index)
+
+    def fill_blocks(self, seen, elapsed_ms):
+        """Recorded iteration: the trace's blocks (Note [Block recompute]) and each member's ``block``."""
+        out = []
+        for call in self.blocks:
+            if not call.ok or self.block_ok.get(call.module) is not True or call.marks is None:
+                continue
+            movable = [m for _, m in call.members if m.index < len(seen) and seen[m.index].get("movable")]
+            if not movable:
+                continue
+            for m in movable:
+                seen[m.index]["block"] = len(out)
+            out.append({"ms": max(elapsed_ms(*call.marks), 0.0), "from": sorted(call.reads)})
+        return out

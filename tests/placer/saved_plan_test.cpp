@@ -200,6 +200,7 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
   };
   const int cases =
       std::getenv("TIERPACK_PROPERTY_CASES") ? std::max(1, std::atoi(std::getenv("TIERPACK_PROPERTY_CASES"))) : 500;
+  int block_moves = 0;
   for (int c = 0; c < cases; ++c) {
     SavedTrace t;
     const std::uint64_t base = (next() % 512) * MiB;
@@ -220,6 +221,7 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
           if (next() % 4 == 0) st.recompute_from.push_back(static_cast<std::int32_t>(next() % static_cast<std::uint64_t>(s)));
         }
         if (c % 2 == 1 && next() % 8 == 0) t.storages.back().held_in_forward = true;
+        if (c % 4 >= 2 && k > 0) t.storages.back().block = l;  // Note [Block recompute]: the layer's first is its input
         live += bytes;
         const std::uint64_t temp = next() % 3 == 0 ? (next() % 64) * MiB : 0;
         t.events.push_back({SavedEventKind::pack, s, now, live, live + temp});
@@ -239,6 +241,18 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
       if (!freed[static_cast<std::size_t>(*it)]) {  // freed after its (last) use, approximately
         freed[static_cast<std::size_t>(*it)] = true;
         live -= t.storages[static_cast<std::size_t>(*it)].bytes;
+      }
+    }
+    if (c % 4 >= 2) {  // blocks: one per layer, read from the layer's first storage (some runs dear, some cheap)
+      std::vector<std::int32_t> first(static_cast<std::size_t>(layers), -1);
+      for (std::size_t s = 0; s < t.storages.size(); ++s)
+        if (t.storages[s].block < 0 && s + 1 < t.storages.size() && t.storages[s + 1].block >= 0)
+          first[static_cast<std::size_t>(t.storages[s + 1].block)] = static_cast<std::int32_t>(s);
+      for (int l = 0; l < layers; ++l) {
+        SavedBlock b;
+        b.ms = 0.01 * static_cast<double>(next() % 300);
+        if (first[static_cast<std::size_t>(l)] >= 0) b.from.push_back(first[static_cast<std::size_t>(l)]);
+        t.blocks.push_back(b);
       }
     }
     t.optimizer_ms = 1.0;
@@ -281,7 +295,21 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
       if (s.held_in_forward) {
         EXPECT_GE(m.release_at, backward) << "a storage autocast holds let go in forward";
       }
-      if (m.recompute) {  // what it is made from is on the device when it is made: kept, or made no later
+      block_moves += m.by_block ? 1 : 0;
+      if (m.by_block) {  // Note [Block recompute]: one run makes the block's members, from inputs on the device
+        ASSERT_GE(s.block, 0);
+        const SavedBlock& b = t.blocks[static_cast<std::size_t>(s.block)];
+        for (std::int32_t in : b.from) {
+          const SavedMove* im = move_of[static_cast<std::size_t>(in)];
+          if (im == nullptr || im->release_at >= m.fetch_at) continue;
+          EXPECT_TRUE(im->recompute) << "block " << s.block << " reads " << in << ", copied out";
+          EXPECT_LE(im->fetch_at, m.fetch_at);
+        }
+        for (const SavedMove& o : p.moves)
+          if (o.by_block && t.storages[static_cast<std::size_t>(o.storage)].block == s.block) {
+            EXPECT_EQ(o.fetch_at, m.fetch_at) << "block " << s.block << " runs twice";
+          }
+      } else if (m.recompute) {  // what it is made from is on the device when it is made: kept, or made no later
         EXPECT_GE(s.recompute_ms, 0);
         for (std::int32_t in : s.recompute_from) {
           const SavedMove* im = move_of[static_cast<std::size_t>(in)];
@@ -325,6 +353,9 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
     EXPECT_EQ(back.moves, p.moves);
     EXPECT_EQ(back.bytes_out, p.bytes_out);
     EXPECT_EQ(back.fits, p.fits);
+  }
+  if (cases >= 100) {
+    EXPECT_GT(block_moves, 0) << "no random trace ran a block again";
   }
 }
 
@@ -635,4 +666,49 @@ TEST(SavedPlan, AGroupMadeAgainAtOneCallCostsOneRun) {
   p.moves[0].fetch_at = use_of(3);
   predict_saved_plan(t, options(1 << 30), p);
   EXPECT_DOUBLE_EQ(p.predicted_ms, t.step_ms + 4.0);
+}
+
+// Note [Block recompute]: 8 blocks, each saving three 64 MiB storages from an input the next op saves (a
+// transformer layer's residual stream). Over a slow link the copies stall for longer than running a block
+// again (2 ms): whole blocks are made again, each by one run at its first member's use, and their inputs
+// stay. Over a fast link the copies overlap compute and are free: nothing is run again.
+TEST(SavedPlan, ABlockIsRunAgainOnceWhereItsCopiesWouldStall) {
+  SavedTrace t = layered(32, 64 * MiB, 256 * MiB, 1.0);
+  for (int b = 0; b < 8; ++b) {
+    t.blocks.push_back({2.0, {4 * b}});
+    for (int k = 1; k < 4; ++k) t.storages[static_cast<std::size_t>(4 * b + k)].block = b;
+  }
+  const std::uint64_t limit = 256 * MiB + 20 * 64 * MiB;  // 12 of 32 storages must go
+  const SavedPlan slow = plan_saved_tensors(t, slow_link(limit));
+  ASSERT_TRUE(slow.fits);
+  EXPECT_LE(replayed_peak(t, slow), limit);
+  EXPECT_EQ(slow.bytes_out, 0u);
+  EXPECT_EQ(slow.bytes_recomputed, 12 * 64 * MiB);
+  std::vector<int> runs(8, 0);
+  for (const SavedMove& m : slow.moves) {
+    ASSERT_TRUE(m.by_block);
+    const std::int32_t b = t.storages[static_cast<std::size_t>(m.storage)].block;
+    EXPECT_EQ(m.storage % 4, 1 + (m.storage - 4 * b - 1));  // never an input
+    ++runs[static_cast<std::size_t>(b)];
+  }
+  EXPECT_EQ(std::count(runs.begin(), runs.end(), 3), 4) << "four whole blocks";
+  EXPECT_NEAR(slow.predicted_ms, t.step_ms + 4 * 2.0, 1e-9) << "each block runs once";
+  SavedPlanOptions copies = slow_link(limit);
+  copies.recompute = false;
+  EXPECT_LT(slow.predicted_ms, plan_saved_tensors(t, copies).predicted_ms);
+  const SavedPlan fast = plan_saved_tensors(t, options(limit));
+  ASSERT_TRUE(fast.fits);
+  EXPECT_EQ(fast.bytes_recomputed, 0u);
+  EXPECT_DOUBLE_EQ(fast.predicted_ms, t.step_ms);
+  // The trace's blocks survive JSON, and a block out of range is named.
+  EXPECT_EQ(saved_trace_from_json(saved_trace_to_json(t)), t);
+  SavedTrace bad = t;
+  bad.storages[1].block = 9;
+  try {
+    saved_trace_from_json(saved_trace_to_json(bad));
+    ADD_FAILURE() << "accepted";
+  } catch (const format_error& e) {
+    EXPECT_NE(std::string(e.what()).find("storage 1: field 'block' = 9 is out of range"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(saved_plan_from_json(saved_plan_to_json(slow)).moves, slow.moves);
 }

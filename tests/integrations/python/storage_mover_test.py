@@ -182,6 +182,7 @@ class Block(nn.Module):
         self.kind = act
         self.act = {None: None, "pygelu": PyGELU(), "kwarg": Scaled(), "heldgelu": HeldGELU(), "late": LateInPlace(),
                     "dropout": nn.Sequential(PyGELU(), nn.Dropout(0.5)),
+                    "bn": nn.Sequential(nn.BatchNorm1d(4 * d), nn.ReLU(inplace=True)),
                     "relu_": nn.Sequential(PyGELU(), nn.ReLU(inplace=True))}[act]
 
     def forward(self, x):
@@ -258,6 +259,7 @@ def train(iterations, mover=None, data=None, views=False, autocast=False, swiglu
             for hk in hooks:
                 hk.remove()
         losses.append(loss.item())
+        train.buffers = [b.clone() for b in model.buffers()]  # BatchNorm's running statistics (act="bn")
         if mover:
             mover.optimizer_begins(opt)  # tierpack.cuda's optimizer pre-step hook
         opt.step()
@@ -274,6 +276,7 @@ def make_mover(budget, device=None, transport=None, poked=True, **kw):
     kw.setdefault("optimizer_state", True)
     kw.setdefault("min_bytes", 16 << 10)
     kw.setdefault("log", lambda m: None)
+    kw.setdefault("recompute_blocks", False)  # the op and module recipes alone (blocks: their own tests)
     mover = StorageMover(torch, lambda d: transport or SlowTransport(), plan_with_library(lib), budget_bytes=budget,
                          allocated=device.allocated, max_allocated=device.max_allocated, reset_peak=device.reset_peak,
                          set_limit=device.set_limit, device_type="cpu", **kw)
@@ -616,6 +619,81 @@ class StorageMoverTest(unittest.TestCase):
                     remade = {m["storage"] for m in self.remade(mover)}
                     st = mover.trace()["storages"]
                     self.assertTrue(any(i in remade for s in remade for i in st[s]["recompute_from"]), mover.plan)
+
+    def test_blocks_are_run_again_bit_identical(self):
+        # Note [Block recompute]: the four Blocks (a Sequential's children of one type, with matmuls) are run
+        # again from their input, by one run each, at their first member's use. Dropout draws the same numbers
+        # again (the RNG state of the call), BatchNorm's running statistics are updated once, autocast casts again.
+        for act, kw in ((None, {}), ("dropout", {}), ("bn", {}), (None, {"autocast": True, "seq": True})):
+            with self.subTest(act=act, **kw):
+                mover, dev = make_mover(1 << 40, recompute_blocks=True)
+                train(3, mover, act=act, **kw)
+                trace = mover.trace()
+                self.assertEqual(len(trace["blocks"]), 4, trace["blocks"])
+                members = [e for e in trace["storages"] if "block" in e]
+                self.assertGreaterEqual(len(members), 4 * 3, trace["storages"])
+                for b in trace["blocks"]:
+                    # its input, saved by its LayerNorm (under autocast LayerNorm saves its float32 copy: the
+                    # call holds the input, Note [Module recompute])
+                    self.assertEqual(len(b["from"]), 0 if kw else 1, b)
+                    self.assertGreater(b["ms"], 0)
+                peak = max(e["window_peak"] for e in trace["events"])
+                ref = train(self.ITER, act=act, **kw)
+                ref_buffers = train.buffers
+                mover, dev = make_mover(int(peak * (0.6 if kw else 0.45)), recompute_blocks=True)
+                self.check_same(ref, train(self.ITER, mover, act=act, **kw))
+                for a, b in zip(ref_buffers, train.buffers):
+                    self.assertTrue(torch.equal(a, b), "running statistics differ")
+                self.assertTrue(mover.plan["fits"], mover.plan)
+                by_block = [m for m in mover.plan["moves"] if m.get("by_block")]
+                self.assertGreater(len(by_block), 0, mover.plan)
+                runs = {}
+                for m in by_block:  # one run per block: every member it makes comes back at one call
+                    runs.setdefault(mover.trace()["storages"][m["storage"]]["block"], set()).add(m["fetch_at"])
+                self.assertTrue(all(len(at) == 1 for at in runs.values()), runs)
+                planned = [h for h in mover.history if h["mode"] == "planned"]
+                self.assertTrue(planned)
+                for h in planned:
+                    self.assertGreaterEqual(h["recomputed"], len(by_block), h)
+                    self.assertEqual(h["fetched_late"], 0, h)
+                    self.assertFalse(h["diverged"], h)
+                # measured beside the prediction, one run per block (Note [Measured recomputation])
+                self.assertIsNotNone(mover.recomputations)
+                self.assertGreaterEqual(mover.recomputations["predicted_ms"],
+                                        sum(trace["blocks"][b]["ms"] for b in runs) - 1e-9)
+
+    def test_a_block_called_with_a_cache_object_is_never_run_again(self):
+        class Cache:
+            pass
+
+        class Wrapper(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList([Block(64), Block(64)])
+
+            def forward(self, x, cache=None):
+                for b in self.blocks:
+                    x = b(x) if cache is None else b(x, cache)
+                return x
+
+        Block.forward_with_cache = None
+        mover, dev = make_mover(1 << 40, recompute_blocks=True)
+        torch.manual_seed(0)
+        model = Wrapper()
+        orig = Block.forward
+        try:
+            Block.forward = lambda self, x, cache=None: orig(self, x)
+            with torch.autograd.graph.saved_tensors_hooks(mover.pack, mover.unpack):
+                hooks = mover.watch_modules()
+                for it in range(3):
+                    model(torch.randn(256, 64), Cache()).sum().backward()
+                    mover.iteration_end()
+                for h in hooks:
+                    h.remove()
+        finally:
+            Block.forward = orig
+        self.assertEqual(mover.trace()["blocks"], [])
+        self.assertIn("Block (an argument of type Cache)", mover._modules.summary())
 
     def test_modules_written_as_python_arithmetic_are_run_again_bit_identical(self):
         # Note [Module recompute]: transformers' NewGELU saves three intermediates no recipe knows; its module
