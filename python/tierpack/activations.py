@@ -181,12 +181,16 @@ iterations whose hooks' own host time jumped by as much, every 5-7 iterations (b
 gpu-h200-2026-12-02-3, calls 2 and 4; whether the collector caused them is not known yet). On the CPU
 a full collection landed in the hooks of bench/gpu/hook_cost.py's model (``--iterations 40 --gc on``):
 its iteration's collections took 57-59 ms and the hooks 78-80 ms, against a median of 21 ms. So at its
-first plan the mover collects once and freezes what is alive then (``gc.freeze()``): later collections
+end of the recorded iteration (before the timed one, whose GPU times the plan uses) the mover collects once and
+freezes what is alive then (``gc.freeze()``): later collections
 leave those objects out (``--gc freeze``: 13-14 ms and 36-45 ms; two runs each). What is frozen is still freed
 when its reference count drops; only cycles among objects alive at that moment are never collected (the
 model, the optimizer and torch's own live as long as the run). ``TIERPACK_GPU`` ``gc:as-is`` leaves the
 collector as it was. Each iteration's statistics say what the collector cost (``gc_ms``, ``gc_full``:
-full collections). Not measured on the GPU yet.
+full collections). On the H200 (bench/results/gpu-h200-2026-12-02-4, call 1) frozen at the first plan, GPT-2
+large's four timed steps at 75% were 254 ms each (collector 2-3 ms an iteration; session 27's varied 255-462 ms);
+but the timed iteration before the plan still held a full collection (218-271 ms, call 2), which made its GPU
+times 40 ms long and every prediction with them: hence the freeze one iteration earlier.
 
 Note [Optimizer state]
 ~~~~~~~~~~~~~~~~~~~~~~
@@ -453,6 +457,7 @@ class StorageMover:
         self.recompute = bool(recompute)
         self.recompute_bytes_per_s = float(recompute_bytes_per_s)
         self._remade = frozenset()     # storages the plan in force makes again (Note [Recipes])
+        self._remaking = False         # a timed recomputation runs now (Note [Measured recomputation])
         self._by_block = frozenset()   # ... of them, by running their block again (Note [Block recompute])
         self.hard_limit = hard_limit
         self.move_optimizer_state = optimizer_state
@@ -536,6 +541,10 @@ class StorageMover:
                     self.counters.peak_reserved = int(self._max_reserved(self.device))
             if self._recording and self._events:
                 self._finish_trace(end)
+                # Note [Python's collector]: before the timed iteration, whose GPU times the plan uses (a full
+                # collection there starved the GPU: 218-271 ms of it in GPT-2 large's and Llama's timed
+                # iterations, whose steps came out 40 ms long: bench/results/gpu-h200-2026-12-02-4, call 2)
+                self._freeze_objects()
                 if self._pressure_in_timing is not None:
                     self._pressure = self._pressure_in_timing(self._trace)
             elif self._timing and self._events is not None:
@@ -890,10 +899,15 @@ class StorageMover:
         """Note [Recipes]: a storage let go to be made again is made on the compute stream (at its use, or where
         a recomputation that reads it is made); it stays until its own use. Returns it (None: it cannot be)."""
         if rec.fetched is None and rec.recipe is not None and not rec.moving:
-            if self._remake_marks is not None:  # Note [Measured recomputation]
-                a = self.transport.mark()
-                rec.fetched = rec.recipe[0]()
-                self._remake_marks.append((rec.index, a, self.transport.mark()))
+            if self._remake_marks is not None and not self._remaking:  # Note [Measured recomputation]
+                # (a recomputation that makes its inputs first is timed once, whole: its inputs' are inside)
+                self._remaking = True
+                try:
+                    a = self.transport.mark()
+                    rec.fetched = rec.recipe[0]()
+                    self._remake_marks.append((rec.index, a, self.transport.mark()))
+                finally:
+                    self._remaking = False
             else:
                 rec.fetched = rec.recipe[0]()
             self._absent -= rec.nbytes
@@ -1118,7 +1132,7 @@ class StorageMover:
             self.phase = "reactive"
             return
         self.plan = plan
-        self._freeze_objects()
+        self._freeze_objects()  # (done at the recorded iteration's end unless a plan came another way)
         self._write_saved(options)
         self._set_remade(plan)
         self._measure_remakes = bool(self._remade)
@@ -1168,8 +1182,9 @@ class StorageMover:
         self._frozen = True
         gc.collect()
         gc.freeze()
-        self.log("storage mover: Python's collector leaves the %d objects alive now out of its later collections "
-                 "(gc.freeze; TIERPACK_GPU gc:as-is leaves it as it was: Note [Python's collector])" % gc.get_freeze_count())
+        self.log("storage mover: Python's collector leaves the %d objects alive at the end of iteration %d out of its "
+                 "later collections (gc.freeze; TIERPACK_GPU gc:as-is leaves it as it was: Note [Python's collector])"
+                 % (gc.get_freeze_count(), self.iteration))
 
     def _check_planned_peak(self):
         """Note [Budget]: a live peak over the planned one lowers the limit by the difference and plans again."""

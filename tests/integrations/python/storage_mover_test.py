@@ -490,9 +490,10 @@ class StorageMoverTest(unittest.TestCase):
                 self.assertEqual(row["offloaded"] + row["recomputed"], len(mover.plan["moves"]))
                 self.assertEqual(row["run_measured"]["iteration"], mover.recomputations["iteration"])
 
-    def test_pythons_collector_is_counted_and_frozen_at_the_first_plan(self):
-        # Note [Python's collector]: gc_ms / gc_full per iteration; with gc_freeze, what is alive at the first
-        # plan leaves later collections (and the training is the same).
+    def test_pythons_collector_is_counted_and_frozen_before_the_timed_iteration(self):
+        # Note [Python's collector]: gc_ms / gc_full per iteration; with gc_freeze, what is alive at the end of
+        # the recorded iteration leaves later collections (the timed one's GPU times are the plan's), and the
+        # training is the same.
         peak = self.saved_peak()
         ref = self.reference()
         logs = []
@@ -502,6 +503,9 @@ class StorageMoverTest(unittest.TestCase):
             self.check_same(ref, train(self.ITER, mover))
             self.assertGreater(gc.get_freeze_count(), 0)
             self.assertEqual(sum("gc.freeze" in m for m in logs), 1, logs)
+            frozen = next(m for m in logs if "gc.freeze" in m)
+            self.assertIn("at the end of iteration %d " % mover.record_iteration, frozen)
+            self.assertLess(logs.index(frozen), next(i for i, m in enumerate(logs) if "plan from iteration" in m))
             self.assertTrue(all("gc_ms" in h and "gc_full" in h and "pinned_new" in h for h in mover.history))
             full = mover.counters.gc_full
             gc.collect()
