@@ -108,7 +108,8 @@ double ms_per_gib(const SavedStorage& s) {
   return s.bytes == 0 ? 0.0 : s.recompute_ms / static_cast<double>(s.bytes) * static_cast<double>(1ull << 30);
 }
 
-SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, double cheap_ms_per_gib);
+SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, double cheap_ms_per_gib,
+                    bool blocks = true);
 
 }  // namespace
 
@@ -132,41 +133,54 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
 SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& options) {
   check_options(options);
   constexpr double kAll = std::numeric_limits<double>::infinity();
-  SavedPlan first = plan_once(trace, options, kAll);
+  const bool blocks = options.recompute && !trace.blocks.empty();
+  SavedPlan first = plan_once(trace, options, kAll, blocks);
   if (!options.recompute) return first;
   std::vector<double> costs;
   for (const SavedStorage& s : trace.storages)
     if (s.recompute_ms >= 0 && s.movable) costs.push_back(ms_per_gib(s));
-  std::vector<std::uint64_t> block_bytes(trace.blocks.size(), 0);
-  for (const SavedStorage& s : trace.storages)
-    if (s.block >= 0 && s.movable && static_cast<std::size_t>(s.block) < block_bytes.size())
-      block_bytes[static_cast<std::size_t>(s.block)] += s.bytes;
-  for (std::size_t b = 0; b < trace.blocks.size(); ++b)
-    if (block_bytes[b] > 0) costs.push_back(trace.blocks[b].ms / static_cast<double>(block_bytes[b]) * static_cast<double>(1ull << 30));
-  std::sort(costs.begin(), costs.end());
-  costs.erase(std::unique(costs.begin(), costs.end()), costs.end());
-  std::vector<double> cheap;
-  constexpr std::size_t kSteps = 8;
-  for (std::size_t k = 1; k < kSteps && costs.size() > 1; ++k) {  // the dearest is kAll's family
-    const std::size_t at = (costs.size() - 1) * (kSteps - k) / kSteps;
-    if (cheap.empty() || cheap.back() != costs[at]) cheap.push_back(costs[at]);
-  }
-  cheap.push_back(-1.0);  // copies first
+  // `cheap` from "every recomputation" down through the costs per GiB, then copies first
+  const auto thresholds = [](std::vector<double> c) {
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+    std::vector<double> cheap;
+    constexpr std::size_t kSteps = 8;
+    for (std::size_t k = 1; k < kSteps && c.size() > 1; ++k) {  // the dearest is kAll's family
+      const std::size_t at = (c.size() - 1) * (kSteps - k) / kSteps;
+      if (cheap.empty() || cheap.back() != c[at]) cheap.push_back(c[at]);
+    }
+    cheap.push_back(-1.0);
+    return cheap;
+  };
   std::optional<SavedPlan> best;
   const auto consider = [&](SavedPlan plan) {
     if (plan.fits && (!best || plan.predicted_ms < best->predicted_ms)) best = std::move(plan);
   };
-  consider(first);
-  for (double c : cheap) consider(plan_once(trace, options, c));
+  if (blocks) {  // Note [Block recompute]: the family with blocks, their run's cost per GiB among the thresholds
+    std::vector<double> with = costs;
+    std::vector<std::uint64_t> bytes(trace.blocks.size(), 0);
+    for (const SavedStorage& s : trace.storages)
+      if (s.block >= 0 && s.movable && static_cast<std::size_t>(s.block) < bytes.size())
+        bytes[static_cast<std::size_t>(s.block)] += s.bytes;
+    for (std::size_t b = 0; b < trace.blocks.size(); ++b)
+      if (bytes[b] > 0) with.push_back(trace.blocks[b].ms / static_cast<double>(bytes[b]) * static_cast<double>(1ull << 30));
+    consider(first);
+    for (double c : thresholds(with)) consider(plan_once(trace, options, c, true));
+  }
+  // ... and without them: a block is cheaper per GiB than most op and module recipes, so every plan above that
+  // admits a recipe admits the blocks too, and a plan of recipes alone may be the faster.
+  SavedPlan plain = blocks ? plan_once(trace, options, kAll, false) : first;
+  consider(plain);
+  for (double c : thresholds(costs)) consider(plan_once(trace, options, c, false));
   SavedPlanOptions copies = options;
   copies.recompute = false;
   consider(plan_once(trace, copies, -1.0));
-  return best ? std::move(*best) : first;
+  return best ? std::move(*best) : std::move(blocks ? first : plain);
 }
 
 namespace {
 
-SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, double cheap_ms_per_gib) {
+SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, double cheap_ms_per_gib, bool blocks) {
   const std::vector<StorageSpan> spans = spans_of(trace);
   const std::int32_t backward = first_unpack(trace);
   const std::size_t n = trace.events.size();
@@ -262,7 +276,7 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
       // A block whose call ended before this call: all its members not let go yet, made by one run (Note
       // [Block recompute]); it competes as one candidate, used at its first member's use.
       std::int32_t best_block = kNone;
-      for (std::size_t bl = 0; options.recompute && bl < members.size(); ++bl) {
+      for (std::size_t bl = 0; options.recompute && blocks && bl < members.size(); ++bl) {
         std::uint64_t bytes = 0;
         std::int64_t use = std::numeric_limits<std::int64_t>::max();
         bool ok = !members[bl].empty();

@@ -269,6 +269,16 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
     if (p.fits) {
       EXPECT_LE(p.planned_peak, limit);
     }
+    if (!t.blocks.empty()) {  // ... nor blocks a step that the recipes alone would give (Note [Block recompute])
+      SavedTrace no_blocks = t;
+      no_blocks.blocks.clear();
+      for (SavedStorage& st : no_blocks.storages) st.block = -1;
+      const SavedPlan without = plan_saved_tensors(no_blocks, o);
+      if (without.fits) {
+        EXPECT_TRUE(p.fits);
+        EXPECT_LE(p.predicted_ms, without.predicted_ms) << "the recipes alone are predicted faster";
+      }
+    }
     // Making storages again never costs a fit that copies alone would find (Note [Recompute]).
     SavedPlanOptions copies_only = o;
     copies_only.recompute = false;
