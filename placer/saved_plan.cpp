@@ -113,6 +113,20 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
 
 }  // namespace
 
+// Note [Block recompute]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// A block (python/tierpack/module_recompute.py, Note [Block recompute]: a transformer layer, a ResNet
+// bottleneck) makes every storage it saved by one run of its forward, from its inputs (SavedBlock::from), in
+// SavedBlock::ms. At a call over the limit a block whose call ended before it, none of whose members was used
+// yet and whose inputs were not copied out, competes with the single storages as one candidate: ranked as a
+// recomputation costing ms per GiB of its members not let go yet, used where its first member is. Chosen, all
+// those members are let go there and come back together at that first use (or earlier, where a recomputation
+// reading one is made); its inputs are never copied out after. The cost model spends its ms once per block
+// at that call. The family of plans (Note [Recompute cost]) is made twice, with and without blocks: a block is
+// cheaper per GiB than most recipes, so every plan that admits a recipe admits blocks too, and GPT-2 large at
+// 75% of its peak ran 254 ms a step with recipes alone and 262-282 ms with blocks admitted
+// (bench/results/gpu-h200-2026-12-02-4, calls 1-3).
+//
 // Note [Recompute cost]
 // ~~~~~~~~~~~~~~~~~~~~~
 // Making a storage again costs the compute stream its recompute_ms; copying it costs the link, which is
