@@ -315,9 +315,9 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
           EXPECT_TRUE(im->recompute) << "block " << s.block << " reads " << in << ", copied out";
           EXPECT_LE(im->fetch_at, m.fetch_at);
         }
-        for (const SavedMove& o : p.moves)
-          if (o.by_block && t.storages[static_cast<std::size_t>(o.storage)].block == s.block) {
-            EXPECT_EQ(o.fetch_at, m.fetch_at) << "block " << s.block << " runs twice";
+        for (const SavedMove& other : p.moves)
+          if (other.by_block && t.storages[static_cast<std::size_t>(other.storage)].block == s.block) {
+            EXPECT_EQ(other.fetch_at, m.fetch_at) << "block " << s.block << " runs twice";
           }
       } else if (m.recompute) {  // what it is made from is on the device when it is made: kept, or made no later
         EXPECT_GE(s.recompute_ms, 0);
