@@ -194,7 +194,7 @@ class ModuleRecompute:
         self.recorded_members = {}  # call key -> member indices, from the recorded iteration
         # Note [Block recompute]
         self.block_ok = weakref.WeakKeyDictionary()  # block module -> every checked call matched
-        self.block_verdicts = {}     # block type name -> "" (run again) or why not
+        self.block_verdicts = {}     # block type name -> [calls that qualified, calls, why the others did not]
         self.recorded_blocks = {}    # block call key -> member indices, from the recorded iteration
         self.planned_blocks = frozenset()  # keys of the block calls the plan in force runs again
         self._scanned = weakref.WeakKeyDictionary()  # root modules looked through for blocks
@@ -331,7 +331,7 @@ class ModuleRecompute:
             if not all(isinstance(x, _PLAIN) or isinstance(x, (self.torch.Tensor, self.torch.dtype)) for x in items):
                 if m._recording:
                     self.block_ok[module] = False  # a cache object: running it again would change it
-                    self.block_verdicts[type(module).__name__] = "an argument of type %s" % type(items[0]).__name__
+                    self._block_verdict(module, "an argument of type %s" % type(items[0]).__name__)
                 return None
         call = ModuleCall(module, key, args, self._autocast_state(), kwargs, self._rng_state())
         storage_of = self._storage_of
@@ -350,6 +350,12 @@ class ModuleRecompute:
         with self.mover._lock:
             self._finish_block(call, args, kwargs)
         return None
+
+    def _block_verdict(self, module, why):
+        v = self.block_verdicts.setdefault(type(module).__name__, [0, 0, ""])
+        v[0] += 0 if why else 1
+        v[1] += 1
+        v[2] = why or v[2]
 
     def on_pack_block(self, rec, first, movable):
         """At a pack inside a block's call (under the mover's lock): the block call if rec is its member."""
@@ -386,10 +392,8 @@ class ModuleRecompute:
         call.holds = bool(held) and call.ok
         if mover._recording and call.ok and call.members:
             self._check(call, None)
-        name = type(call.module).__name__
         if mover._recording:
-            if not call.ok or name not in self.block_verdicts:
-                self.block_verdicts[name] = call.why if not call.ok else ""
+            self._block_verdict(call.module, "" if call.ok else call.why)
             if not call.ok and call.why:
                 self.block_ok[call.module] = False
             elif call.ok and call.members:
@@ -757,8 +761,12 @@ class ModuleRecompute:
             no = sorted("%s (%s)" % (n, why) for n, why in verdicts.items() if why)
             return ", ".join(yes) or "none", ", ".join(no) or "none"
         line = "modules run again to make what they saved: %s; not: %s" % names(self.verdicts)
-        if self.block_verdicts:
-            line += "; blocks that can run again: %s; not: %s" % names(self.block_verdicts)
+        if self.block_verdicts:  # (a type some of whose calls qualified is on both sides, with counts)
+            v = self.block_verdicts
+            yes = sorted(n if ok == calls else "%s (%d of %d calls)" % (n, ok, calls) for n, (ok, calls, _) in v.items() if ok)
+            no = sorted("%s (%s%s)" % (n, "" if not ok else "%d of %d calls: " % (calls - ok, calls), why)
+                        for n, (ok, calls, why) in v.items() if ok < calls)
+            line += "; blocks that can run again: %s; not: %s" % (", ".join(yes) or "none", ", ".join(no) or "none")
         return line
 
     def fill_trace(self, seen, elapsed_ms):
