@@ -12,6 +12,7 @@
 #include "core/profile.hpp"
 #include "core/tier_spec.hpp"
 #include "core/run_stats.hpp"
+#include "core/saved_choices.hpp"
 
 namespace tierpack::report {
 
@@ -24,6 +25,16 @@ struct ReportInputs {
   std::string run_stats_path;
   /// One line per GPU tier of the same run (core/gpu_stats.hpp: gpu_stats_line, and the file it read).
   std::vector<std::string> gpu_tiers;
+  /// Per GPU tier whose storage mover planned: each saved storage's choice under the plan the run followed
+  /// (its <stats>.gpu<N>.saved.json; core/saved_choices.hpp).
+  struct GpuChoices {
+    std::string device;  ///< "gpu0"
+    std::string path;    ///< the file read
+    std::uint64_t limit_bytes = 0;
+    double predicted_ms = 0, recorded_ms = 0;
+    std::vector<SavedChoice> rows;
+  };
+  std::vector<GpuChoices> gpu_choices;
 };
 
 struct ReportOptions {

@@ -3,13 +3,13 @@
 // --storages, each storage's choice.
 #include <algorithm>
 #include <cstdio>
-#include <numeric>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "core/file_envelope.hpp"
 #include "core/input_file.hpp"
+#include "core/saved_choices.hpp"
 #include "core/saved_trace.hpp"
 #include "core/units.hpp"
 #include "integrations/cli/args.hpp"
@@ -72,13 +72,6 @@ Choice choices(const SavedTrace& t, const SavedPlan& p) {
   return c;
 }
 
-// What the run measured of each storage it made again (Note [Measured recomputation]), or nullptr.
-std::vector<const SavedRecord::Measured*> measured_by_storage(const SavedRecord& rec) {
-  std::vector<const SavedRecord::Measured*> out(rec.trace.storages.size(), nullptr);
-  for (const SavedRecord::Measured& m : rec.measured) out[static_cast<std::size_t>(m.storage)] = &m;
-  return out;
-}
-
 // (predicted, measured) ms of every storage the run measured.
 std::pair<double, double> measured_totals(const SavedRecord& rec) {
   double want = 0, got = 0;
@@ -87,68 +80,32 @@ std::pair<double, double> measured_totals(const SavedRecord& rec) {
 }
 
 nlohmann::json storages_json(const SavedRecord& rec, const SavedPlan& p) {
-  const SavedTrace& t = rec.trace;
-  const auto measured = measured_by_storage(rec);
-  std::vector<const SavedMove*> move(t.storages.size(), nullptr);
-  for (const SavedMove& m : p.moves) move[static_cast<std::size_t>(m.storage)] = &m;
   nlohmann::json out = nlohmann::json::array();
-  for (std::size_t s = 0; s < t.storages.size(); ++s) {
-    const SavedStorage& st = t.storages[s];
-    nlohmann::json j{{"storage", s}, {"bytes", st.bytes}, {"movable", st.movable}};
-    if (st.recompute_ms >= 0) j["recipe"] = {{"recompute_ms", st.recompute_ms}, {"from", st.recompute_from}};
-    if (st.recompute_group >= 0) j["recipe"]["group"] = st.recompute_group;
-    if (measured[s] != nullptr)
-      j["measured"] = {{"predicted_ms", measured[s]->predicted_ms}, {"measured_ms", measured[s]->measured_ms}};
-    if (st.held_in_forward) j["held_in_forward"] = true;
-    if (st.block >= 0)  // Note [Block recompute]: the block whose run makes it too
-      j["block"] = {{"index", st.block}, {"ms", t.blocks[static_cast<std::size_t>(st.block)].ms},
-                    {"from", t.blocks[static_cast<std::size_t>(st.block)].from}};
-    const SavedMove* m = move[s];
-    if (m == nullptr) j["choice"] = "keep";
-    else if (m->recompute)
-      j["choice"] = m->by_block ? "recompute-block" : "recompute", j["released_at"] = m->release_at, j["made_at"] = m->fetch_at;
-    else j["choice"] = "offload", j["released_at"] = m->release_at, j["back_at"] = m->fetch_at;
+  for (const SavedChoice& c : saved_choices(rec, p)) {
+    nlohmann::json j{{"storage", c.storage}, {"bytes", c.bytes}, {"movable", c.movable}};
+    if (c.recompute_ms >= 0) j["recipe"] = {{"recompute_ms", c.recompute_ms}, {"from", c.recompute_from}};
+    if (c.group >= 0) j["recipe"]["group"] = c.group;
+    if (c.measured) j["measured"] = {{"predicted_ms", c.measured->predicted_ms}, {"measured_ms", c.measured->measured_ms}};
+    if (c.held_in_forward) j["held_in_forward"] = true;
+    if (c.block >= 0)  // Note [Block recompute]: the block whose run makes it too
+      j["block"] = {{"index", c.block}, {"ms", c.block_ms}, {"from", rec.trace.blocks[static_cast<std::size_t>(c.block)].from}};
+    j["choice"] = choice_name(c.kind);
+    if (c.kind == SavedChoice::Kind::offload) j["released_at"] = c.released_at, j["back_at"] = c.back_at;
+    else if (c.kind != SavedChoice::Kind::keep) j["released_at"] = c.released_at, j["made_at"] = c.back_at;
     out.push_back(j);
   }
   return out;
 }
 
 std::string format_storages(const SavedRecord& rec, const SavedPlan& p) {
-  const SavedTrace& t = rec.trace;
-  const auto measured = measured_by_storage(rec);
-  std::vector<const SavedMove*> move(t.storages.size(), nullptr);
-  for (const SavedMove& m : p.moves) move[static_cast<std::size_t>(m.storage)] = &m;
-  std::vector<std::size_t> order(t.storages.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return t.storages[a].bytes > t.storages[b].bytes; });
+  std::vector<SavedChoice> rows = saved_choices(rec, p);
+  std::stable_sort(rows.begin(), rows.end(), [](const SavedChoice& a, const SavedChoice& b) { return a.bytes > b.bytes; });
   std::string out = printf_string("%8s %11s  %-44s %s\n", "storage", "bytes", "choice (calls of the recorded iteration)", "recipe");
-  const std::size_t shown = std::min<std::size_t>(order.size(), 40);
-  for (std::size_t i = 0; i < shown; ++i) {
-    const std::size_t s = order[i];
-    const SavedStorage& st = t.storages[s];
-    const SavedMove* m = move[s];
-    const std::string choice =
-        m == nullptr   ? (st.movable ? "keep" : "keep (never moves)")
-        : m->recompute ? printf_string("%s: let go at %d, made at %d", m->by_block ? "block run again" : "recompute",
-                                       m->release_at, m->fetch_at)
-                       : printf_string("offload: out at %d, back from %d", m->release_at, m->fetch_at);
-    std::string recipe = "-";
-    if (st.recompute_ms >= 0 || st.block >= 0) recipe.clear();
-    if (st.recompute_ms >= 0) {
-      recipe = printf_string("%.3f ms from", st.recompute_ms);
-      for (std::size_t k = 0; k < st.recompute_from.size(); ++k)
-        recipe += (k ? "," : " ") + std::to_string(st.recompute_from[k]);
-    }
-    if (st.recompute_group >= 0) recipe += printf_string(" (call %d)", st.recompute_group);
-    if (st.block >= 0)
-      recipe += printf_string("%sblock %d (%.3f ms a run)", recipe.empty() ? "" : "; ", st.block,
-                              t.blocks[static_cast<std::size_t>(st.block)].ms);
-    if (measured[s] != nullptr)
-      recipe += printf_string("; the run took %.3f ms (predicted %.3f)", measured[s]->measured_ms, measured[s]->predicted_ms);
-    if (st.held_in_forward) recipe += " (autocast holds it in forward)";
-    out += printf_string("%8zu %11s  %-44s %s\n", s, format_bytes(st.bytes).c_str(), choice.c_str(), recipe.c_str());
-  }
-  if (shown < order.size()) out += printf_string("... %zu smaller storages (all with --json)\n", order.size() - shown);
+  const std::size_t shown = std::min<std::size_t>(rows.size(), 40);
+  for (std::size_t i = 0; i < shown; ++i)
+    out += printf_string("%8d %11s  %-44s %s\n", rows[i].storage, format_bytes(rows[i].bytes).c_str(),
+                         choice_text(rows[i]).c_str(), recipe_text(rows[i]).c_str());
+  if (shown < rows.size()) out += printf_string("... %zu smaller storages (all with --json)\n", rows.size() - shown);
   return out;
 }
 

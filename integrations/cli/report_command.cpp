@@ -15,6 +15,7 @@
 #include "core/plan.hpp"
 #include "core/process_rank.hpp"
 #include "core/profile.hpp"
+#include "core/saved_choices.hpp"
 #include "core/tier_spec.hpp"
 #include "core/units.hpp"
 #include "integrations/cli/args.hpp"
@@ -95,6 +96,21 @@ OneReport write_one(const std::string& profile_path, const std::optional<std::st
         inputs.gpu_tiers.push_back(gpu_stats_line(nlohmann::json::parse(read_file(path))) + " (" + path + ")");
       } catch (const std::exception& e) {
         throw format_error(path + ": " + e.what());
+      }
+      // ... and each saved storage's choice, where its storage mover planned (docs/run.md, "Reading the choices")
+      const std::string saved = device_sibling_path(*stats_path, device, ".saved.json");
+      std::error_code ec;
+      if (!std::filesystem::exists(saved, ec)) continue;
+      try {
+        const std::string text = read_file(saved);
+        const SavedRecord rec = saved_record_from_json(text);
+        const nlohmann::json j = nlohmann::json::parse(text);
+        if (!j.contains("plan") || !j["plan"].is_object()) throw format_error("field 'plan' is missing or not an object");
+        const SavedPlan followed = saved_plan_from_json(j["plan"].dump());
+        inputs.gpu_choices.push_back({"gpu" + std::to_string(device), saved, followed.limit_bytes, followed.predicted_ms,
+                                      rec.trace.step_ms, saved_choices(rec, followed)});
+      } catch (const std::exception& e) {
+        throw format_error(saved + ": " + e.what());
       }
     }
   }

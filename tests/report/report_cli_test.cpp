@@ -108,6 +108,54 @@ TEST_F(ReportCli, TheGpuTiersOfTheRunAreInTheSummary) {
   std::filesystem::remove(dir_ + "/stats.gpu0.json");
 }
 
+// Each saved storage's choice (`<stats>.gpu<N>.saved.json`, the plan the run followed): keep, offload, made again by
+// its recipe or by running its block, in the report's "GPU choices" section (docs/run.md, "Reading the choices").
+TEST_F(ReportCli, TheGpuChoicesOfTheRunAreInTheReport) {
+  write_file_atomic(dir_ + "/stats.gpu0.json", R"({"device": 0, "mechanism": "storage", "phase": "planned", "budget": 1073741824,
+                                                  "plan": {"moves": 2, "fits": true}, "iterations": []})");
+  write_file_atomic(dir_ + "/stats.gpu0.saved.json", R"({"format": "tierpack-gpu-saved", "version": 1, "budget": 1073741824,
+    "fill": 0.95,
+    "trace": {"storages": [{"bytes": 4194304, "movable": true},
+                           {"bytes": 67108864, "movable": true, "block": 0},
+                           {"bytes": 33554432, "movable": true, "block": 0, "recompute_ms": 0.5, "recompute_from": [1]}],
+              "blocks": [{"ms": 2.0, "from": [0]}],
+              "events": [{"kind": "pack", "storage": 0, "t_ms": 0, "live": 1, "window_peak": 1},
+                         {"kind": "pack", "storage": 1, "t_ms": 1, "live": 1, "window_peak": 1},
+                         {"kind": "pack", "storage": 2, "t_ms": 2, "live": 1, "window_peak": 1},
+                         {"kind": "unpack", "storage": 2, "t_ms": 3, "live": 1, "window_peak": 1},
+                         {"kind": "unpack", "storage": 1, "t_ms": 4, "live": 1, "window_peak": 1},
+                         {"kind": "unpack", "storage": 0, "t_ms": 5, "live": 1, "window_peak": 1}],
+              "step_ms": 7, "optimizer_ms": 1, "context_bytes": 0},
+    "options": {"limit_bytes": 1000, "d2h_bytes_per_s": 5e10, "h2d_bytes_per_s": 5e10},
+    "plan": {"limit_bytes": 1000, "bytes_out": 33554432, "bytes_in": 33554432, "bytes_recomputed": 67108864,
+             "bytes_needed": 1, "planned_peak": 1, "fits": true, "over_at": -1, "predicted_ms": 9.5, "stall_ms": 2.5,
+             "bound_ms": 7,
+             "moves": [{"storage": 1, "copy_at": 1, "release_at": 2, "fetch_at": 3, "use_at": 4, "recompute": true,
+                        "by_block": true},
+                       {"storage": 2, "copy_at": 2, "release_at": 2, "fetch_at": 3, "use_at": 3, "recompute": false}]}})");
+  std::filesystem::remove_all(dir_ + "/out-choices");
+  const auto r = run(dir_ + "/run.tpk --run-stats " + dir_ + "/stats.json -o " + dir_ + "/out-choices --quiet", dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string html = read_file(dir_ + "/out-choices/index.html");
+  const auto at = html.find("<section id=\"gpu-choices\">");
+  ASSERT_NE(at, std::string::npos);
+  const std::string section = html.substr(at, html.find("</section>", at) - at);
+  EXPECT_NE(section.find("1 storages kept"), std::string::npos) << section;
+  EXPECT_NE(section.find("1 offloaded"), std::string::npos) << section;
+  EXPECT_NE(section.find("1 made again by running their block"), std::string::npos) << section;
+  EXPECT_NE(section.find("<td>recompute-block</td>"), std::string::npos) << section;
+  EXPECT_NE(section.find("block 0 (2.000 ms a run)"), std::string::npos) << section;
+  EXPECT_NE(section.find("<td>offload</td>"), std::string::npos) << section;
+  EXPECT_NE(section.find("predicted step 9.5 ms"), std::string::npos) << section;
+  // A broken one is an error naming it, before any report is written.
+  write_file_atomic(dir_ + "/stats.gpu0.saved.json", R"({"format": "tierpack-gpu-saved", "version": 1})");
+  const auto bad = run(dir_ + "/run.tpk --run-stats " + dir_ + "/stats.json -o " + dir_ + "/out-choices2", dir_);
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("stats.gpu0.saved.json"), std::string::npos) << bad.err;
+  std::filesystem::remove(dir_ + "/stats.gpu0.json");
+  std::filesystem::remove(dir_ + "/stats.gpu0.saved.json");
+}
+
 TEST_F(ReportCli, BudgetFlagDrawsTheBudget) {
   const auto r = run(dir_ + "/run.tpk --budget 50% -o " + dir_ + "/out --quiet", dir_);
   ASSERT_EQ(r.status, 0) << r.err;
