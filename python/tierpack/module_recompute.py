@@ -479,7 +479,7 @@ class ModuleRecompute:
     # --------------------------------------------------------------------------------- calls
     def _finish_call(self, call, args, output):
         torch, mover = self.torch, self.mover
-        if any(getattr(a, "_version", None) != v for a, v in zip(args, call.versions)):
+        if any(getattr(a, "_version", None) != v for a, v in zip(_tensors(args), call.versions)):
             call.ok, call.why = False, "it changed an input in place"
         inputs, held, storage_of = [], 0, self._storage_of
         for a in args:

@@ -170,6 +170,13 @@ class Scaled(nn.Module):
         return F.gelu(x * scale, approximate="tanh")
 
 
+class ScaleFirst(nn.Module):
+    """An activation whose first argument is a number (its versions are the tensors')."""
+
+    def forward(self, scale, x):
+        return F.gelu(x, approximate="tanh") * scale
+
+
 class Block(nn.Module):
     """act: None (F.gelu), "pygelu", "dropout" (PyGELU then Dropout(0.5)), "relu_" (an in-place ReLU module
     after PyGELU), "kwarg" (Scaled called with scale=2.0)."""
@@ -180,7 +187,7 @@ class Block(nn.Module):
         self.fc = nn.Linear(d, 4 * d)
         self.fc2 = nn.Linear(4 * d, d)
         self.kind = act
-        self.act = {None: None, "pygelu": PyGELU(), "kwarg": Scaled(), "heldgelu": HeldGELU(), "late": LateInPlace(),
+        self.act = {None: None, "pygelu": PyGELU(), "kwarg": Scaled(), "scalefirst": ScaleFirst(), "heldgelu": HeldGELU(), "late": LateInPlace(),
                     "dropout": nn.Sequential(PyGELU(), nn.Dropout(0.5)),
                     "bn": nn.Sequential(nn.BatchNorm1d(4 * d), nn.ReLU(inplace=True)),
                     "relu_": nn.Sequential(PyGELU(), nn.ReLU(inplace=True))}[act]
@@ -192,6 +199,8 @@ class Block(nn.Module):
             h = F.gelu(h, approximate="tanh")
         elif self.kind == "kwarg":
             h = self.act(h, scale=2.0)
+        elif self.kind == "scalefirst":
+            h = self.act(2.0, h)
         else:
             h = self.act(h)
         return x + self.fc2(h)
@@ -720,6 +729,15 @@ class StorageMoverTest(unittest.TestCase):
                 # (at 45% preferring recomputation keeps too much on the device: copies come first, Note [Recompute])
                 if budget == 0.6:
                     self.remade_every_planned_iteration(mover, more_than=8)
+
+    def test_a_module_whose_first_argument_is_a_number_is_run_again(self):
+        # its inputs' versions are checked tensor by tensor (a number first once misaligned them: "changed an
+        # input in place", and the module was never made again)
+        logs = []
+        mover, dev = make_mover(1 << 40, log=logs.append)
+        train(3, mover, act="scalefirst")
+        summary = next(m for m in logs if "modules run again" in m)
+        self.assertIn("ScaleFirst", summary.split("; not:")[0], summary)
 
     def test_inputs_nothing_saves_are_held_and_casts_of_the_output_made_again(self):
         # Note [Module recompute]: the call holds its input (nothing saves it) from the call to its first member's
