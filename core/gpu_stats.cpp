@@ -27,6 +27,11 @@ std::string gpu_stats_line(const nlohmann::json& st) {
                      st.value("phase", std::string("?")) + ", budget " + format_bytes(budget);
   if (st.value("mechanism", std::string()) == "storage" && st.contains("plan") && st["plan"].is_object())
     line += ", " + std::to_string(st["plan"].value("moves", 0)) + " saved storage(s) move in the plan" +
+            // of which made by running their block again in backward (Note [Block recompute])
+            (st["plan"].value("blocks_run", 0) > 0
+                 ? " (" + std::to_string(st["plan"].value("blocks_run", 0)) + " block(s) run again for " +
+                       format_bytes(st["plan"].value("bytes_by_block", std::uint64_t{0})) + ")"
+                 : std::string()) +
             (st["plan"].value("fits", true) ? "" : " (the plan does not fit the budget)");
   else if (st.contains("plan") && st["plan"].is_object())
     line += ", " + std::to_string(st["plan"].value("groups", 0)) + " page group(s) in the plan";

@@ -1151,6 +1151,9 @@ class StorageMover:
         self.plan_summary = {"iteration": self.iteration, "limit": limit, "budget": self.budget,
                              "moves": len(plan["moves"]), "bytes_out": plan["bytes_out"], "bytes_in": plan["bytes_in"],
                              "bytes_recomputed": plan.get("bytes_recomputed", 0),
+                             # Note [Block recompute]: what running blocks again makes, and how many blocks
+                             "blocks_run": len({self._trace["storages"][s]["block"] for s in self._by_block}),
+                             "bytes_by_block": sum(self._trace["storages"][s]["bytes"] for s in self._by_block),
                              "bytes_needed": plan["bytes_needed"], "planned_peak": plan["planned_peak"],
                              "fits": plan["fits"], "predicted_ms": plan["predicted_ms"], "bound_ms": plan["bound_ms"],
                              "step_ms": self._trace["step_ms"], "bandwidth": list(self._bandwidth),

@@ -87,7 +87,7 @@ TEST_F(ReportCli, JsonPrintsTheSummaryWarningsAndFiles) {
 TEST_F(ReportCli, TheGpuTiersOfTheRunAreInTheSummary) {
   write_file_atomic(dir_ + "/stats.gpu0.json",
                     R"({"device": 0, "mechanism": "storage", "phase": "planned", "budget": 1073741824,
-                        "plan": {"moves": 12, "fits": true},
+                        "plan": {"moves": 12, "fits": true, "blocks_run": 2, "bytes_by_block": 3145728},
                         "iterations": [{"iteration": 7, "mode": "planned", "bytes_to_host": 536870912,
                                         "bytes_to_device": 536870912, "stalls": 0, "recomputed": 3,
                                         "bytes_recomputed": 1048576, "peak_live": 805306368,
@@ -98,7 +98,8 @@ TEST_F(ReportCli, TheGpuTiersOfTheRunAreInTheSummary) {
   const nlohmann::json j = nlohmann::json::parse(r.out);
   for (const auto& line : j["summary"])
     if (line.get<std::string>().starts_with("Measured on the GPU tier gpu0")) gpu = line.get<std::string>();
-  EXPECT_NE(gpu.find("12 saved storage(s) move in the plan; iteration 7: 512.00 MiB to host"), std::string::npos) << gpu;
+  EXPECT_NE(gpu.find("12 saved storage(s) move in the plan (2 block(s) run again for 3.00 MiB); iteration 7: 512.00 MiB "
+                     "to host"), std::string::npos) << gpu;
   EXPECT_NE(gpu.find("3 storage(s) made again"), std::string::npos) << gpu;
   EXPECT_NE(gpu.find("held 1.12 GiB (768.00 MiB live), OVER the budget"), std::string::npos) << gpu;
   write_file_atomic(dir_ + "/stats.gpu0.json", "{\"iterations\": [");

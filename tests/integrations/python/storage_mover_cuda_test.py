@@ -196,7 +196,9 @@ class StorageMoverCudaTest(unittest.TestCase):
         self.assertEqual(ref["grads"], got["grads"])
         plan = got["stats"]["plan"]
         self.assertTrue(plan["fits"], plan)
-        print("\nblocks: %s" % "; ".join(ln for ln in err.splitlines() if "again" in ln)[:1500], file=sys.stderr)
+        print("\nblocks run again in the plan: %d (%d bytes); %s" % (
+            plan.get("blocks_run", 0), plan.get("bytes_by_block", 0),
+            "; ".join(ln for ln in err.splitlines() if "again" in ln)[:1500]), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -664,6 +664,9 @@ class StorageMoverTest(unittest.TestCase):
                 for m in by_block:  # one run per block: every member it makes comes back at one call
                     runs.setdefault(mover.trace()["storages"][m["storage"]]["block"], set()).add(m["fetch_at"])
                 self.assertTrue(all(len(at) == 1 for at in runs.values()), runs)
+                self.assertEqual(mover.plan_summary["blocks_run"], len(runs))
+                self.assertEqual(mover.plan_summary["bytes_by_block"],
+                                 sum(mover.trace()["storages"][m["storage"]]["bytes"] for m in by_block))
                 planned = [h for h in mover.history if h["mode"] == "planned"]
                 self.assertTrue(planned)
                 for h in planned:
