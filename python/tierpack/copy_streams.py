@@ -8,6 +8,8 @@ stream-ordered; nothing waits on the host:
 * ``to_device(host, nbytes, after)``: the destination is allocated on the compute stream (which frees it
   later), the host-to-device stream waits for the compute queued so far (that block may have been freed
   by work still running there: Note [Copies back]) and for the copy out `after`, copies, records an event;
+* ``to_host_many(flats)`` / ``to_device_many(items)``: the copies of one call together, after one wait for the
+  compute queued so far, with one event after them (Note [Batched moves] in activations.py);
 * ``compute_wait(event)``: the compute stream waits for a copy on the GPU (a release, a use);
 * pinned buffers are kept by size and reused once their last copy is over (asking PyTorch's pinned
   allocator, which rounds to powers of two, for every copy out made copying every activation of GPT-2
@@ -69,6 +71,35 @@ class CudaTransport:
             ev = self.torch.cuda.Event()
             ev.record(self.d2h)
         return host, ev
+
+    def to_host_many(self, flats):
+        """Copies of several storages out at one call (Note [Batched moves] in activations.py): one wait for the
+        compute queued so far, one event after them all. Returns (host buffers, event)."""
+        hosts = [self.host_buffer(f.numel()) for f in flats]
+        self.d2h.wait_stream(self.compute())
+        with self.torch.cuda.stream(self.d2h):
+            for host, flat in zip(hosts, flats):
+                host.copy_(flat, non_blocking=True)
+            ev = self.torch.cuda.Event()
+            ev.record(self.d2h)
+        return hosts, ev
+
+    def to_device_many(self, items):
+        """Copies back of several storages at one call: [(host, nbytes, after)] -> [(device bytes, event)], the
+        destinations allocated on the compute stream, one wait for the compute queued so far, one event."""
+        torch = self.torch
+        flats = [torch.empty(nbytes, dtype=torch.uint8, device=self.device) for _, nbytes, _ in items]
+        self.h2d.wait_stream(self.compute())
+        with torch.cuda.stream(self.h2d):
+            waited = set()
+            for (host, _, after), flat in zip(items, flats):
+                if after is not None and id(after) not in waited:
+                    waited.add(id(after))
+                    self.h2d.wait_event(after)
+                flat.copy_(host, non_blocking=True)
+            ev = torch.cuda.Event()
+            ev.record(self.h2d)
+        return [(flat, ev) for flat in flats]
 
     def to_device(self, host, nbytes, after=None):
         return self.to_device_into(host, self.torch.empty(nbytes, dtype=self.torch.uint8, device=self.device), after)

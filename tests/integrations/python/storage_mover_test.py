@@ -50,20 +50,43 @@ class SlowTransport:
         # can (Note [Recompute cost]); a test of copies alone turns recomputation off.
         self.link = link
         self.waits = 0
+        self.batches_out = self.batches_in = 0  # to_host_many / to_device_many calls (Note [Batched moves])
+        self.calls = 0  # calls that issue copies
         self.out = 0
         self.back = 0
         self.clock = 0.0
         self.returned = []
 
     def to_host(self, flat):
+        self.calls += 1
         self.out += 1
         return flat.clone(), _Event(self.lag)
 
     def to_device(self, host, nbytes, after=None):
         assert isinstance(after, _Event), "a copy back is ordered after its copy out"
         assert host.numel() == nbytes
+        self.calls += 1
         self.back += 1
         return host.clone(), _Event(self.lag)
+
+    def to_host_many(self, flats):
+        self.calls += 1
+        self.batches_out += 1
+        self.out += len(flats)
+        ev = _Event(self.lag)
+        return [f.clone() for f in flats], ev
+
+    def to_device_many(self, items):
+        self.calls += 1
+        self.batches_in += 1
+        out = []
+        for host, nbytes, after in items:
+            assert isinstance(after, _Event), "a copy back is ordered after its copy out"
+            assert host.numel() == nbytes
+            self.back += 1
+            out.append(host.clone())
+        ev = _Event(self.lag)
+        return [(flat, ev) for flat in out]
 
     def to_device_into(self, host, flat, after=None):
         assert isinstance(after, _Event), "a copy back is ordered after its copy out"
@@ -374,6 +397,43 @@ class StorageMoverTest(unittest.TestCase):
             self.assertLessEqual(h["peak_live"], mover.limit + largest, h)
         self.assertEqual(dev.limits, [])  # a soft budget by default
         self.assertGreater(transport.waits, 0)    # releases and uses wait on the compute stream
+
+    def test_moves_at_one_call_are_one_batch_and_one_wait_covers_its_releases(self):
+        # Note [Batched moves]: the plan's copies and fetches at one call go to the transport together, and a
+        # call's releases wait for the newest copy out only; the training is the same as one by one.
+        class OneByOne(SlowTransport):
+            to_host_many = None
+            to_device_many = None
+
+        peak = self.saved_peak()
+        ref = self.reference()
+        runs = {}
+        deltas = []
+        for name, transport in (("batched", SlowTransport()), ("one by one", OneByOne())):
+            mover, dev = make_mover(int(peak * 0.5), transport=transport, recompute=False)
+            release_many = mover._release_many
+
+            def counted(recs, release_many=release_many, transport=transport):
+                before = transport.waits
+                n = sum(1 for r in recs if not r.released and r.moving and r.storage is not None)
+                release_many(recs)
+                deltas.append((n, transport.waits - before))
+            mover._release_many = counted
+            self.check_same(ref, train(self.ITER, mover))
+            planned = [h for h in mover.history if h["mode"] == "planned"]
+            self.assertTrue(planned)
+            runs[name] = (transport, sum(h["released"] for h in planned),
+                          sum(len(a[1]) - 1 for a in mover._actions.values() if len(a[1]) > 1))
+        batched, one = runs["batched"][0], runs["one by one"][0]
+        self.assertGreater(batched.batches_in, 0)
+        self.assertEqual(one.batches_in + one.batches_out, 0)
+        self.assertEqual(runs["batched"][1], runs["one by one"][1])  # the same moves
+        self.assertEqual(batched.back, one.back)
+        self.assertLess(batched.calls, one.calls)  # copies issued together
+        # a call's releases wait once, for the newest copy out
+        self.assertGreater(runs["batched"][2], 0, "no call of the plan releases two storages")
+        self.assertTrue(any(n > 1 for n, _ in deltas), deltas)
+        self.assertTrue(all(w == (1 if n else 0) for n, w in deltas), deltas)
 
     def test_warm_up_moves_reactively_under_the_budget(self):
         peak = self.saved_peak()
