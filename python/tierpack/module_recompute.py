@@ -328,10 +328,11 @@ class ModuleRecompute:
             return None
         for a in list(args) + list(kwargs.values()):
             items = a if isinstance(a, (tuple, list)) else (a,)
-            if not all(isinstance(x, _PLAIN) or isinstance(x, (self.torch.Tensor, self.torch.dtype)) for x in items):
+            odd = next((x for x in items if not isinstance(x, _PLAIN + (self.torch.Tensor, self.torch.dtype))), None)
+            if odd is not None:
                 if m._recording:
                     self.block_ok[module] = False  # a cache object: running it again would change it
-                    self._block_verdict(module, "an argument of type %s" % type(items[0]).__name__)
+                    self._block_verdict(module, "an argument of type %s" % type(odd).__name__)
                 return None
         call = ModuleCall(module, key, args, self._autocast_state(), kwargs, self._rng_state())
         storage_of = self._storage_of
