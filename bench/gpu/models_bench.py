@@ -99,9 +99,9 @@ def build(torch, name, ckpt):
         cfg = T5Config(vocab_size=32128, d_model=1024, d_kv=64, d_ff=2816, num_layers=24, num_decoder_layers=24,
                        num_heads=16, feed_forward_proj="gated-gelu", dropout_rate=0.0, tie_word_embeddings=False,
                        decoder_start_token_id=0, pad_token_id=0, use_cache=False)
-        # (use_cache in the config it is built from: its decoder keeps a copy of the config, and model.config.use_cache
-        # = False afterwards left the decoder building an EncoderDecoderCache every step; the rows before session 28's
-        # end ran that way, and tierpack never ran its layers again because of it)
+        # (use_cache in the config it is built from: with model.config.use_cache = False set afterwards, as before, its
+        # decoder layers were still called with an EncoderDecoderCache (the log of bench/results/gpu-h200-2026-12-02-4,
+        # call 3; T5 builds its decoder from a copy of the config), so tierpack never ran them again)
         model = T5ForConditionalGeneration(cfg)
         if ckpt:
             model.gradient_checkpointing_enable()
