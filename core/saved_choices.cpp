@@ -1,21 +1,10 @@
 // Each saved storage's choice under a GPU plan (see saved_choices.hpp).
 #include "core/saved_choices.hpp"
 
-#include <cstdio>
-
 #include "core/error.hpp"
+#include "core/units.hpp"
 
 namespace tierpack {
-namespace {
-
-template <class... A>
-std::string printf_string(const char* format, A... a) {
-  char line[512];
-  std::snprintf(line, sizeof line, format, a...);
-  return line;
-}
-
-}  // namespace
 
 std::vector<SavedChoice> saved_choices(const SavedRecord& rec, const SavedPlan& plan) {
   const SavedTrace& t = rec.trace;

@@ -3,12 +3,21 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace tierpack {
+
+/// printf into a std::string, for table rows (at most 511 characters: longer text is cut).
+template <class... A>
+std::string printf_string(const char* format, A... a) {
+  char line[512];
+  std::snprintf(line, sizeof line, format, a...);
+  return line;
+}
 
 /// Parses a byte size. Suffixes K/M/G/T (and KiB/MiB/GiB/TiB, KB/MB/GB/TB) are powers of 1024;
 /// a bare number is bytes. Fractions are allowed ("1.5G"). Throws logic_error on bad input.

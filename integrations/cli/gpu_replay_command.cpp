@@ -42,13 +42,6 @@ const ArgSpec& gpu_replay_spec() {
 
 namespace {
 
-template <class... A>
-std::string printf_string(const char* format, A... a) {
-  char line[512];
-  std::snprintf(line, sizeof line, format, a...);
-  return line;
-}
-
 struct Row {
   std::string label;
   std::uint64_t budget = 0;
