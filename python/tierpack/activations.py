@@ -978,9 +978,7 @@ class StorageMover:
                 self._fetch(r)
             return
         for r, (flat, ev) in zip(batch, many([(r.host, r.nbytes, r.d2h) for r in batch])):
-            r.fetched, r.h2d = flat, ev
-            self._absent -= r.nbytes
-            self.counters.bytes_in += r.nbytes
+            self._fetched(r, flat, ev)
         for r in recs:
             if r.tensor is not None:
                 self._fetch(r)
@@ -991,10 +989,14 @@ class StorageMover:
         if rec.tensor is not None:  # back into the state tensor's own storage
             storage = self._storage_of(rec.tensor)
             storage.resize_(rec.nbytes)
-            rec.fetched, rec.h2d = self.transport.to_device_into(rec.host, _flat_bytes(self.torch, storage, self.device),
-                                                                 rec.d2h)
+            self._fetched(rec, *self.transport.to_device_into(rec.host, _flat_bytes(self.torch, storage, self.device),
+                                                              rec.d2h))
         else:
-            rec.fetched, rec.h2d = self.transport.to_device(rec.host, rec.nbytes, rec.d2h)
+            self._fetched(rec, *self.transport.to_device(rec.host, rec.nbytes, rec.d2h))
+
+    def _fetched(self, rec, flat, ev):
+        """A copy back was issued: `flat` is the storage's device bytes once `ev` has passed."""
+        rec.fetched, rec.h2d = flat, ev
         self._absent -= rec.nbytes
         self.counters.bytes_in += rec.nbytes
 
