@@ -180,6 +180,10 @@ class ModuleCall:
         self.held = None          # the input storages, held once a member was let go to be made again
         self.why = ""
 
+    def changed(self, args, kwargs=None):
+        """Whether a tensor argument was changed in place since the call began."""
+        return any(getattr(a, "_version", None) != v for a, v in zip(_tensors(args, kwargs), self.versions))
+
 
 class ModuleRecompute:
     """The module hooks and per-call bookkeeping for one StorageMover (Note [Module recompute])."""
@@ -308,11 +312,6 @@ class ModuleRecompute:
                 self._block_hooks.append(b.register_forward_hook(
                     lambda m, args, out: self._block_post(m, args, {}, out)))
 
-    def remove_hooks(self):
-        for h in self._block_hooks:
-            h.remove()
-        self._block_hooks = []
-
     def _block_pre(self, module, args, kwargs):
         if self._compiling() or self._rerunning:
             return None
@@ -374,7 +373,7 @@ class ModuleRecompute:
 
     def _finish_block(self, call, args, kwargs):
         mover = self.mover
-        if any(getattr(a, "_version", None) != v for a, v in zip(_tensors(args, kwargs), call.versions)):
+        if call.changed(args, kwargs):
             call.ok, call.why = False, "it changed an input in place"
         held = 0
         call.inputs = []
@@ -480,7 +479,7 @@ class ModuleRecompute:
     # --------------------------------------------------------------------------------- calls
     def _finish_call(self, call, args, output):
         torch, mover = self.torch, self.mover
-        if any(getattr(a, "_version", None) != v for a, v in zip(_tensors(args), call.versions)):
+        if call.changed(args):
             call.ok, call.why = False, "it changed an input in place"
         inputs, held, storage_of = [], 0, self._storage_of
         for a in args:
