@@ -197,7 +197,11 @@ def run_child(a):
             "reserved_bytes.all.peak", "inactive_split_bytes.all.current", "inactive_split_bytes.all.peak",
             "num_alloc_retries", "num_device_alloc", "num_device_free", "num_sync_all_streams")
     torch_stats = {k: mem.get(k) for k in keys}
-    profile = stream_profile(torch, lambda: step(a.warmup + a.steps), a.profile) if a.profile else None
+    profile = None
+    if a.profile == "python":
+        python_profile(torch, lambda: step(a.warmup + a.steps))
+    elif a.profile:
+        profile = stream_profile(torch, lambda: step(a.warmup + a.steps), a.profile)
     if a.snapshot:
         # One more step with the allocator's history (every alloc, free, map and unmap; no stacks), as a pickle
         # for torch.cuda.memory's tools (https://pytorch.org/memory_viz).
@@ -232,6 +236,23 @@ def run_child(a):
         res["pinned_d2h_Bps"], res["pinned_h2d_Bps"] = pinned_bandwidth(torch)
     sampler.stop = True
     print("RESULT " + json.dumps(res), flush=True)
+
+
+def python_profile(torch, one_step, top=30):
+    """One more step under cProfile: where the host's time went (the hooks' own functions, torch's calls they
+    make), the `top` functions by their own time, to stderr (the child's log)."""
+    import cProfile
+    import pstats
+
+    torch.cuda.synchronize()
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
+    one_step()
+    torch.cuda.synchronize()
+    prof.disable()
+    print("python profile: one step, %.1f ms wall under cProfile" % ((time.perf_counter() - t0) * 1e3), file=sys.stderr)
+    pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(top)
 
 
 def stream_profile(torch, one_step, path):
@@ -476,7 +497,8 @@ def main():
                     "to <this>.<model>.<budget bytes>.pickle")
     ap.add_argument("--gpu-options", default="", help="more TIERPACK_GPU options for the tierpack modes (e.g. limit:hard)")
     ap.add_argument("--profile", default="", help="profile one more step per cell under torch.profiler: 'summary' "
-                    "prints its per-stream busy times, a path ending in .json also keeps the trace")
+                    "prints its per-stream busy times, a path ending in .json also keeps the trace; 'python': under "
+                    "cProfile instead, its top functions by own time in the cell's log")
     ap.add_argument("--json", help="write every result and the table rows here")
     ap.add_argument("--logs", help="write each child's output here")
     ap.add_argument("--commit", default=os.environ.get("TIERPACK_COMMIT", ""))

@@ -738,6 +738,15 @@ class StorageMoverTest(unittest.TestCase):
                 self.assertGreaterEqual(mover.recomputations["predicted_ms"],
                                         sum(trace["blocks"][b]["ms"] for b in runs) - 1e-9)
 
+    def test_blocks_are_the_innermost_repeated_layers(self):
+        # a network written as a Sequential of stages, each a Sequential of Blocks (as a ResNet's stages of
+        # bottlenecks): the Blocks are the blocks, not the stages that hold them; a Linear has no children
+        from tierpack.module_recompute import find_blocks
+        stages = [nn.Sequential(*[Block(8) for _ in range(3)]) for _ in range(2)]
+        net = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 8), *stages)
+        blocks = find_blocks(torch, net)
+        self.assertEqual([id(b) for b in blocks], [id(b) for st in stages for b in st], blocks)
+
     def test_a_block_called_with_a_cache_object_is_never_run_again(self):
         # (the two blocks given None qualify; the two given a cache object do not, and the log says which)
         class Cache:
