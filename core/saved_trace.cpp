@@ -37,14 +37,15 @@ void from_json(const nlohmann::json& j, SavedStorage& s) {
 }
 
 void from_json(const nlohmann::json& j, SavedBlock& b) {
-  detail::check_keys(j, {"ms", "from"});
+  detail::check_keys(j, {"ms", "from", "host_ms"});
   detail::get(j, "ms", b.ms, 0.0, kMaxMs, "1e9 ms");
+  detail::get_or(j, "host_ms", b.host_ms, 0.0, kMaxMs, "1e9 ms");  // optional (before Note [Host time]: 0)
   detail::get(j, "from", b.from);
   for (std::int32_t i : b.from) detail::check_range("from", i, 0, std::numeric_limits<std::int32_t>::max());
 }
 
 void from_json(const nlohmann::json& j, SavedEvent& e) {
-  detail::check_keys(j, {"kind", "storage", "t_ms", "live", "window_peak"});
+  detail::check_keys(j, {"kind", "storage", "t_ms", "live", "window_peak", "host_ms"});
   e.kind = detail::get_parsed(j, "kind", [](const std::string& k) {
     if (k == "pack") return SavedEventKind::pack;
     if (k == "unpack") return SavedEventKind::unpack;
@@ -55,6 +56,7 @@ void from_json(const nlohmann::json& j, SavedEvent& e) {
   detail::get(j, "live", e.live, std::uint64_t{0}, detail::kMaxTotalBytes, detail::kMaxTotalBytesText);
   detail::get(j, "window_peak", e.window_peak, std::uint64_t{0}, detail::kMaxTotalBytes, detail::kMaxTotalBytesText);
   if (e.window_peak < e.live) throw format_error("field 'window_peak' is below 'live'");
+  if (j.contains("host_ms")) detail::get(j, "host_ms", e.host_ms, 0.0, kMaxMs, "1e9 ms");  // optional: not measured
 }
 
 void from_json(const nlohmann::json& j, SavedMove& m) {
@@ -114,13 +116,16 @@ std::string saved_trace_to_json(const SavedTrace& t) {
     storages.push_back(st);
   }
   json blocks = json::array();
-  for (const auto& b : t.blocks) blocks.push_back({{"ms", b.ms}, {"from", b.from}});
-  for (const auto& e : t.events)
-    events.push_back({{"kind", e.kind == SavedEventKind::pack ? "pack" : "unpack"},
-                      {"storage", e.storage},
-                      {"t_ms", e.t_ms},
-                      {"live", e.live},
-                      {"window_peak", e.window_peak}});
+  for (const auto& b : t.blocks) blocks.push_back({{"ms", b.ms}, {"from", b.from}, {"host_ms", b.host_ms}});
+  for (const auto& e : t.events) {
+    json ev{{"kind", e.kind == SavedEventKind::pack ? "pack" : "unpack"},
+            {"storage", e.storage},
+            {"t_ms", e.t_ms},
+            {"live", e.live},
+            {"window_peak", e.window_peak}};
+    if (e.host_ms >= 0) ev["host_ms"] = e.host_ms;
+    events.push_back(ev);
+  }
   return json{{"storages", storages},
               {"events", events},
               {"blocks", blocks},
@@ -184,12 +189,15 @@ SavedPlanOptions saved_plan_options_from_json(const std::string& text) {
   const json j = parse_object(text, what);
   SavedPlanOptions o;
   reading(what, [&] {
-    detail::check_keys(j, {"limit_bytes", "d2h_bytes_per_s", "h2d_bytes_per_s", "min_bytes", "recompute"});
+    detail::check_keys(j, {"limit_bytes", "d2h_bytes_per_s", "h2d_bytes_per_s", "min_bytes", "recompute",
+                           "host_ms_per_copy", "host_ms_per_remake"});
     detail::get(j, "limit_bytes", o.limit_bytes, std::uint64_t{0}, detail::kMaxTotalBytes, detail::kMaxTotalBytesText);
     detail::get(j, "d2h_bytes_per_s", o.d2h_bytes_per_s, 1.0, 1e13, "1e13 bytes/s");
     detail::get(j, "h2d_bytes_per_s", o.h2d_bytes_per_s, 1.0, 1e13, "1e13 bytes/s");
     detail::get_or(j, "min_bytes", o.min_bytes, std::uint64_t{0}, detail::kMaxBytes, detail::kMaxBytesText);
     if (j.contains("recompute")) detail::get(j, "recompute", o.recompute);
+    detail::get_or(j, "host_ms_per_copy", o.host_ms_per_copy, 0.0, 1e3, "1000 ms");  // optional: not known
+    detail::get_or(j, "host_ms_per_remake", o.host_ms_per_remake, 0.0, 1e3, "1000 ms");
   });
   return o;
 }

@@ -44,6 +44,8 @@ struct SavedStorage {
 struct SavedBlock {
   double ms = 0;                   ///< GPU time of one run of its forward
   std::vector<std::int32_t> from;  ///< storages the run reads (its inputs; they stay on the device)
+  /// Host time of one run: Python launching its forward again (placer/saved_plan.cpp, Note [Host time]).
+  double host_ms = 0;
 
   friend bool operator==(const SavedBlock&, const SavedBlock&) = default;
 };
@@ -57,6 +59,9 @@ struct SavedEvent {
   double t_ms = 0;                ///< GPU time of the compute stream at this call, from the forward's start
   std::uint64_t live = 0;         ///< live bytes (PyTorch's allocated) at this call
   std::uint64_t window_peak = 0;  ///< most live bytes from this call to the next one (the last: to the step's end)
+  /// Host time at this call from the forward's start, in an iteration without moves; < 0: not measured (the
+  /// cost model then leaves the host out: placer/saved_plan.cpp, Note [Host time]).
+  double host_ms = -1;
 
   friend bool operator==(const SavedEvent&, const SavedEvent&) = default;
 };
@@ -80,6 +85,10 @@ struct SavedPlanOptions {
   double h2d_bytes_per_s = 0;                        ///< and host to device
   std::uint64_t min_bytes = std::uint64_t{1} << 20;  ///< smaller storages never move
   bool recompute = true;  ///< let go the storages the runtime can make again first (Note [Recompute])
+  /// Host time the runtime's hooks spend per copy issued (out or back) and per recomputation run by its recipe
+  /// or module, as measured in a planned iteration (placer/saved_plan.cpp, Note [Host time]); 0: not known.
+  double host_ms_per_copy = 0;
+  double host_ms_per_remake = 0;
 };
 
 /// What happens to one storage that leaves the device. Event indexes refer to SavedTrace::events.

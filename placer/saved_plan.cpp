@@ -429,8 +429,25 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
 // order with the delay so far: a copy out starts when compute reaches its pack and the link is free
 // (one copy at a time each way, in the order they were issued); a copy back starts when compute reaches
 // its fetch, the link is free and its own copy out has ended; at a release compute waits for the copy
-// out, at a use for the copy back. Each wait delays every later call. Driver and launch costs are left
-// out: storage moves are plain copies on side streams and event waits (no remaps, no gates).
+// out, at a use for the copy back. Each wait delays every later call. Driver costs are left out: storage
+// moves are plain copies on side streams and event waits (no remaps, no gates); the host's own time is Note
+// [Host time]'s.
+//
+// Note [Host time]
+// ~~~~~~~~~~~~~~~~
+// The GPU runs the work after a call only once the host has launched it. Where the host runs far ahead (a
+// large model's long kernels) its hooks' time is hidden; where it barely keeps up (a T5-style model of
+// thousands of small kernels: its hooks' host time grew 160 to 300-430 ms a step with ~1000 storages copied
+// out and back, its step from 302 to 676-896 ms: bench/results/gpu-h200-2026-12-03-1, calls 1-2) every
+// millisecond the hooks spend shows in the step. With the host's time at each call measured (SavedEvent::
+// host_ms, in an iteration whose hooks move nothing), the walk keeps the host's extra time so far: each copy
+// issued costs host_ms_per_copy, each recomputation run by its recipe or module host_ms_per_remake (once per
+// group), each block run its own host_ms (Python launching its forward again); a call is reached no earlier
+// than the host reaches it, and a recomputation ends no earlier than the host has launched it. Both costs are
+// measured by the runtime in a planned iteration; unknown (0, or a trace without host times), the walk is the
+// GPU's alone, as before. The two clocks start at the iteration's start mark, which the GPU reaches when it has
+// finished what came before: that lag is taken as the least every call allows (no call's GPU time before its
+// host time), so a host that was not behind is never made so.
 void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options, SavedPlan& plan) {
   check_options(options);
   const std::size_t n = trace.events.size();
@@ -454,9 +471,19 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
   }
   std::vector<double> out_end(plan.moves.size(), 0), in_end(plan.moves.size(), 0);
   double delay = 0, d2h_free = 0, h2d_free = 0;
+  // Note [Host time]: on when every call's host time is known
+  const bool host = n > 0 && std::all_of(trace.events.begin(), trace.events.end(),
+                                         [](const SavedEvent& e) { return e.host_ms >= 0; });
+  double host_extra = 0;  // host time the plan's actions added before this call
+  // The GPU reached the iteration's start mark `lag` after the host recorded it: at least as late as every call's
+  // host time says (the GPU runs nothing before the host launched it), taken no later than that.
+  double lag = 0;
+  for (std::size_t i = 0; host && i < n; ++i) lag = std::max(lag, trace.events[i].host_ms - trace.events[i].t_ms);
   for (std::size_t i = 0; i < n; ++i) {
-    const double at = trace.events[i].t_ms + delay;
-    double now = at, remake = 0;
+    const double gpu_at = trace.events[i].t_ms + delay;
+    const double host_at = host ? trace.events[i].host_ms - lag + host_extra : 0.0;
+    const double at = std::max(gpu_at, host_at);
+    double now = at, remake = 0, remake_host = 0;
     // one run of a group (a module call, a block) makes all it made again here (Note [Recompute cost])
     std::vector<std::pair<bool, std::int32_t>> groups;
     for (std::size_t m : uses[i]) {
@@ -472,10 +499,15 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
       if (group.second >= 0 && std::find(groups.begin(), groups.end(), group) != groups.end()) continue;
       if (group.second >= 0) groups.push_back(group);
       remake += mv.by_block ? trace.blocks[static_cast<std::size_t>(st.block)].ms : st.recompute_ms;
+      remake_host += mv.by_block ? trace.blocks[static_cast<std::size_t>(st.block)].host_ms : options.host_ms_per_remake;
     }
     for (std::size_t m : releases[i]) now = std::max(now, out_end[m]);
     now += remake;  // the compute stream makes them again before the use
-    delay += now - at;
+    if (host) {     // ... once the host has launched them (Note [Host time])
+      now = std::max(now, host_at + remake_host);
+      host_extra += remake_host + options.host_ms_per_copy * static_cast<double>(fetches[i].size() + copies[i].size());
+    }
+    delay += now - gpu_at;
     for (std::size_t m : fetches[i]) {
       const std::uint64_t bytes = trace.storages[static_cast<std::size_t>(plan.moves[m].storage)].bytes;
       const double start = std::max({now, h2d_free, out_end[m]});

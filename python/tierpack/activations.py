@@ -365,7 +365,9 @@ def _find_recipe(torch, node, t, storage, made_by, remake=None):
 class _Counters:
     FIELDS = ("saved_storages", "saved_bytes", "bytes_out", "bytes_in", "released", "fetched_late", "divergences",
               "peak_live", "peak_reserved", "calls", "host_ms", "recomputed", "bytes_recomputed", "gc_ms", "gc_full",
-              "pinned_new")
+              "pinned_new",
+              # Note [Host time]: the planned actions' host time, per copy issued and per recomputation or block run
+              "move_host_ms", "copies_issued", "remake_host_ms", "remakes", "block_host_ms", "block_runs")
 
     def __init__(self):
         for f in self.FIELDS:
@@ -423,8 +425,9 @@ class StorageMover:
                  divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
                  empty_cache=None, optimizer_state=False, capacity=None, log=None, max_reserved=None,
                  reserved_replans=4, recompute=True, recompute_bytes_per_s=2e12, memory_state=None,
-                 fits_fraction=0.98, gc_freeze=False, recompute_blocks=True):
+                 fits_fraction=0.98, gc_freeze=False, recompute_blocks=True, host_time=True):
         self.torch = torch
+        self.host_time = bool(host_time)  # plan with the hooks' host time (Note [Host time] in placer/saved_plan.cpp)
         self.recompute_blocks = bool(recompute_blocks)  # Note [Block recompute] in module_recompute.py
         self.gc_freeze = gc_freeze  # Note [Python's collector]
         self._frozen = False
@@ -486,6 +489,8 @@ class StorageMover:
         self.history = []             # per-iteration {"iteration", "mode", counters...}
         self.phase = "warm-up"
         self._iteration_start = None
+        self._host_start = None        # the host's clock at the iteration's start (Note [Host time])
+        self._host_costs = None        # (ms per copy issued, ms per recomputation), measured once per trace
         self._optimizer_start = None
         self._modules = ModuleRecompute(self)  # Note [Module recompute]
         self._module_hooks = []
@@ -541,6 +546,10 @@ class StorageMover:
                 self.counters.peak_live = int(self._max_allocated(self.device))
                 if self._max_reserved is not None:
                     self.counters.peak_reserved = int(self._max_reserved(self.device))
+            # Note [Host time]: a planned iteration's hooks measure the host time of a copy and of a recomputation
+            # (first plan of a trace); the plan is made again with them unless a replan below does so anyway
+            plan_before = self.plan
+            host_new = self.plan is not None and not self._diverged and self._measure_host_costs()
             if self._recording and self._events:
                 self._finish_trace(end)
                 # Note [Python's collector]: before the timed iteration, whose GPU times the plan uses (a full
@@ -559,6 +568,8 @@ class StorageMover:
                 self._check_planned_peak()
             elif self.plan is not None and not self._diverged:
                 self._check_reserved()
+            if host_new and self.plan is plan_before:
+                self._make_plan(self.plan["limit_bytes"])
             if self.plan is not None and self._diverged:
                 self._diverged_in_a_row += 1
                 if self._diverged_in_a_row >= self.max_divergences:
@@ -598,7 +609,24 @@ class StorageMover:
             # idling through it (the likely cause of its 240 ms against the default's 144 ms on GPT-2 large,
             # bench/results/gpu-h200-2026-12-01, call 4; not measured again since).
             self._iteration_start = self.transport.mark() if self.transport is not None else None
+            self._host_start = _clock()
             self._begin_iteration()
+
+    def _measure_host_costs(self):
+        """Note [Host time] (placer/saved_plan.cpp): the host time this planned iteration's hooks spent per copy
+        issued (out or back, with its release and bookkeeping) and per recomputation run by a recipe or module,
+        once per trace with host times. True when they were measured now."""
+        c = self.counters
+        if not self.host_time or self._host_costs is not None or self._trace is None or (c.copies_issued < 8 and c.remakes < 4) or \
+                not all("host_ms" in e for e in self._trace["events"]):
+            return False
+        self._host_costs = (c.move_host_ms / c.copies_issued if c.copies_issued else 0.0,
+                            c.remake_host_ms / c.remakes if c.remakes else 0.0)
+        self.log("storage mover: iteration %d: the hooks spent %.0f us of host time per copy issued (%d) and %.0f us per "
+                 "recomputation (%d), %.0f us per block run (%d): planning with the host's time (Note [Host time])"
+                 % (self.iteration, self._host_costs[0] * 1e3, c.copies_issued, self._host_costs[1] * 1e3, c.remakes,
+                    c.block_host_ms / max(c.block_runs, 1) * 1e3, c.block_runs))
+        return True
 
     def _read_remake_times(self):
         """Note [Measured recomputation]: the GPU time of each storage made again in the iteration that timed
@@ -773,6 +801,7 @@ class StorageMover:
                 self.device = t.device
                 self.transport = self._make_transport(t.device)
                 self._iteration_start = self.transport.mark()
+                self._host_start = _clock()
             if not self._started:
                 self._start()
             key = storage.data_ptr()
@@ -833,6 +862,7 @@ class StorageMover:
             else:
                 acts = self._actions.get(i)
                 if acts is not None:
+                    t0 = _clock()
                     copy, release, fetch, remake = acts
                     by = self._by_index
                     if fetch:
@@ -843,6 +873,9 @@ class StorageMover:
                         self._let_go_to_remake(by[s])
                     if copy:
                         self._copy_out_many([by[s] for s in copy])
+                    c = self.counters  # Note [Host time]
+                    c.move_host_ms += (_clock() - t0) * 1e3
+                    c.copies_issued += len(copy) + len(fetch)
                 return
         if self._pressure and movable_first_pack and rec.tensor is None:
             self._copy_out(rec)
@@ -1034,7 +1067,15 @@ class StorageMover:
                 out = x.t
             else:
                 if rec.fetched is None and rec.recipe is not None and not rec.moving:
+                    t0 = _clock()
                     self._remake(rec)
+                    c = self.counters  # Note [Host time]: a block's run, or a recipe's or module's
+                    if rec.index in self._by_block:
+                        c.block_host_ms += (_clock() - t0) * 1e3
+                        c.block_runs += 1
+                    else:
+                        c.remake_host_ms += (_clock() - t0) * 1e3
+                        c.remakes += 1
                 elif rec.fetched is None:
                     self.counters.fetched_late += 1
                     self._fetch(rec)
@@ -1073,7 +1114,7 @@ class StorageMover:
     def _sample(self, kind, rec, movable):
         if self._timing:
             self._events.append({"kind": kind, "storage": rec.index, "bytes": rec.nbytes, "mark": self.transport.mark(),
-                                 "call": self._call - 1})
+                                 "call": self._call - 1, "host": _clock()})
             return
         dev = self.device
         peak = self._max_allocated(dev)
@@ -1139,8 +1180,12 @@ class StorageMover:
                      "plan uses the recorded iteration's times" % (self.iteration, len(ev), len(rec)))
             return
         times = self._gpu_times(ev, end)
-        for e, t in zip(rec, times["t_ms"]):
+        host = 0.0
+        for e, t, a in zip(rec, times["t_ms"], ev):
             e["t_ms"] = t
+            if self.host_time and self._host_start is not None:  # Note [Host time]: the host's clock at each call
+                host = e["host_ms"] = max((a["host"] - self._host_start) * 1e3, host)
+        self._host_costs = None  # measured again for this trace's plans
         self._trace["step_ms"], self._trace["optimizer_ms"] = times["step_ms"], times["optimizer_ms"]
         self._trace["timed_iteration"] = self.iteration
 
@@ -1185,6 +1230,8 @@ class StorageMover:
         limit = int(limit)
         options = {"limit_bytes": limit, "d2h_bytes_per_s": self._bandwidth[0], "h2d_bytes_per_s": self._bandwidth[1],
                    "min_bytes": self.min_bytes, "recompute": self.recompute}
+        if self._host_costs is not None:  # Note [Host time]
+            options["host_ms_per_copy"], options["host_ms_per_remake"] = self._host_costs
         try:
             plan = self._planner(self._trace, options)
         except Exception as e:  # noqa: BLE001 - training goes on, reactive

@@ -89,6 +89,7 @@ from __future__ import annotations
 import inspect
 import threading
 import weakref
+from time import perf_counter as _clock
 
 from tierpack._storage import VIEW_OPS, autocast_state_getter, flat_bytes, on_storage, resident, storage_getter, \
     through_views
@@ -154,7 +155,7 @@ class ModuleCall:
 
     __slots__ = ("module", "key", "count", "members", "member_ids", "input_keys", "inputs", "reads", "autocast", "ok",
                  "out_ref", "out_key", "out_node", "casts", "versions", "marks", "held", "why", "holds", "kw_inputs",
-                 "rng", "block", "deferred")
+                 "rng", "block", "deferred", "host_ms")
 
     def __init__(self, module, key, args, autocast, kwargs=None, rng=None):
         self.block = kwargs is not None  # a block's call (Note [Block recompute]): keyword arguments, RNG state
@@ -178,6 +179,7 @@ class ModuleCall:
         self.out_key = None
         self.versions = [getattr(a, "_version", None) for a in _tensors(args, kwargs)]
         self.marks = None         # (start, end) of its check run (recorded iteration): recompute_ms
+        self.host_ms = 0.0        # the host time of that run (blocks: Note [Host time] in placer/saved_plan.cpp)
         self.held = None          # the input storages, held once a member was let go to be made again
         self.why = ""
 
@@ -651,6 +653,7 @@ class ModuleRecompute:
             last["window_peak"] = max(last["window_peak"], mover._max_allocated(mover.device) + last["absent"])
         rng = self._rng_state()  # (a block's run sets its call's own state and puts this one back)
         start = transport.mark()
+        host = _clock()
         try:
             saved, out = self._run(call)
         except Exception as e:  # noqa: BLE001 - a module that cannot run again is not made again
@@ -659,6 +662,7 @@ class ModuleRecompute:
         finally:
             self._set_rng_state(rng)
         call.marks = (start, transport.mark())
+        call.host_ms = (_clock() - host) * 1e3
         try:
             if len(saved) != call.count:
                 call.ok, call.why = False, "it saved %d tensors again, %d the first time" % (len(saved), call.count)
@@ -798,5 +802,5 @@ class ModuleRecompute:
                 continue
             for m in movable:
                 seen[m.index]["block"] = len(out)
-            out.append({"ms": max(elapsed_ms(*call.marks), 0.0), "from": sorted(call.reads)})
+            out.append({"ms": max(elapsed_ms(*call.marks), 0.0), "from": sorted(call.reads), "host_ms": call.host_ms})
         return out

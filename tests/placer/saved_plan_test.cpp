@@ -722,3 +722,70 @@ TEST(SavedPlan, ABlockIsRunAgainOnceWhereItsCopiesWouldStall) {
   }
   EXPECT_EQ(saved_plan_from_json(saved_plan_to_json(slow)).moves, slow.moves);
 }
+
+// Note [Host time]: where the host barely keeps up with the GPU, every copy's host time shows in the step and a
+// block's one run is cheaper than copying its members; where the host runs far ahead, it is hidden.
+TEST(SavedPlan, TheHostsTimePerCopyShowsWhereTheHostKeepsUpAndBlocksCostTheirLaunch) {
+  SavedTrace t = layered(32, 64 * MiB, 256 * MiB, 1.0);
+  for (int b = 0; b < 8; ++b) {
+    t.blocks.push_back({2.0, {4 * b}, 0.5});
+    for (int k = 1; k < 4; ++k) t.storages[static_cast<std::size_t>(4 * b + k)].block = b;
+  }
+  const std::uint64_t limit = 256 * MiB + 20 * 64 * MiB;
+  SavedPlanOptions copies = options(limit);  // a link fast enough to hide every copy
+  copies.recompute = false;
+  const SavedPlan copied = plan_saved_tensors(t, copies);
+  ASSERT_TRUE(copied.fits);
+  ASSERT_GT(copied.bytes_out, 0u);
+  EXPECT_DOUBLE_EQ(copied.predicted_ms, t.step_ms) << "the GPU alone: no stall";
+  const auto moved = static_cast<double>(copied.moves.size());
+
+  SavedTrace bound = t;  // the host reaches each call as the GPU does
+  for (SavedEvent& e : bound.events) e.host_ms = e.t_ms;
+  SavedPlanOptions costly = copies;
+  costly.host_ms_per_copy = 0.5;
+  SavedPlan p = copied;
+  predict_saved_plan(bound, costly, p);
+  EXPECT_NEAR(p.predicted_ms, t.step_ms + 0.5 * 2 * moved, 1e-9) << "out and back, each";
+  SavedTrace late = bound;  // the GPU reached the start mark 5 ms after the host: the same
+  for (SavedEvent& e : late.events) e.host_ms += 5;
+  p = copied;
+  predict_saved_plan(late, costly, p);
+  EXPECT_NEAR(p.predicted_ms, t.step_ms + 0.5 * 2 * moved, 1e-9);
+  SavedTrace ahead = bound;  // the host far ahead: all of it hidden
+  for (SavedEvent& e : ahead.events) e.host_ms = 0;
+  p = copied;
+  predict_saved_plan(ahead, costly, p);
+  EXPECT_DOUBLE_EQ(p.predicted_ms, t.step_ms);
+  SavedTrace unknown = bound;  // one call's host time unknown: the GPU's walk alone
+  unknown.events[3].host_ms = -1;
+  p = copied;
+  predict_saved_plan(unknown, costly, p);
+  EXPECT_DOUBLE_EQ(p.predicted_ms, t.step_ms);
+
+  // With the host's cost (12 ms for 12 storages) the planner runs 4 blocks (2 ms of GPU each, their 0.5 ms of
+  // launch under it) rather than copy
+  SavedPlanOptions both = costly;
+  both.recompute = true;
+  const SavedPlan planned = plan_saved_tensors(bound, both);
+  ASSERT_TRUE(planned.fits);
+  EXPECT_EQ(planned.bytes_out, 0u);
+  EXPECT_EQ(planned.bytes_recomputed, 12 * 64 * MiB);
+  EXPECT_NEAR(planned.predicted_ms, t.step_ms + 4 * 2.0, 1e-9) << "the blocks' launch is hidden under their GPU time";
+  const SavedPlan without = plan_saved_tensors(t, both);  // no host times: copies are free
+  EXPECT_EQ(without.bytes_recomputed, 0u);
+
+  // host_ms survives JSON; old traces and options read without it
+  EXPECT_EQ(saved_trace_from_json(saved_trace_to_json(bound)), bound);
+  EXPECT_EQ(saved_trace_from_json(saved_trace_to_json(t)), t);
+  const SavedPlanOptions read = saved_plan_options_from_json(
+      "{\"limit_bytes\":1,\"d2h_bytes_per_s\":1,\"h2d_bytes_per_s\":1,\"host_ms_per_copy\":0.2,\"host_ms_per_remake\":0.05}");
+  EXPECT_DOUBLE_EQ(read.host_ms_per_copy, 0.2);
+  EXPECT_DOUBLE_EQ(read.host_ms_per_remake, 0.05);
+  try {
+    saved_plan_options_from_json("{\"limit_bytes\":1,\"d2h_bytes_per_s\":1,\"h2d_bytes_per_s\":1,\"host_ms_per_copy\":-1}");
+    ADD_FAILURE() << "accepted";
+  } catch (const format_error& e) {
+    EXPECT_NE(std::string(e.what()).find("host_ms_per_copy"), std::string::npos) << e.what();
+  }
+}

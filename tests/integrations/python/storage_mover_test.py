@@ -309,6 +309,7 @@ def make_mover(budget, device=None, transport=None, poked=True, **kw):
     kw.setdefault("min_bytes", 16 << 10)
     kw.setdefault("log", lambda m: None)
     kw.setdefault("recompute_blocks", False)  # the op and module recipes alone (blocks: their own tests)
+    kw.setdefault("host_time", False)  # one plan per trace but for the recalibration (Note [Host time]: its own test)
     mover = StorageMover(torch, lambda d: transport or SlowTransport(), plan_with_library(lib), budget_bytes=budget,
                          allocated=device.allocated, max_allocated=device.max_allocated, reset_peak=device.reset_peak,
                          set_limit=device.set_limit, device_type="cpu", **kw)
@@ -434,6 +435,27 @@ class StorageMoverTest(unittest.TestCase):
         self.assertGreater(runs["batched"][2], 0, "no call of the plan releases two storages")
         self.assertTrue(any(n > 1 for n, _ in deltas), deltas)
         self.assertTrue(all(w == (1 if n else 0) for n, w in deltas), deltas)
+
+    def test_the_hooks_host_time_is_measured_and_planned_with(self):
+        # Note [Host time] (placer/saved_plan.cpp): the timed iteration gives each call its host time; the first
+        # planned iteration measures the host time per copy issued, and the plan is made again with it
+        peak = self.saved_peak()
+        ref = self.reference()
+        logs = []
+        mover, dev = make_mover(int(peak * 0.5), recompute=False, log=logs.append, host_time=True)
+        self.check_same(ref, train(self.ITER, mover))
+        host = [e["host_ms"] for e in mover.trace()["events"]]
+        self.assertTrue(host and all(h >= 0 for h in host), host)
+        self.assertEqual(host, sorted(host))
+        self.assertIsNotNone(mover._host_costs)
+        self.assertGreater(mover._host_costs[0], 0)
+        self.assertEqual(mover._saved_options["host_ms_per_copy"], mover._host_costs[0])
+        said = [m for m in logs if "planning with the host's time" in m]
+        self.assertEqual(len(said), 1, logs)
+        planned = [h for h in mover.history if h["mode"] == "planned"]
+        self.assertTrue(all(h["copies_issued"] > 0 and h["move_host_ms"] > 0 for h in planned), planned)
+        # made again with the costs: the plan in force came after the measuring iteration
+        self.assertGreaterEqual(mover.plan_summary["iteration"], planned[0]["iteration"])
 
     def test_warm_up_moves_reactively_under_the_budget(self):
         peak = self.saved_peak()
