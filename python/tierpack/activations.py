@@ -615,9 +615,16 @@ class StorageMover:
     def _measure_host_costs(self):
         """Note [Host time] (placer/saved_plan.cpp): the host time this planned iteration's hooks spent per copy
         issued (out or back, with its release and bookkeeping) and per recomputation run by a recipe or module,
-        once per trace with host times. True when they were measured now."""
+        once per trace with host times. True when they were measured now.
+
+        Not in a plan's first iteration, nor in one whose copies took new pinned memory: the first planned
+        iteration of the T5-style model spent 4.5 s in its hooks (2.9 ms a copy) growing the pinned pool by
+        ~12 GiB and reallocating what the plan's empty_cache gave back, its later ones 0.1-0.3 s
+        (bench/results/gpu-h200-2026-12-03-1, call 3)."""
         c = self.counters
-        if not self.host_time or self._host_costs is not None or self._trace is None or (c.copies_issued < 8 and c.remakes < 4) or \
+        if not self.host_time or self._host_costs is not None or self._trace is None or self.plan_summary is None or \
+                (c.copies_issued < 8 and c.remakes < 4) or c.pinned_new > 0 or \
+                self.iteration <= self.plan_summary["iteration"] + 1 or \
                 not all("host_ms" in e for e in self._trace["events"]):
             return False
         self._host_costs = (c.move_host_ms / c.copies_issued if c.copies_issued else 0.0,
