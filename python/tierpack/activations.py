@@ -547,7 +547,7 @@ class StorageMover:
                 if self._max_reserved is not None:
                     self.counters.peak_reserved = int(self._max_reserved(self.device))
             # Note [Host time]: a planned iteration's hooks measure the host time of a copy and of a recomputation
-            # (first plan of a trace); the plan is made again with them unless a replan below does so anyway
+            # (once per trace); the plan is made again with them unless a replan below does so anyway
             plan_before = self.plan
             host_new = self.plan is not None and not self._diverged and self._measure_host_costs()
             if self._recording and self._events:
