@@ -448,6 +448,17 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
 // GPU's alone, as before. The two clocks start at the iteration's start mark, which the GPU reaches when it has
 // finished what came before: that lag is taken as the least every call allows (no call's GPU time before its
 // host time), so a host that was not behind is never made so.
+bool counts_host_time(const SavedTrace& trace) {
+  return !trace.events.empty() &&
+         std::all_of(trace.events.begin(), trace.events.end(), [](const SavedEvent& e) { return e.host_ms >= 0; });
+}
+
+SavedTrace without_host_time(SavedTrace trace) {
+  for (SavedEvent& e : trace.events) e.host_ms = -1;
+  for (SavedBlock& b : trace.blocks) b.host_ms = 0;
+  return trace;
+}
+
 void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options, SavedPlan& plan) {
   check_options(options);
   const std::size_t n = trace.events.size();
@@ -471,9 +482,7 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
   }
   std::vector<double> out_end(plan.moves.size(), 0), in_end(plan.moves.size(), 0);
   double delay = 0, d2h_free = 0, h2d_free = 0;
-  // Note [Host time]: on when every call's host time is known
-  const bool host = n > 0 && std::all_of(trace.events.begin(), trace.events.end(),
-                                         [](const SavedEvent& e) { return e.host_ms >= 0; });
+  const bool host = counts_host_time(trace);  // Note [Host time]
   double host_extra = 0;  // host time the plan's actions added before this call
   // The GPU reached the iteration's start mark `lag` after the host recorded it: at least as late as every call's
   // host time says (the GPU runs nothing before the host launched it), taken no later than that.

@@ -23,6 +23,12 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
 /// Fills plan.predicted_ms and plan.stall_ms.
 void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options, SavedPlan& plan);
 
+/// Whether the cost model counts the host's time for `trace`: every event has its host time (Note [Host time]).
+bool counts_host_time(const SavedTrace& trace);
+
+/// `trace` without host times: the cost model walks the GPU's time alone (what-if, `tierpack gpu-replay --host-time off`).
+SavedTrace without_host_time(SavedTrace trace);
+
 /// The transfer bound at `limit_bytes` of live bytes: the least step any runtime that only places these
 /// tensors can take, from the trace's live curve, counting both directions (Note [Two-way transfer bound]
 /// in saved_plan.cpp; bench/gpu/transfer_bound.py counts the device-to-host one alone). `remade`: bytes

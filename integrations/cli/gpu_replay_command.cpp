@@ -3,6 +3,7 @@
 // --storages, each storage's choice.
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,7 @@ const ArgSpec& gpu_replay_spec() {
       .options = {
           {"--budgets", "B,B,...", "budgets to plan at (default: the run's own budget and the limit it planned under)"},
           {"--recompute", "on|off", "let the plan make storages again (default: as the run did)"},
+          {"--host-time", "on|off", "count the hooks' host time in the cost model (default: as the run measured it)"},
           {"--storages", "", "each storage's choice at the first budget (largest first; all with --json)"},
           {"--json", "", "machine-readable output"},
           {"-o", "FILE", "write the output to FILE"},
@@ -118,6 +120,18 @@ int run_gpu_replay(const Args& args) {
     if (*r != "on" && *r != "off") throw usage_error("--recompute: expected on or off, got " + quote_input(*r));
     options.recompute = *r == "on";
   }
+  SavedTrace trace = rec.trace;
+  if (auto h = args.get("--host-time")) {  // Note [Host time] in placer/saved_plan.cpp
+    if (*h != "on" && *h != "off") throw usage_error("--host-time: expected on or off, got " + quote_input(*h));
+    if (*h == "on" && !placer::counts_host_time(trace))
+      throw usage_error("--host-time on: " + path + " has no host time at every call (written before Note [Host time], "
+                        "or the timed iteration did not match the recorded one)");
+    if (*h == "off") {
+      trace = placer::without_host_time(std::move(trace));
+      options.host_ms_per_copy = options.host_ms_per_remake = 0;
+    }
+  }
+  const bool host = placer::counts_host_time(trace);
   std::uint64_t peak = 0;
   for (const SavedEvent& e : rec.trace.events) peak = std::max(peak, e.window_peak);
   std::vector<std::pair<std::string, std::uint64_t>> budgets;
@@ -135,7 +149,7 @@ int run_gpu_replay(const Args& args) {
   for (const auto& [label, budget] : budgets) {
     // The run's own budget keeps the limit it planned under (lowered by replans: Note [Budget]).
     if (args.has("--budgets")) options.limit_bytes = static_cast<std::uint64_t>(static_cast<double>(budget) * rec.fill);
-    rows.push_back({label, budget, placer::plan_saved_tensors(rec.trace, options)});
+    rows.push_back({label, budget, placer::plan_saved_tensors(trace, options)});
   }
   std::string text;
   if (args.has("--json")) {
@@ -154,7 +168,10 @@ int run_gpu_replay(const Args& args) {
                          {"bytes_recomputed", r.plan.bytes_recomputed},
                          {"kept", c.kept},
                          {"offloaded", c.copied},
-                         {"recomputed", c.remade}};
+                         {"recomputed", c.remade},
+                         {"host_time", host},
+                         {"host_ms_per_copy", options.host_ms_per_copy},
+                         {"host_ms_per_remake", options.host_ms_per_remake}};
       if (rec.measured_iteration >= 0) {
         const auto [want, got] = measured_totals(rec);
         row["run_measured"] = {{"iteration", rec.measured_iteration}, {"storages", rec.measured.size()},
@@ -170,6 +187,11 @@ int run_gpu_replay(const Args& args) {
                          rec.trace.storages.size(), format_bytes(peak).c_str(), rec.trace.step_ms,
                          options.d2h_bytes_per_s / 1e9, options.h2d_bytes_per_s / 1e9, options.recompute ? "on" : "off",
                          rec.fill * 100);
+    text += host ? printf_string("host time counted: %.0f us a copy issued, %.0f us a recomputation%s (Note [Host time])\n",
+                                 options.host_ms_per_copy * 1e3, options.host_ms_per_remake * 1e3,
+                                 options.host_ms_per_copy > 0 || options.host_ms_per_remake > 0
+                                     ? "" : " (not measured yet: the host's own time at each call only)")
+                 : std::string("host time not counted (the cost model walks the GPU's time alone)\n");
     text += printf_string("%-24s %11s %8s %15s %12s %20s %12s %9s\n", "budget", "limit", "fits", "copied each way",
                           "made again", "kept/offload/remake", "predicted", "bound");
     for (const Row& r : rows) {
@@ -181,8 +203,10 @@ int run_gpu_replay(const Args& args) {
                             format_bytes(r.plan.bytes_out).c_str(), format_bytes(r.plan.bytes_recomputed).c_str(),
                             counts.c_str(), r.plan.predicted_ms, r.plan.bound_ms);
     }
-    text += "predicted: the recorded step plus the waits the cost model finds (placer/saved_plan.cpp, Note [Storage move "
-            "cost]); a lower bound where the run's host time or the allocator adds more\n";
+    text += host ? "predicted: the recorded step plus the waits the cost model finds, the host's included (placer/"
+                   "saved_plan.cpp, Notes [Storage move cost] and [Host time]); a lower bound where the allocator adds more\n"
+                 : "predicted: the recorded step plus the waits the cost model finds (placer/saved_plan.cpp, Note [Storage "
+                   "move cost]); a lower bound where the run's host time or the allocator adds more\n";
     if (rec.measured_iteration >= 0) {
       const auto [want, got] = measured_totals(rec);
       text += printf_string("the run's plan, measured in iteration %d: %zu storage(s) made again in %.1f ms of GPU time, "

@@ -155,3 +155,32 @@ TEST_F(GpuReplayCli, ShowsWhatTheRunMeasuredOfWhatItMadeAgain) {
   write("bad_measured.json", bad);
   expect_one_line_error(tierpack(path("bad_measured.json")), 1, "field 'recomputations': not an object");
 }
+
+TEST_F(GpuReplayCli, SaysWhetherTheHostsTimeIsCountedAndCanLeaveItOut) {
+  // Note [Host time]: a run that measured its hooks' host time plans with it; --host-time off walks the GPU alone
+  auto timed = recorded_iteration();
+  for (auto& e : timed["trace"]["events"]) e["host_ms"] = e["t_ms"];  // a host that barely keeps up
+  timed["options"]["host_ms_per_copy"] = 0.5;
+  timed["options"]["host_ms_per_remake"] = 0.05;
+  timed["options"]["d2h_bytes_per_s"] = timed["options"]["h2d_bytes_per_s"] = 500e9;  // copies hide under the calls
+  write("timed.json", timed);
+  const auto on = tierpack(path("timed.json") + " --budgets 60% --recompute off");
+  ASSERT_EQ(on.status, 0) << on.err;
+  EXPECT_NE(on.out.find("host time counted: 500 us a copy issued, 50 us a recomputation (Note [Host time])"),
+            std::string::npos) << on.out;
+  const auto j_on = nlohmann::json::parse(tierpack(path("timed.json") + " --budgets 60% --recompute off --json").out);
+  const auto j_off =
+      nlohmann::json::parse(tierpack(path("timed.json") + " --budgets 60% --recompute off --json --host-time off").out);
+  EXPECT_TRUE(j_on[0]["host_time"].get<bool>());
+  EXPECT_FALSE(j_off[0]["host_time"].get<bool>());
+  EXPECT_EQ(j_on[0]["bytes_out"], j_off[0]["bytes_out"]);  // the same copies, each costing the host 0.5 ms twice
+  const auto copies = static_cast<double>(j_on[0]["offloaded"].get<int>());
+  ASSERT_GT(copies, 0);
+  EXPECT_NEAR(j_on[0]["predicted_ms"].get<double>() - j_off[0]["predicted_ms"].get<double>(), 2 * 0.5 * copies, 1e-6);
+  const auto off = tierpack(path("timed.json") + " --host-time off");
+  EXPECT_NE(off.out.find("host time not counted"), std::string::npos) << off.out;
+  // a run without host times: counted is impossible, and said
+  EXPECT_NE(tierpack(path("run.gpu0.saved.json")).out.find("host time not counted"), std::string::npos);
+  expect_one_line_error(tierpack(path("run.gpu0.saved.json") + " --host-time on"), 2, "has no host time");
+  expect_one_line_error(tierpack(path("timed.json") + " --host-time maybe"), 2, "--host-time");
+}
