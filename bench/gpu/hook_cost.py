@@ -249,7 +249,8 @@ def main():
     base = train(a)
     mover, _ = make_mover(None, budget_fraction=a.budget, min_bytes=a.min_kib << 10, poked=False,
                           gc_freeze=a.gc == "freeze")
-    runs = train(a, mover, profile_from=(mover.record_iteration + 2) if a.profile else None)
+    first_planned = mover.record_iteration + mover.timed_iterations + 1  # Note [Recording]
+    runs = train(a, mover, profile_from=first_planned if a.profile else None)
     plan = mover.plan_summary or {}
     print("T5-style: %d + %d layers, d %d, batch %d x %d; budget %.0f%% of the recorded peak; plan: %s moves "
           "(%s B out, %s B made again)" % (a.layers, a.layers, a.d, a.batch, a.seq, 100 * a.budget, plan.get("moves"),
@@ -261,7 +262,7 @@ def main():
     phases = []
     for i, (_, wall, h, mod) in enumerate(runs):
         mode = h["mode"] if i + 1 != mover.record_iteration else "recorded"
-        if i + 1 == mover.record_iteration + 1:
+        if mover.record_iteration < i + 1 < first_planned:
             mode = "timed"
         if not phases or phases[-1][0] != mode:
             phases.append((mode, []))

@@ -478,13 +478,15 @@ class StorageMoverTest(unittest.TestCase):
         self.assertEqual(recorded, peak)
 
     def test_the_timed_iteration_moves_nothing_under_the_device_size(self):
-        # Note [Recording]: the iteration after the recorded one only times the calls; with the device's
-        # size over the recorded peak it moves nothing (it moved everything once, by a flag read too late).
+        # Note [Recording]: the iterations after the recorded one only time the calls; with the device's
+        # size over the recorded peak they move nothing (the first moved everything once, by a flag read too late;
+        # the second, by the reactive rule of the others).
         peak = self.saved_peak()
         mover, dev = make_mover(int(peak * 0.6), capacity=lambda d: 1 << 40)
-        train(5, mover)
-        timed = mover.history[mover.record_iteration]  # iteration record_iteration + 1
-        self.assertEqual((timed["bytes_out"], timed["released"]), (0, 0), mover.history)
+        train(6, mover)
+        self.assertEqual(mover.timed_iterations, 2)
+        for timed in mover.history[mover.record_iteration:mover.record_iteration + 2]:  # record_iteration + 1, + 2
+            self.assertEqual((timed["bytes_out"], timed["released"]), (0, 0), mover.history)
         self.assertGreater(mover.history[mover.record_iteration - 1]["released"], 0)  # the recorded one moved
 
     def test_the_timed_iteration_matches_by_sizes_not_storage_numbers(self):
@@ -492,7 +494,7 @@ class StorageMoverTest(unittest.TestCase):
         # reused, so the timed iteration may number them otherwise; the same kinds on storages of the same
         # sizes at every call are the same calls, and their GPU times replace the recorded ones.
         peak = self.saved_peak()
-        mover, dev = make_mover(int(peak * 0.6))
+        mover, dev = make_mover(int(peak * 0.6), host_time=True)
         train(mover.record_iteration, mover)
         trace = mover.trace()
         by_size = {}
@@ -503,8 +505,18 @@ class StorageMoverTest(unittest.TestCase):
             e["storage"] = {a: b, b: a}.get(e["storage"], e["storage"])
         recorded = [e["t_ms"] for e in trace["events"]]
         train(1, mover)
-        self.assertEqual(trace["timed_iteration"], mover.record_iteration + 1)
+        self.assertEqual(trace["timed_iterations"], [mover.record_iteration + 1])
         self.assertNotEqual([e["t_ms"] for e in trace["events"]], recorded)
+        self.assertIsNone(mover.plan)  # planned after the second timed iteration
+        # the second keeps each call's least time, the step's too, and the plan is made at its end
+        first = ([e["t_ms"] for e in trace["events"]], [e["host_ms"] for e in trace["events"]], trace["step_ms"])
+        train(1, mover)
+        self.assertEqual(trace["timed_iterations"], [mover.record_iteration + 1, mover.record_iteration + 2])
+        self.assertTrue(all(b <= a for a, b in zip(first[0], [e["t_ms"] for e in trace["events"]])))
+        self.assertTrue(all(b <= a for a, b in zip(first[1], [e["host_ms"] for e in trace["events"]])))
+        self.assertLessEqual(trace["step_ms"], first[2])
+        self.assertIsNotNone(mover.plan)
+        self.assertEqual(mover.plan_summary["iteration"], mover.record_iteration + 2)
 
     def test_reserved_memory_over_the_budget_plans_again_under_a_lower_limit(self):
         # Note [Reserved memory], limit:soft (the default): an allocator holding a fixed 15% of the budget over its live peak.
@@ -1022,14 +1034,14 @@ class StorageMoverTest(unittest.TestCase):
         mover, dev = make_mover(int(peak * 0.6))
         self.check_same(ref, train(12, mover, data=mixed))
         modes = [(h["iteration"], h["mode"], h["diverged"]) for h in mover.history]
-        self.assertEqual(modes[4][1], "planned", modes)  # recorded 3, timed 4, planned from 5
+        self.assertEqual(modes[5][1], "planned", modes)  # recorded 3, timed 4 and 5, planned from 6
         self.assertTrue(modes[5][2] and modes[6][2], modes)
-        # After two diverged iterations in a row the next one is recorded (8), timed (9) and planned again.
+        # After two diverged iterations in a row the next one is recorded (8), timed (9, 10) and planned again.
         self.assertEqual(mover.record_iteration, 8)
         self.assertEqual(mover.history[-1]["mode"], "planned")
         self.assertFalse(mover.history[-1]["diverged"])
         self.assertEqual(mover.trace()["recorded_iteration"], 8)
-        self.assertEqual(mover.trace()["timed_iteration"], 9)
+        self.assertEqual(mover.trace()["timed_iterations"], [9, 10])
 
     def test_a_budget_as_a_fraction_of_the_recorded_peak(self):
         peak = self.saved_peak()
