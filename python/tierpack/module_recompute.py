@@ -60,8 +60,9 @@ planner finds it cheaper than copies (placer/saved_plan.cpp, Note [Block recompu
   parameter of two or more dimensions is a *block* (GPT-2's ``GPT2Block``, ``LlamaDecoderLayer``, ``T5Block``,
   torchvision's ``Bottleneck``), the innermost only: a ResNet written as one ``Sequential`` of its stages has
   the stages and their bottlenecks as blocks, and a bottleneck lets a plan run again a sixteenth of the network
-  where a stage would hold a quarter of its activations at once (ResNet-50 at 60% of checkpointing's peak, with
-  stages: 266 ms against checkpointing's 78 ms, bench/results/gpu-h200-2026-12-03-1). Blocks get their own forward hooks, which see keyword
+  where a stage holds a quarter of its activations at once (ResNet-50 at checkpointing's peak: 63.3 ms a step
+  with bottlenecks, 65.5 with stages; at 60% of that peak neither helped, 266-268 ms:
+  bench/results/gpu-h200-2026-12-03-1, calls 1-2). Blocks get their own forward hooks, which see keyword
   arguments (torch 2; before 2.0 a call with exactly the positional arguments forward takes, as for leaves);
 * a block's call records its arguments as a leaf call does (saved storages, held inputs, plain values, tuples of
   them); an argument of another type (a key-value cache object, which a second run would change) makes the
