@@ -48,9 +48,12 @@ Before the plan (warm-up and the recorded iteration) the mover reacts instead (N
 Note [Reactive moves]
 ~~~~~~~~~~~~~~~~~~~~~
 Until a plan exists, the budget still counts: when the previous iteration's live peak (plus what was away)
-was over the limit, every eligible storage is copied out at its first pack, and at every call the oldest
-copied storages are let go while live bytes exceed the limit. A storage let go comes back at its use
-(late). The first iteration moves nothing: it learns the live peak. The recorded iteration counts what
+was over the limit, every eligible storage is queued at its first pack, and at every call the oldest queued
+are copied out and let go while live bytes exceed the limit (the compute stream waits for each copy). A
+storage let go comes back at its use (late). Copied out at its pack instead, every saved storage took a
+pinned buffer: GPT-2 large's warm-up at 75% of its peak grew the pinned pool by 35 GB, 26.6 s of the hooks'
+host time in one iteration (the T5-style model: 31 GB, 35.0 s; bench/results/gpu-h200-2026-12-03-1, call 4),
+where the budget needed about a third of those bytes away. The first iteration moves nothing: it learns the live peak. The recorded iteration counts what
 is away: its live bytes are the allocator's plus the bytes away, its GPU times less the time compute
 waited for copies (timing events around each wait), so the trace is the iteration without moves.
 
@@ -417,8 +420,9 @@ class StorageMover:
     limit (or lift it; limit:hard only); empty_cache(): give the allocator's unused memory back;
     memory_state(dev): the allocator's reserved and live bytes and its free gaps, read at an out-of-memory
     error; record_iteration: the iteration (1-based) that is recorded (>= 3 by default: the first learns the
-    live peak, the second fills the pinned pool, Note [Reactive moves]; the next one is timed, Note
-    [Recording]); capacity(dev): the device's memory (the timing iteration moves nothing under it);
+    live peak, the second moves reactively and so fills the pinned pool with what the budget needs away, Note
+    [Reactive moves]; the next timed_iterations are timed, Note [Recording]); capacity(dev): the device's
+    memory (the timed iterations move nothing under it);
     optimizer_state: move the
     optimizer's state tensors too (Note [Optimizer state]): only where optimizer_begins(opt) runs before
     every step (tierpack.cuda registers it as a global optimizer pre-step hook).
@@ -894,14 +898,14 @@ class StorageMover:
                     c.copies_issued += len(copy) + len(fetch)
                 return
         if self._pressure and movable_first_pack and rec.tensor is None:
-            self._copy_out(rec)
-            self._fifo.append(rec)
+            self._fifo.append(rec)  # Note [Reactive moves]: copied out when it is let go
         if self._pressure and self._fifo:
             live = self._allocated(self.device)
             while self._fifo and live > self.limit:
                 old = self._fifo.pop(0)
-                if old.released or old is rec or not old.handles or old.index in self._needed:
+                if old.released or old is rec or not old.handles or old.index in self._needed or old.storage is None:
                     continue
+                self._copy_out(old)
                 live -= self._release(old, timed=self._events is not None)
 
     def _diverge(self, i, kind, rec, expected):

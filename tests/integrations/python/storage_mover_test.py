@@ -461,13 +461,16 @@ class StorageMoverTest(unittest.TestCase):
 
     def test_warm_up_moves_reactively_under_the_budget(self):
         peak = self.saved_peak()
-        mover, dev = make_mover(int(peak * 0.6), record_iteration=3)
+        transport = SlowTransport()
+        mover, dev = make_mover(int(peak * 0.6), record_iteration=3, transport=transport)
         train(2, mover)
         self.assertEqual(mover.history[0]["released"], 0)  # the first iteration learns the live peak
         h = mover.history[1]
         self.assertEqual(h["mode"], "warm-up")
         self.assertGreater(h["released"], 0)
         self.assertLess(h["peak_live"], peak)  # the budget held the live bytes below the natural peak
+        # Note [Reactive moves]: only what is let go is copied out (and takes a pinned buffer)
+        self.assertEqual(transport.out, h["released"])
 
     def test_the_recorded_iteration_is_the_iteration_without_moves(self):
         # The trace recorded under reactive moves adds back what was away: its live peak is the natural one.
