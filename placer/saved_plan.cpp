@@ -118,14 +118,26 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
 // A block (python/tierpack/module_recompute.py, Note [Block recompute]: a transformer layer, a ResNet
 // bottleneck) makes every storage it saved by one run of its forward, from its inputs (SavedBlock::from), in
 // SavedBlock::ms. At a call over the limit a block whose call ended before it, none of whose members was used
-// yet and whose inputs were not copied out, competes with the single storages as one candidate: ranked as a
-// recomputation costing ms per GiB of its members not let go yet, used where its first member is. Chosen, all
-// those members are let go there and come back together at that first use (or earlier, where a recomputation
-// reading one is made); its inputs are never copied out after. The cost model spends its ms once per block
-// at that call. The family of plans (Note [Recompute cost]) is made twice, with and without blocks: a block is
+// yet, competes with the single storages as one candidate: ranked as a recomputation costing ms per GiB of its
+// members not let go yet, used where its first member is. Chosen, all those members are let go there and come
+// back together at that first use (or earlier, where a recomputation reading one is made). The cost model
+// spends its ms once per block at that call. The family of plans (Note [Recompute cost]) is made twice, with and without blocks: a block is
 // cheaper per GiB than most recipes, so every plan that admits a recipe admits blocks too, and GPT-2 large at
 // 75% of its peak ran 254 ms a step with recipes alone and 262-282 ms with blocks admitted
 // (bench/results/gpu-h200-2026-12-02-4, calls 1-3).
+//
+// Note [Block inputs]
+// ~~~~~~~~~~~~~~~~~~~
+// What a block reads (its input: the residual stream into a transformer layer, the activation into a
+// bottleneck) is what full checkpointing keeps, a layer's worth each; under checkpointing's own peak those must
+// leave the device too. So a block's inputs may be copied out like any storage (a recipe's may not: an op recipe
+// reads its input where it is), before or after the block is chosen, and such a copy returns at the block's run
+// (need[]: the earliest run of a chosen block that reads it) rather than at its own first use: its fetch is planned
+// for that call, its move's use_at is that call and the cost model makes the run wait for the copy there. The
+// runtime's block, run again, reads the fetched storage (python/tierpack/module_recompute.py, ModuleRecompute._arg),
+// fetching it late if the plan's fetch did not start, and does not hold a storage the plan copies out
+// (ModuleRecompute.arm). This is checkpointing with offloaded checkpoints, chosen per input by the same Belady
+// order and cost family as everything else.
 //
 // Note [Recompute cost]
 // ~~~~~~~~~~~~~~~~~~~~~
@@ -216,7 +228,10 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
   std::vector<std::uint64_t> returning(n + 1, 0);  // bytes back on the device at each call (fetched at use)
   // back[s]: where a recomputed storage is made again: its first use, or the earlier point where a
   // recomputation that reads it is made (Note [Recompute]); its bytes return there.
+  // A copied storage returns at its use, or earlier where a block that reads it runs again (Note [Block inputs]).
   std::vector<std::int32_t> back(spans.size(), kNone);
+  // need[s]: the earliest call where a chosen block that reads s runs again; kNone: none does.
+  std::vector<std::int32_t> need(spans.size(), kNone);
   // Note [Block recompute]: a block's members the plan lets go to be made by running the block again.
   std::vector<char> by_block(spans.size(), 0);
   std::vector<std::vector<std::size_t>> members(trace.blocks.size());
@@ -234,9 +249,19 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
     returning[static_cast<std::size_t>(at)] += trace.storages[s].bytes;
     back[s] = at;
   };
+  // A chosen block runs again at `at` and reads `in`: a copy of it comes back by then (Note [Block inputs]).
+  const auto needs = [&](std::size_t in, std::int32_t at) {
+    need[in] = need[in] == kNone ? at : std::min(need[in], at);
+    if (release[in] != kNone && !recompute[in] && (back[in] == kNone || back[in] > at)) {
+      if (back[in] != kNone) returning[static_cast<std::size_t>(back[in])] -= trace.storages[in].bytes;
+      returning[static_cast<std::size_t>(at)] += trace.storages[in].bytes;
+      back[in] = at;
+    }
+  };
   const auto make_earlier = [&](auto&& self, std::size_t s, std::int32_t at) -> void {
     for (std::int32_t in_ : inputs_of(s)) {
       const auto in = static_cast<std::size_t>(in_);
+      if (!recompute[in] && by_block[s]) needs(in, at);
       if (!recompute[in] || back[in] <= at) continue;
       if (by_block[in]) {  // the block runs once: every member it makes comes back there
         for (std::size_t m : members[static_cast<std::size_t>(trace.storages[in].block)])
@@ -272,13 +297,15 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
         const StorageSpan& sp = spans[s];
         const SavedStorage& st = trace.storages[s];
         if (release[s] != kNone || !st.movable || st.bytes < options.min_bytes || sp.pack == kNone || sp.last_pack >= at ||
-            sp.pack >= backward || (sp.use != kNone && sp.use <= at) || (st.held_in_forward && at < backward))
+            sp.pack >= backward || (sp.use != kNone && sp.use <= at) || (need[s] != kNone && need[s] <= at) ||
+            (st.held_in_forward && at < backward))
           continue;
         const bool re = sp.use != kNone && can_recompute(s);
         if (pinned[s] && !re) continue;  // a chosen recomputation reads it: it is not copied out
         // Note [Recompute cost]: 0 a cheap recomputation, 1 a copy, 2 a dear recomputation (nothing else left)
         const int rank = re && ms_per_gib(st) <= cheap_ms_per_gib ? 0 : pinned[s] ? 2 : 1;
-        const std::int64_t use = sp.use == kNone ? std::numeric_limits<std::int64_t>::max() : sp.use;
+        std::int64_t use = sp.use == kNone ? std::numeric_limits<std::int64_t>::max() : sp.use;
+        if (rank == 1 && need[s] != kNone) use = std::min<std::int64_t>(use, need[s]);  // back for a block's run
         if (best == kNone || rank < best_rank ||
             (rank == best_rank &&
              (use > best_use || (use == best_use && sp.pack < spans[static_cast<std::size_t>(best)].pack)))) {
@@ -304,9 +331,7 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
           bytes += trace.storages[m].bytes;
           use = std::min<std::int64_t>(use, sp.use);
         }
-        for (std::int32_t in : trace.blocks[bl].from)
-          ok = ok && !(release[static_cast<std::size_t>(in)] != kNone && !recompute[static_cast<std::size_t>(in)]);
-        if (!ok || bytes == 0) continue;
+        if (!ok || bytes == 0) continue;  // (an input copied out comes back before it runs: Note [Block inputs])
         const double per_gib = trace.blocks[bl].ms / static_cast<double>(bytes) * static_cast<double>(1ull << 30);
         const int rank = per_gib <= cheap_ms_per_gib ? 0 : 2;
         if (rank < best_rank || (rank == best_rank && use > best_use)) {
@@ -329,8 +354,7 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
           back[m] = returns;
           returning[static_cast<std::size_t>(returns)] += trace.storages[m].bytes;
         }
-        for (std::int32_t in : trace.blocks[bl].from) pinned[static_cast<std::size_t>(in)] = 1;
-        make_earlier(make_earlier, now.front(), returns);  // what it reads, if made again, is made with it
+        make_earlier(make_earlier, now.front(), returns);  // (its inputs are needed there: Note [Block inputs])  // what it reads, if made again, is made with it
         continue;
       }
       const bool best_re = best_rank != 1;
@@ -343,6 +367,8 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
       release[b] = at;
       absent += trace.storages[b].bytes;
       std::int32_t returns = spans[b].use;
+      if (!best_re && need[b] != kNone && (returns == kNone || need[b] < returns)) returns = need[b];
+      back[b] = returns;
       if (best_re) {
         recompute[b] = 1;
         for (std::int32_t in : trace.storages[b].recompute_from) pinned[static_cast<std::size_t>(in)] = 1;
@@ -360,18 +386,18 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
   for (std::size_t s = 0; s < spans.size(); ++s)
     if (release[s] != kNone) {
       moved.push_back(static_cast<std::int32_t>(s));
-      const std::int32_t end = recompute[s] ? back[s] : spans[s].use == kNone ? static_cast<std::int32_t>(n) : spans[s].use;
+      const std::int32_t end = back[s] == kNone ? static_cast<std::int32_t>(n) : back[s];
       for (std::int32_t i = release[s]; i < end; ++i) absent_at[static_cast<std::size_t>(i)] += trace.storages[s].bytes;
     }
   std::sort(moved.begin(), moved.end(), [&](std::int32_t a, std::int32_t b) {
-    const auto ua = static_cast<std::uint32_t>(spans[static_cast<std::size_t>(a)].use);  // kNone sorts last
-    const auto ub = static_cast<std::uint32_t>(spans[static_cast<std::size_t>(b)].use);
+    const auto ua = static_cast<std::uint32_t>(back[static_cast<std::size_t>(a)]);  // kNone sorts last
+    const auto ub = static_cast<std::uint32_t>(back[static_cast<std::size_t>(b)]);
     return ua != ub ? ua < ub : a < b;
   });
   std::vector<std::int32_t> fetch(spans.size(), kNone);
   for (std::int32_t s : moved) {
     const auto si = static_cast<std::size_t>(s);
-    const std::int32_t use = spans[si].use;
+    const std::int32_t use = back[si];  // its first use, or a block's run that reads it (Note [Block inputs])
     if (use == kNone) continue;
     if (recompute[si]) {  // made at its use (or a reader's): absent until then
       fetch[si] = back[si];
@@ -401,7 +427,8 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
   });
   for (std::int32_t s : by_copy) {
     const auto si = static_cast<std::size_t>(s);
-    plan.moves.push_back({s, spans[si].pack, release[si], fetch[si], spans[si].use, recompute[si] != 0, by_block[si] != 0});
+    plan.moves.push_back({s, spans[si].pack, release[si], fetch[si], recompute[si] ? spans[si].use : back[si],
+                          recompute[si] != 0, by_block[si] != 0});
     if (recompute[si]) {
       plan.bytes_recomputed += trace.storages[si].bytes;
       continue;

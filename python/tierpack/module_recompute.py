@@ -588,6 +588,14 @@ class ModuleRecompute:
                                "the call (Note [Module recompute]; TIERPACK_GPU recompute:off avoids this)"
                                % type(call.module).__name__)
         st = call.held.get(rec.index) if call.held else None
+        if st is None and rec.moving and rec.released:
+            # placer/saved_plan.cpp, Note [Block inputs]: an input the plan copied out comes back by this run (its
+            # fetch was planned no later); the run reads it once its copy back has landed
+            if rec.fetched is None:
+                mover.counters.fetched_late += 1
+                mover._fetch(rec)
+            if rec.h2d is not None:
+                mover._wait(rec.h2d, mover._events is not None)
         if st is None:
             st = resident(rec)
         if st is None and rec.released and rec.recipe is not None:
@@ -715,7 +723,9 @@ class ModuleRecompute:
                 a = specs.pop()
                 if a[0] == "seq":
                     specs.extend(a[2])
-                elif a[0] == "rec":
+                elif a[0] == "rec" and not a[1].moving and a[1].index not in self.mover._remade:
+                    # (one the plan copies out comes back by the run, Note [Block inputs]; one it makes again is
+                    # made by then, _arg: held, neither would leave the device when let go)
                     rec = a[1]
                     st = resident(rec)
                     if st is not None:

@@ -200,7 +200,7 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
   };
   const int cases =
       std::getenv("TIERPACK_PROPERTY_CASES") ? std::max(1, std::atoi(std::getenv("TIERPACK_PROPERTY_CASES"))) : 500;
-  int block_moves = 0;
+  int block_moves = 0, block_inputs_copied = 0;
   for (int c = 0; c < cases; ++c) {
     SavedTrace t;
     const std::uint64_t base = (next() % 512) * MiB;
@@ -309,11 +309,16 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
       if (m.by_block) {  // Note [Block recompute]: one run makes the block's members, from inputs on the device
         ASSERT_GE(s.block, 0);
         const SavedBlock& b = t.blocks[static_cast<std::size_t>(s.block)];
-        for (std::int32_t in : b.from) {
+        for (std::int32_t in : b.from) {  // made no later, or copied back by then (Note [Block inputs])
           const SavedMove* im = move_of[static_cast<std::size_t>(in)];
           if (im == nullptr || im->release_at >= m.fetch_at) continue;
-          EXPECT_TRUE(im->recompute) << "block " << s.block << " reads " << in << ", copied out";
-          EXPECT_LE(im->fetch_at, m.fetch_at);
+          EXPECT_GE(im->fetch_at, 0) << "block " << s.block << " reads " << in << ", never back";
+          EXPECT_LE(im->fetch_at, m.fetch_at) << "block " << s.block << " runs before its input " << in << " is back";
+          if (!im->recompute) {
+            EXPECT_LE(im->use_at, m.fetch_at) << "the copy of " << in << " is not waited for where block "
+                                              << s.block << " runs";
+            ++block_inputs_copied;
+          }
         }
         for (const SavedMove& other : p.moves)
           if (other.by_block && t.storages[static_cast<std::size_t>(other.storage)].block == s.block) {
@@ -339,8 +344,17 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
       if (m.use_at >= 0) {
         EXPECT_GT(m.fetch_at, m.release_at);
         EXPECT_LE(m.fetch_at, m.use_at);
-        EXPECT_EQ(t.events[static_cast<std::size_t>(m.use_at)].kind, SavedEventKind::unpack);
-        EXPECT_EQ(t.events[static_cast<std::size_t>(m.use_at)].storage, m.storage);
+        // its first use, or (a copy) the run of a block that reads it (Note [Block inputs])
+        const SavedEvent& u = t.events[static_cast<std::size_t>(m.use_at)];
+        bool block_run = false;
+        for (const SavedMove& other : p.moves)
+          if (other.by_block && other.fetch_at == m.use_at) {
+            const auto& from = t.blocks[static_cast<std::size_t>(t.storages[static_cast<std::size_t>(other.storage)].block)].from;
+            block_run = block_run || std::find(from.begin(), from.end(), m.storage) != from.end();
+          }
+        EXPECT_EQ(u.kind, SavedEventKind::unpack);
+        EXPECT_TRUE(u.storage == m.storage || (!m.recompute && block_run))
+            << "storage " << m.storage << " is waited for at call " << m.use_at << ", neither its use nor a block's run";
       }
       EXPECT_LT(m.release_at, m.use_at < 0 ? static_cast<std::int32_t>(t.events.size()) : m.use_at);
       (m.recompute ? remade : out) += s.bytes;
@@ -366,6 +380,7 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
   }
   if (cases >= 100) {
     EXPECT_GT(block_moves, 0) << "no random trace ran a block again";
+    EXPECT_GT(block_inputs_copied, 0) << "no random trace copied a block's input out (Note [Block inputs])";
   }
 }
 
@@ -721,6 +736,47 @@ TEST(SavedPlan, ABlockIsRunAgainOnceWhereItsCopiesWouldStall) {
     EXPECT_NE(std::string(e.what()).find("storage 1: field 'block' = 9 is out of range"), std::string::npos) << e.what();
   }
   EXPECT_EQ(saved_plan_from_json(saved_plan_to_json(slow)).moves, slow.moves);
+}
+
+// Note [Block inputs]: under checkpointing's own peak (every block run again, its inputs kept) the inputs leave
+// too, each copied back by its block's run; the run waits for that copy, so a slower link shows in the step.
+TEST(SavedPlan, BlockInputsAreCopiedOutAndBackBeforeTheirBlockRunsAgain) {
+  SavedTrace t = layered(32, 64 * MiB, 256 * MiB, 1.0);
+  for (int b = 0; b < 8; ++b) {
+    t.blocks.push_back({2.0, {4 * b}});
+    for (int k = 1; k < 4; ++k) t.storages[static_cast<std::size_t>(4 * b + k)].block = b;
+  }
+  // Every block run again keeps its 8 inputs: 256 + 8 x 64 = 768 MiB at forward's end; 640 leaves room for
+  // six of them.
+  const std::uint64_t limit = 256 * MiB + 6 * 64 * MiB;
+  const SavedPlan p = plan_saved_tensors(t, slow_link(limit));
+  ASSERT_TRUE(p.fits);
+  EXPECT_LE(replayed_peak(t, p), limit);
+  EXPECT_EQ(p.planned_peak, replayed_peak(t, p));
+  std::vector<std::int32_t> runs_at(8, -1);
+  for (const SavedMove& m : p.moves)
+    if (m.by_block) runs_at[static_cast<std::size_t>(t.storages[static_cast<std::size_t>(m.storage)].block)] = m.fetch_at;
+  EXPECT_LE(std::count(runs_at.begin(), runs_at.end(), -1), 1) << "the blocks run again (but the last)";
+  int inputs = 0;
+  for (const SavedMove& m : p.moves) {
+    if (m.recompute) continue;
+    ASSERT_EQ(m.storage % 4, 0) << "a member copied where its block runs again";
+    const std::int32_t run = runs_at[static_cast<std::size_t>(m.storage / 4)];
+    ASSERT_GE(run, 0) << "input " << m.storage << " copied, its block kept";
+    EXPECT_EQ(m.use_at, run) << "input " << m.storage << " is waited for where its block runs";
+    EXPECT_GT(m.fetch_at, m.release_at);
+    EXPECT_LE(m.fetch_at, run);
+    ++inputs;
+  }
+  EXPECT_GE(inputs, 2) << "two inputs must leave";
+  EXPECT_EQ(p.bytes_out, static_cast<std::uint64_t>(inputs) * 64 * MiB);
+  EXPECT_EQ(p.bytes_in, p.bytes_out);
+  // A link too slow to bring an input back in the block's backward shows as a wait at its run.
+  SavedPlanOptions crawl = slow_link(limit);
+  crawl.d2h_bytes_per_s = crawl.h2d_bytes_per_s = 0.05e9;  // 64 MiB in 1.3 s
+  const SavedPlan slow = plan_saved_tensors(t, crawl);
+  ASSERT_TRUE(slow.fits);
+  EXPECT_GT(slow.predicted_ms, p.predicted_ms + 1000.0);
 }
 
 // Note [Host time]: where the host barely keeps up with the GPU, every copy's host time shows in the step and a

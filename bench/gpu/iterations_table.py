@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""Prints, for each tierpack cell of a models_bench --json file, one line per iteration: its mode, wall time, the
+hooks' host time, the pinned memory it added and the bytes it moved. Usage: iterations_table.py FILE.json..."""
+import json
+import sys
+
+
+def main(paths):
+    for path in paths:
+        with open(path) as f:
+            doc = json.load(f)
+        for cell in doc.get("results", []):
+            tp = cell.get("tierpack") or {}
+            its = tp.get("iterations") or []
+            if not its:
+                continue
+            walls = list(cell.get("warmup_step_s") or []) + list(cell.get("step_s") or [])
+            print(f"# {cell['model']} {cell['mode']} budget {cell['budget'] / 2**30:.1f} GiB")
+            print("| it | mode | wall ms | hook host ms | pinned new GB | GB out | GB remade | blocks |")
+            print("|---|---|---|---|---|---|---|---|")
+            for k, it in enumerate(its):
+                wall = f"{walls[k] * 1e3:.0f}" if k < len(walls) else "-"
+                print(f"| {it.get('iteration', k + 1)} | {it.get('mode', '?')} | {wall} | {it.get('host_ms', 0):.0f} | "
+                      f"{it.get('pinned_new', 0) / 1e9:.2f} | {it.get('bytes_out', 0) / 1e9:.2f} | "
+                      f"{it.get('bytes_recomputed', 0) / 1e9:.2f} | {it.get('block_runs', 0)} |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("iterations_table.py: give one or more models_bench --json files")
+    main(sys.argv[1:])
