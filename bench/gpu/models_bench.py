@@ -143,7 +143,8 @@ def run_child(a):
         sys.path.insert(0, os.path.join(ROOT, "python"))
         import tierpack.cuda as tc
         opts = "mechanism:storage" + (",recompute:off" if a.mode == "tierpack-copy" else "")
-        tc.install(budget=int(a.alloc_budget), gpu=opts + ("," + a.gpu_options if a.gpu_options else ""), path=a.lib)
+        tc.install(budget=int(a.alloc_budget), gpu=opts + ("," + a.gpu_options if a.gpu_options else ""), path=a.lib,
+                   conf="stats_out:" + a.stats_out if a.stats_out else None)
     if a.deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import torch
@@ -361,6 +362,10 @@ def child(a, model, mode, warmup, budget=None, alloc_budget=None, compile_budget
     if a.deterministic:
         cmd.append("--deterministic")
     label = "%s %s%s" % (model, mode, "" if budget is None else " %.2f GiB" % (budget / GiB))
+    name = label.replace(" ", "_").replace("/", "_")
+    if a.logs and mode.startswith("tierpack"):  # the run's statistics and its .gpu0.saved.json (tierpack gpu-replay)
+        os.makedirs(a.logs, exist_ok=True)
+        cmd += ["--stats-out", os.path.join(a.logs, name + ".stats.json")]
     t0 = time.time()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.child_timeout)
@@ -371,7 +376,7 @@ def child(a, model, mode, warmup, budget=None, alloc_budget=None, compile_budget
         rc = "timeout"
     if a.logs:
         os.makedirs(a.logs, exist_ok=True)
-        with open(os.path.join(a.logs, label.replace(" ", "_").replace("/", "_") + ".log"), "w") as f:
+        with open(os.path.join(a.logs, name + ".log"), "w") as f:
             f.write(out + "\n--- stderr\n" + err)
     for line in out.splitlines():
         if line.startswith("RESULT "):
@@ -479,6 +484,7 @@ def main():
     ap.add_argument("--mode", help=argparse.SUPPRESS)
     ap.add_argument("--budget", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--alloc-budget", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--stats-out", default="", help=argparse.SUPPRESS)
     ap.add_argument("--compile-budget", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--models", default="gpt2,llama,t5,resnet50", help="of: " + ", ".join(MODELS))
     ap.add_argument("--modes", default="default,ckpt,compile-0.5,compile-0.1,tierpack,tierpack+ckpt,compile,tierpack+compile")
@@ -500,7 +506,8 @@ def main():
                     "prints its per-stream busy times, a path ending in .json also keeps the trace; 'python': under "
                     "cProfile instead, its top functions by own time in the cell's log")
     ap.add_argument("--json", help="write every result and the table rows here")
-    ap.add_argument("--logs", help="write each child's output here")
+    ap.add_argument("--logs", help="write each child's output here, and each tierpack cell's statistics with its "
+                                   "recorded iteration and plan (<cell>.stats.gpu0.saved.json: tierpack gpu-replay)")
     ap.add_argument("--commit", default=os.environ.get("TIERPACK_COMMIT", ""))
     a = ap.parse_args()
     if a.child:
