@@ -37,9 +37,11 @@ void from_json(const nlohmann::json& j, SavedStorage& s) {
 }
 
 void from_json(const nlohmann::json& j, SavedBlock& b) {
-  detail::check_keys(j, {"ms", "from", "host_ms"});
+  detail::check_keys(j, {"ms", "from", "host_ms", "extra_bytes"});
   detail::get(j, "ms", b.ms, 0.0, kMaxMs, "1e9 ms");
   detail::get_or(j, "host_ms", b.host_ms, 0.0, kMaxMs, "1e9 ms");  // optional (before Note [Host time]: 0)
+  // optional (before Note [Block run memory]: 0)
+  detail::get_or(j, "extra_bytes", b.extra_bytes, std::uint64_t{0}, detail::kMaxBytes, detail::kMaxBytesText);
   detail::get(j, "from", b.from);
   for (std::int32_t i : b.from) detail::check_range("from", i, 0, std::numeric_limits<std::int32_t>::max());
 }
@@ -116,7 +118,8 @@ std::string saved_trace_to_json(const SavedTrace& t) {
     storages.push_back(st);
   }
   json blocks = json::array();
-  for (const auto& b : t.blocks) blocks.push_back({{"ms", b.ms}, {"from", b.from}, {"host_ms", b.host_ms}});
+  for (const auto& b : t.blocks)
+    blocks.push_back({{"ms", b.ms}, {"from", b.from}, {"host_ms", b.host_ms}, {"extra_bytes", b.extra_bytes}});
   for (const auto& e : t.events) {
     json ev{{"kind", e.kind == SavedEventKind::pack ? "pack" : "unpack"},
             {"storage", e.storage},

@@ -46,6 +46,9 @@ struct SavedBlock {
   std::vector<std::int32_t> from;  ///< storages the run reads (its inputs; they stay on the device)
   /// Host time of one run: Python launching its forward again (placer/saved_plan.cpp, Note [Host time]).
   double host_ms = 0;
+  /// Live bytes one run adds beyond the members it makes again (its output, the temporaries of its forward), at
+  /// the call where it runs (placer/saved_plan.cpp, Note [Block run memory]); 0: not measured.
+  std::uint64_t extra_bytes = 0;
 
   friend bool operator==(const SavedBlock&, const SavedBlock&) = default;
 };

@@ -156,7 +156,7 @@ class ModuleCall:
 
     __slots__ = ("module", "key", "count", "members", "member_ids", "input_keys", "inputs", "reads", "autocast", "ok",
                  "out_ref", "out_key", "out_node", "casts", "versions", "marks", "held", "why", "holds", "kw_inputs",
-                 "rng", "block", "deferred", "host_ms")
+                 "rng", "block", "deferred", "host_ms", "extra")
 
     def __init__(self, module, key, args, autocast, kwargs=None, rng=None):
         self.block = kwargs is not None  # a block's call (Note [Block recompute]): keyword arguments, RNG state
@@ -181,6 +181,7 @@ class ModuleCall:
         self.versions = [getattr(a, "_version", None) for a in _tensors(args, kwargs)]
         self.marks = None         # (start, end) of its check run (recorded iteration): recompute_ms
         self.host_ms = 0.0        # the host time of that run (blocks: Note [Host time] in placer/saved_plan.cpp)
+        self.extra = 0            # live bytes that run added beyond its members (Note [Block run memory] there)
         self.held = None          # the input storages, held once a member was let go to be made again
         self.why = ""
 
@@ -661,6 +662,9 @@ class ModuleRecompute:
             last = mover._events[-1]
             last["window_peak"] = max(last["window_peak"], mover._max_allocated(mover.device) + last["absent"])
         rng = self._rng_state()  # (a block's run sets its call's own state and puts this one back)
+        dev = mover.device
+        mover._reset_peak(dev)  # (what came before is in the last window now)
+        before = mover._allocated(dev)
         start = transport.mark()
         host = _clock()
         try:
@@ -672,6 +676,8 @@ class ModuleRecompute:
             self._set_rng_state(rng)
         call.marks = (start, transport.mark())
         call.host_ms = (_clock() - host) * 1e3
+        # placer/saved_plan.cpp, Note [Block run memory]: what the run held beyond the members it makes again
+        call.extra = max(0, int(mover._max_allocated(dev) - before) - sum(m.nbytes for _, m in call.members))
         try:
             if len(saved) != call.count:
                 call.ok, call.why = False, "it saved %d tensors again, %d the first time" % (len(saved), call.count)
@@ -813,5 +819,6 @@ class ModuleRecompute:
                 continue
             for m in movable:
                 seen[m.index]["block"] = len(out)
-            out.append({"ms": max(elapsed_ms(*call.marks), 0.0), "from": sorted(call.reads), "host_ms": call.host_ms})
+            out.append({"ms": max(elapsed_ms(*call.marks), 0.0), "from": sorted(call.reads), "host_ms": call.host_ms,
+                        "extra_bytes": call.extra})
         return out

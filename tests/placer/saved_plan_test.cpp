@@ -59,14 +59,21 @@ SavedPlanOptions options(std::uint64_t limit) {
 // Live bytes at every call with the plan's moves (what the runtime would see).
 std::uint64_t replayed_peak(const SavedTrace& t, const SavedPlan& p) {
   std::uint64_t peak = 0;
+  // Note [Block run memory]: each block run again adds its extra bytes at the call where it runs
+  std::vector<std::int32_t> run_at(t.blocks.size(), -1);
+  for (const SavedMove& m : p.moves)
+    if (m.by_block) run_at[static_cast<std::size_t>(t.storages[static_cast<std::size_t>(m.storage)].block)] = m.fetch_at;
   for (std::size_t i = 0; i < t.events.size(); ++i) {
-    std::uint64_t absent = 0;
+    std::uint64_t absent = 0, extra = 0;
     const auto at = static_cast<std::int32_t>(i);
+    for (std::size_t b = 0; b < t.blocks.size(); ++b)
+      if (run_at[b] == at) extra += t.blocks[b].extra_bytes;
     for (const SavedMove& m : p.moves) {
       const std::int32_t back = m.fetch_at >= 0 ? m.fetch_at : static_cast<std::int32_t>(t.events.size());
       if (m.release_at <= at && at < back) absent += t.storages[static_cast<std::size_t>(m.storage)].bytes;
     }
-    peak = std::max(peak, t.events[i].window_peak - std::min(t.events[i].window_peak, absent));
+    const std::uint64_t window = t.events[i].window_peak + extra;
+    peak = std::max(peak, window - std::min(window, absent));
   }
   return peak;
 }
@@ -251,6 +258,7 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
       for (int l = 0; l < layers; ++l) {
         SavedBlock b;
         b.ms = 0.01 * static_cast<double>(next() % 300);
+        if (next() % 2 == 0) b.extra_bytes = (next() % 64) * MiB;  // Note [Block run memory]
         if (first[static_cast<std::size_t>(l)] >= 0) b.from.push_back(first[static_cast<std::size_t>(l)]);
         t.blocks.push_back(b);
       }
@@ -771,6 +779,17 @@ TEST(SavedPlan, BlockInputsAreCopiedOutAndBackBeforeTheirBlockRunsAgain) {
   EXPECT_GE(inputs, 2) << "two inputs must leave";
   EXPECT_EQ(p.bytes_out, static_cast<std::uint64_t>(inputs) * 64 * MiB);
   EXPECT_EQ(p.bytes_in, p.bytes_out);
+  // Note [Block run memory]: a run that adds 128 MiB where it runs (its output, its temporaries) makes the plan let
+  // more go to stay under the limit there.
+  SavedTrace heavy = t;
+  for (SavedBlock& b : heavy.blocks) b.extra_bytes = 128 * MiB;
+  const SavedPlan h = plan_saved_tensors(heavy, slow_link(limit));
+  ASSERT_TRUE(h.fits);
+  EXPECT_LE(replayed_peak(heavy, h), limit);
+  EXPECT_EQ(h.planned_peak, replayed_peak(heavy, h));
+  EXPECT_GT(replayed_peak(heavy, p), limit) << "the plan without the runs' memory would pass the limit";
+  EXPECT_GT(h.bytes_out + h.bytes_recomputed, p.bytes_out + p.bytes_recomputed);
+  EXPECT_EQ(saved_trace_from_json(saved_trace_to_json(heavy)), heavy);
   // A link too slow to bring an input back in the block's backward shows as a wait at its run.
   SavedPlanOptions crawl = slow_link(limit);
   crawl.d2h_bytes_per_s = crawl.h2d_bytes_per_s = 0.05e9;  // 64 MiB in 1.3 s

@@ -216,9 +216,9 @@ class HeldGELU(nn.Module):
 
 
 class LateInPlace(HeldGELU):
-    """HeldGELU that, from iteration 6 on, adds 0 to its input in place (its version changes after the call:
+    """HeldGELU that, from iteration 8 on, adds 0 to its input in place (its version changes after the call:
     the run's numbers do not)."""
-    from_iteration = 6
+    from_iteration = 8  # (plans start at iteration 6: Note [Recording])
     iteration = 0
 
     def forward(self, x):
@@ -857,6 +857,27 @@ class StorageMoverTest(unittest.TestCase):
                     self.assertLessEqual(h["peak_live"], mover.limit + largest, h)
         self.assertTrue(found, "no plan copied a block's input out")
 
+    def test_what_a_block_run_adds_beyond_its_members_is_measured(self):
+        # placer/saved_plan.cpp, Note [Block run memory]: the recorded iteration's check run of each block measures
+        # the live bytes it adds beyond its members (the pretend device sees the run's members and 3 MiB more)
+        mover, dev = make_mover(1 << 40, recompute_blocks=True)
+        run = mover._modules._run
+
+        def heavier(call):
+            more = (3 << 20) + sum(m.nbytes for _, m in call.members)
+            dev.base += more
+            dev.allocated()
+            try:
+                return run(call)
+            finally:
+                dev.base -= more
+        mover._modules._run = heavier
+        train(3, mover)
+        blocks = mover.trace()["blocks"]
+        self.assertEqual(len(blocks), 4, blocks)
+        for b in blocks:
+            self.assertEqual(b["extra_bytes"], 3 << 20, b)
+
     def test_blocks_are_the_innermost_repeated_layers(self):
         # a network written as a Sequential of stages, each a Sequential of Blocks (as a ResNet's stages of
         # bottlenecks): the Blocks are the blocks, not the stages that hold them; a Linear has no children
@@ -981,7 +1002,7 @@ class StorageMoverTest(unittest.TestCase):
                     self.assertTrue(any(2 * b in sizes for b in sizes), sizes)
 
     def test_a_call_that_stops_running_again_the_same_is_never_made_from(self):
-        # The recorded iteration checked the call; from iteration 6 it changes its input in place. Its members
+        # The recorded iteration checked the call; from iteration 8 it changes its input in place. Its members
         # then stay on the device (or, one already let go, the run stops with the reason): never a wrong tensor.
         mover, dev = make_mover(1 << 40)
         train(3, mover, act="late")
