@@ -76,7 +76,9 @@ planner finds it cheaper than copies (placer/saved_plan.cpp, Note [Block recompu
   saved inputs its ``from`` (the trace's ``blocks``; each member names its block);
 * in a planned iteration only the calls whose members the plan makes by their block are followed; those members
   are let go without a copy once the call has returned, and the first of them used in backward runs the block
-  again, which hands every one of them its storage (the leaf calls' machinery: ``make``).
+  again, which hands every one of them its storage (the leaf calls' machinery: ``make``). An input the plan copied
+  out is fetched by then and read once its copy has landed (placer/saved_plan.cpp, Note [Block inputs]); what the
+  check run allocated beyond the members is the block's ``extra_bytes`` (Note [Block run memory] there).
 
 Measured on the H200 (bench/results/gpu-h200-2026-12-02-4, calls 2-4): ResNet-50 at checkpointing's peak
 went from 89.3 to 65.4 ms a step (0.83x checkpointing's 78.8 ms), and at 75% of its peak from 136.7 to 65.4 ms;
@@ -721,7 +723,8 @@ class ModuleRecompute:
         return bool(torch.equal(flat_bytes(torch, a, dev), flat_bytes(torch, b, dev)))
 
     def arm(self, call):
-        """A member was let go to be made again: the call holds its inputs' storages until it runs."""
+        """A member was let go to be made again: the call holds its inputs' storages until it runs (not one the plan
+        copies out or makes again: each is back by the run, and held it would never leave the device)."""
         if call.held is None:
             call.held = {}
             specs = list(call.inputs or ()) + list((call.kw_inputs or {}).values())
