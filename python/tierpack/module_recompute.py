@@ -610,16 +610,20 @@ class ModuleRecompute:
         t = on_storage(torch, st, dtype, mover.device, offset, size, stride)
         return t.requires_grad_(requires_grad) if t.is_floating_point() or t.is_complex() else t
 
-    def _run(self, call):
+    def _run(self, call, keep=None):
         """The module's forward again: (saved tensors in order, output). A block's runs from the RNG state of
         its call, and its buffers (BatchNorm's running statistics) come out as they went in (Note [Block
-        recompute])."""
+        recompute]). keep: the positions to hold (None for the others: the run frees them as the forward goes on,
+        as a forward frees what nothing saves); None: all."""
         torch = self.torch
         args = [self._arg(call, a) for a in call.inputs]
         kwargs = {k: self._arg(call, a) for k, a in call.kw_inputs.items()} if call.kw_inputs else {}
         saved = []
 
         def capture(t):
+            if keep is not None and len(saved) not in keep:
+                saved.append(None)  # (a member kept on the device, or copied out: its duplicate is not held)
+                return None
             saved.append(t.detach() if t.grad_fn is not None else t)
             return None
 
@@ -747,7 +751,10 @@ class ModuleRecompute:
         if call.inputs is None:
             raise RuntimeError("tierpack: cannot make a saved tensor again: its module call %s did not return "
                                "(Note [Module recompute])" % type(call.module).__name__)
-        saved, out = self._run(call)
+        want = {pos for pos, m in call.members if m is rec or (m.recipe is not None and len(m.recipe) > 3 and
+                                                              m.recipe[3] is call and m.released and
+                                                              m.fetched is None and not m.moving)}
+        saved, out = self._run(call, want)
         if len(saved) != call.count:
             raise RuntimeError("tierpack: cannot make a saved tensor again: %s saved %d tensors when run again, "
                                "%d the first time (Note [Module recompute])"

@@ -60,14 +60,20 @@ SavedPlanOptions options(std::uint64_t limit) {
 std::uint64_t replayed_peak(const SavedTrace& t, const SavedPlan& p) {
   std::uint64_t peak = 0;
   // Note [Block run memory]: each block run again adds its extra bytes at the call where it runs
+  // (and the largest member it does not hand back: one copied out or made by its recipe)
   std::vector<std::int32_t> run_at(t.blocks.size(), -1);
-  for (const SavedMove& m : p.moves)
-    if (m.by_block) run_at[static_cast<std::size_t>(t.storages[static_cast<std::size_t>(m.storage)].block)] = m.fetch_at;
+  std::vector<std::uint64_t> again(t.blocks.size(), 0);
+  for (const SavedMove& m : p.moves) {
+    const SavedStorage& st = t.storages[static_cast<std::size_t>(m.storage)];
+    if (st.block < 0) continue;
+    if (m.by_block) run_at[static_cast<std::size_t>(st.block)] = m.fetch_at;
+    else again[static_cast<std::size_t>(st.block)] = std::max(again[static_cast<std::size_t>(st.block)], st.bytes);
+  }
   for (std::size_t i = 0; i < t.events.size(); ++i) {
     std::uint64_t absent = 0, extra = 0;
     const auto at = static_cast<std::int32_t>(i);
     for (std::size_t b = 0; b < t.blocks.size(); ++b)
-      if (run_at[b] == at) extra += t.blocks[b].extra_bytes;
+      if (run_at[b] == at) extra += t.blocks[b].extra_bytes + again[b];
     for (const SavedMove& m : p.moves) {
       const std::int32_t back = m.fetch_at >= 0 ? m.fetch_at : static_cast<std::int32_t>(t.events.size());
       if (m.release_at <= at && at < back) absent += t.storages[static_cast<std::size_t>(m.storage)].bytes;
