@@ -121,8 +121,9 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
 // yet, competes with the single storages as one candidate: ranked as a recomputation costing ms per GiB of its
 // members not let go yet, used where its first member is. Chosen, all those members are let go there and come
 // back together at that first use (or earlier, where a recomputation reading one is made). The cost model
-// spends its ms once per block at that call. The family of plans (Note [Recompute cost]) is made twice, with and without blocks: a block is
-// cheaper per GiB than most recipes, so every plan that admits a recipe admits blocks too, and GPT-2 large at
+// spends its ms once per block at that call. The family of plans (Note [Recompute cost]) is made twice, with and
+// without blocks: a block is cheaper per GiB than most recipes, so every plan that admits a recipe admits blocks
+// too, and GPT-2 large at
 // 75% of its peak ran 254 ms a step with recipes alone and 262-282 ms with blocks admitted
 // (bench/results/gpu-h200-2026-12-02-4, calls 1-3).
 //
@@ -147,10 +148,10 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
 // runs, so a run that would pass the limit there lets more go first. A member the plan had copied out (or made by
 // its own recipe) before the block was chosen is made by the run too: the run holds only what it hands back
 // (ModuleRecompute.make) and frees the others as its forward goes on, as a forward frees what nothing saves, so
-// the largest of them is added as well. (Held, they were 1.15 GiB over ResNet-50's first bottleneck's plan.) Left out, ResNet-50's plans at 60% of
-// checkpointing's peak passed their planned live peak by 0.38-0.82 GiB (a bottleneck's output at batch 256), and
-// the soft limit's replans took the limit down until no block was left (bench/results/gpu-h200-2026-12-04-1,
-// call 2).
+// the largest of them is added as well (held, they were 1.15 GiB at ResNet-50's first bottleneck's run). Measured:
+// ResNet-50's first bottleneck adds 0.38 GiB at batch 256, the other stages' first ones 0.05-0.19, the rest ~0.
+// Its plans at 60% of checkpointing's peak still pass their planned live peak by 0.35-0.97 GiB with both
+// (bench/results/gpu-h200-2026-12-04-1, calls 2-4): something else the planned iterations hold is not modelled yet.
 //
 // Note [Recompute cost]
 // ~~~~~~~~~~~~~~~~~~~~~
@@ -387,7 +388,7 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
           returning[static_cast<std::size_t>(returns)] += trace.storages[m].bytes;
         }
         run_block(bl, returns);
-        make_earlier(make_earlier, now.front(), returns);  // (its inputs are needed there: Note [Block inputs])  // what it reads, if made again, is made with it
+        make_earlier(make_earlier, now.front(), returns);  // what it reads is back by then (Note [Block inputs])
         continue;
       }
       const bool best_re = best_rank != 1;
@@ -439,8 +440,9 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
     const std::uint64_t bytes = trace.storages[si].bytes;
     std::int32_t f = use;
     for (std::int32_t i = use - 1; i > release[si]; --i) {
-      const std::uint64_t window = trace.events[static_cast<std::size_t>(i)].window_peak + extra_at[static_cast<std::size_t>(i)];
-      const std::uint64_t present = window - std::min(window, absent_at[static_cast<std::size_t>(i)]);
+      const auto ii = static_cast<std::size_t>(i);
+      const std::uint64_t window = trace.events[ii].window_peak + extra_at[ii];
+      const std::uint64_t present = window - std::min(window, absent_at[ii]);
       if (present + bytes > options.limit_bytes) break;
       f = i;
     }
