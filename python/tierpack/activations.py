@@ -88,7 +88,10 @@ iteration: bench/results/gpu-h200-2026-12-02, call 4). The warm-up iterations ha
 warm-up made GPT-2 large fail in its first optimizer step on the H200: bench/results/gpu-h200-2026-12-01, call
 1), nor do reactive moves after a plan is dropped. A first planned iteration whose live peak passes the planned one (a storage
 that another tensor still holds frees nothing when let go) lowers the limit by the difference and plans
-again (at most ``replans`` times).
+again (at most ``replans`` times). That iteration reads the allocator's peak at every call, so the log line says in
+which calls' windows the live bytes first passed the planned peak (``... passed the planned 5.48 GiB (first in the
+window after call 393, unpack of storage 37: 5.83 GiB)``; the statistics' ``over_planned``): with the recorded
+iteration (``<stats>.gpu<N>.saved.json``) that names what the plan did not foresee.
 
 Note [Reserved memory]
 ~~~~~~~~~~~~~~~~~~~~~~
@@ -446,6 +449,7 @@ class StorageMover:
         self.fits_fraction = fits_fraction  # a recorded live peak under this much of the budget moves nothing
         self._memory_state = memory_state
         self.out_of_memory_state = None  # the allocator's state at an out-of-memory error (memory_state(dev))
+        self.over_planned = []  # Note [Budget]: (call, kind, storage, bytes) of the first windows over the planned peak
         self._make_transport = transport
         self._planner = planner
         self.budget = int(budget_bytes) if budget_bytes else None
@@ -530,6 +534,11 @@ class StorageMover:
         self._made_by = {}        # forward: autograd node -> (record, handle) of what it made (Note [Recipes])
         self._needed = set()      # storages a let-go storage will be made from: never let go (Note [Recipes])
         self._max_absent = 0
+        # Note [Budget]: the first planned iteration of each plan reads the allocator's peak at every call, to say
+        # where its live bytes first passed the planned peak (the call whose window it was)
+        self._peak_watch = [] if (self.plan is not None and self._check_plan and self.device is not None) else None
+        self._watched_peak = 0
+        self._watch_call = None
         # Note [Measured recomputation]: the first planned iteration of each plan times what it makes again.
         self._remake_marks = [] if self._measure_remakes and self.plan is not None else None
         self._measure_remakes = False
@@ -554,6 +563,8 @@ class StorageMover:
             pinned = getattr(self.transport, "pinned_bytes", 0)
             self.counters.pinned_new = pinned - self._pinned_before
             self._pinned_before = pinned
+            if self._peak_watch is not None:
+                self._watch_window()  # (the last call's window runs to the iteration's end)
             if self.device is not None:
                 self.counters.peak_live = int(self._max_allocated(self.device))
                 if self._max_reserved is not None:
@@ -875,6 +886,9 @@ class StorageMover:
         self.counters.calls += 1
         if self._events is not None:
             self._sample(kind, rec, movable_first_pack)
+        if self._peak_watch is not None:
+            self._watch_window()
+            self._watch_call = (i, kind, rec.index)
         if self.plan is not None and not self._diverged:
             ev = self._plan_events
             if i >= len(ev) or ev[i][0] != kind or ev[i][1] != rec.index or ev[i][2] != rec.nbytes:
@@ -907,6 +921,16 @@ class StorageMover:
                     continue
                 self._copy_out(old)
                 live -= self._release(old, timed=self._events is not None)
+
+    def _watch_window(self):
+        """Note [Budget]: the allocator's peak so far (never reset: the iteration's peak stays whole); where it grew
+        past the planned peak, and at each new high after that, the last call's window was over: the first three
+        such windows are kept (call, kind, storage, bytes) for _check_planned_peak."""
+        peak = int(self._max_allocated(self.device))
+        if self._watch_call is not None and peak > max(self.plan["planned_peak"], self._watched_peak) and \
+                len(self._peak_watch) < 3:
+            self._peak_watch.append(self._watch_call + (peak,))
+        self._watched_peak = max(self._watched_peak, peak)
 
     def _diverge(self, i, kind, rec, expected):
         self._diverged = True
@@ -1330,8 +1354,14 @@ class StorageMover:
             return
         self.replans_left -= 1
         limit = self.plan["limit_bytes"] - over
-        self.log("storage mover: the live peak %.2f GiB passed the planned %.2f GiB: planning again under %.2f GiB"
-                 % (measured / float(1 << 30), self.plan["planned_peak"] / float(1 << 30), limit / float(1 << 30)))
+        where = ""
+        if self._peak_watch:
+            where = " (first in the window after call %s)" % ", ".join(
+                "%d, %s of storage %d: %.2f GiB" % (c, k, s, b / float(1 << 30)) for c, k, s, b in self._peak_watch)
+        self.over_planned = list(self._peak_watch or ())
+        self.log("storage mover: the live peak %.2f GiB passed the planned %.2f GiB%s: planning again under %.2f GiB"
+                 % (measured / float(1 << 30), self.plan["planned_peak"] / float(1 << 30), where,
+                    limit / float(1 << 30)))
         if limit > 0:
             self._make_plan(limit)
 
@@ -1400,7 +1430,7 @@ class StorageMover:
         with self._lock:
             return {"mechanism": "storage", "phase": self.phase, "budget": self.budget, "limit": self.limit,
                     "plan": self.plan_summary, "iterations": list(self.history), "current": self.counters.as_dict(),
-                    "out_of_memory": self.out_of_memory_state}
+                    "out_of_memory": self.out_of_memory_state, "over_planned": self.over_planned}
 
     def _stats_path(self, suffix):
         """<stats without its extension>.gpu<N><suffix>: the files beside `tierpack run --stats`."""
