@@ -1486,6 +1486,8 @@ class StorageMover:
             doc["out_of_memory"] = self.out_of_memory_state
         if self.recomputations is not None:
             doc["recomputations"] = self.recomputations
+        if self.over_planned:
+            doc["over_planned"] = [list(w) for w in self.over_planned]  # Note [Budget]
         self._write_json(path, doc)
 
     def trace(self):

@@ -446,9 +446,12 @@ class StorageMoverTest(unittest.TestCase):
     def test_the_first_planned_iteration_says_where_it_passed_the_planned_peak(self):
         # Note [Budget]: 2 MiB the plan does not know of, allocated at a pack (call 10 or the next one) of a plan's
         # first iteration and freed at the next pack: the replan's line and the statistics name that call's window
+        import tempfile
         peak = self.saved_peak()
         logs = []
-        mover, dev = make_mover(int(peak * 0.6), log=logs.append)
+        d = tempfile.TemporaryDirectory()
+        self.addCleanup(d.cleanup)
+        mover, dev = make_mover(int(peak * 0.6), log=logs.append, stats_out=os.path.join(d.name, "s.json"))
         poked, spike = mover.pack, {"on": False, "done": False}
 
         def pack(t):
@@ -468,6 +471,8 @@ class StorageMoverTest(unittest.TestCase):
         self.assertEqual(mover.over_planned[0][:2], (spike["call"], "pack"), mover.over_planned)
         self.assertGreater(mover.over_planned[0][3], 2 << 20)
         self.assertEqual(mover.stats()["over_planned"], mover.over_planned)
+        with open(os.path.join(d.name, "s.gpu0.json")) as f:
+            self.assertEqual(json.load(f)["over_planned"][0][:2], [spike["call"], "pack"])
 
     def test_moves_at_one_call_are_one_batch_and_one_wait_covers_its_releases(self):
         # Note [Batched moves]: the plan's copies and fetches at one call go to the transport together, and a
