@@ -63,6 +63,16 @@ std::string gpu_stats_line(const nlohmann::json& st) {
               (budget > 0 && held > budget ? ", OVER the budget" : "");
     }
   }
+  // Where a plan's first iteration first passed its planned live peak (Note [Budget] in
+  // python/tierpack/activations.py): [call, "pack"|"unpack", storage, bytes].
+  if (st.contains("over_planned") && st["over_planned"].is_array() && !st["over_planned"].empty()) {
+    const auto& w = st["over_planned"][0];
+    if (w.is_array() && w.size() == 4 && w[0].is_number_integer() && w[1].is_string() && w[2].is_number_integer() &&
+        w[3].is_number_unsigned())
+      line += "; live bytes first passed the plan's peak after call " + std::to_string(w[0].get<std::int64_t>()) + " (" +
+              w[1].get<std::string>() + " of storage " + std::to_string(w[2].get<std::int64_t>()) + ": " +
+              format_bytes(w[3].get<std::uint64_t>()) + ")";
+  }
   if (st.contains("out_of_memory") && st["out_of_memory"].is_object()) {
     const auto& oom = st["out_of_memory"];
     line += "; out of memory in iteration " + std::to_string(oom.value("iteration", 0)) + " asking for " +

@@ -18,7 +18,8 @@ if [ "$1" = storage ]; then
  "iterations": [{"iteration": 7, "mode": "planned", "bytes_to_host": 1048576, "bytes_to_device": 1048576,
                  "stalls": 0, "divergences": 0, "peak_live": 805306368, "peak_reserved": $2,
                  "recomputed": 2, "bytes_recomputed": 2097152, "host_ms": 1.5}],
- "recomputations": {"iteration": 5, "predicted_ms": 0.5, "measured_ms": 1.25, "storages": [[0, 0.25, 0.5], [2, 0.25, 0.75]]}}
+ "recomputations": {"iteration": 5, "predicted_ms": 0.5, "measured_ms": 1.25, "storages": [[0, 0.25, 0.5], [2, 0.25, 0.75]]},
+ "over_planned": [[393, "unpack", 37, 858993459]]}
 JSON
 else
 cat > "$gpu" <<JSON
