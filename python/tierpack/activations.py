@@ -89,8 +89,8 @@ warm-up made GPT-2 large fail in its first optimizer step on the H200: bench/res
 1), nor do reactive moves after a plan is dropped. A first planned iteration whose live peak passes the planned one (a storage
 that another tensor still holds frees nothing when let go) lowers the limit by the difference and plans
 again (at most ``replans`` times). That iteration reads the allocator's peak at every call, so the log line says in
-which calls' windows the live bytes first passed the planned peak (``... passed the planned 5.48 GiB (first in the
-window after call 393, unpack of storage 37: 5.83 GiB)``; the statistics' ``over_planned``): with the recorded
+which calls' windows the live bytes first passed the planned peak (``... passed the planned <P> GiB (first in the
+window after call <N>, <pack|unpack> of storage <S>: <live> GiB)``; the statistics' ``over_planned``): with the recorded
 iteration (``<stats>.gpu<N>.saved.json``) that names what the plan did not foresee.
 
 Note [Reserved memory]
