@@ -134,7 +134,8 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
 // leave the device too. So a block's inputs may be copied out like any storage (a recipe's may not: an op recipe
 // reads its input where it is), before or after the block is chosen, and such a copy returns at the block's run
 // (need[]: the earliest run of a chosen block that reads it) rather than at its own first use: its fetch is planned
-// for that call, its move's use_at is that call and the cost model makes the run wait for the copy there. The
+// for that call, its move's use_at is that call and the cost model makes the run wait for the copy there (an input
+// whose own uses end before the run is never copied: the runtime lets its record go at its last use). The
 // runtime's block, run again, reads the fetched storage (python/tierpack/module_recompute.py, ModuleRecompute._arg),
 // fetching it late if the plan's fetch did not start, and does not hold a storage the plan copies out
 // (ModuleRecompute.arm). This is checkpointing with offloaded checkpoints, chosen per input by the same Belady
@@ -258,8 +259,9 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
   // recomputation that reads it is made (Note [Recompute]); its bytes return there.
   // A copied storage returns at its use, or earlier where a block that reads it runs again (Note [Block inputs]).
   std::vector<std::int32_t> back(spans.size(), kNone);
-  // need[s]: the earliest call where a chosen block that reads s runs again; kNone: none does.
-  std::vector<std::int32_t> need(spans.size(), kNone);
+  // need[s]: the earliest call where a chosen block that reads s runs again; kNone: none does. last_need[s]: the
+  // latest (a copy of s is back at need[s] and must still be in use at last_need[s]).
+  std::vector<std::int32_t> need(spans.size(), kNone), last_need(spans.size(), kNone);
   // Note [Block recompute]: a block's members the plan lets go to be made by running the block again.
   std::vector<char> by_block(spans.size(), 0);
   std::vector<std::vector<std::size_t>> members(trace.blocks.size());
@@ -280,6 +282,7 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
   // A chosen block runs again at `at` and reads `in`: a copy of it comes back by then (Note [Block inputs]).
   const auto needs = [&](std::size_t in, std::int32_t at) {
     need[in] = need[in] == kNone ? at : std::min(need[in], at);
+    last_need[in] = std::max(last_need[in], at);
     if (release[in] != kNone && !recompute[in] && (back[in] == kNone || back[in] > at)) {
       if (back[in] != kNone) returning[static_cast<std::size_t>(back[in])] -= trace.storages[in].bytes;
       returning[static_cast<std::size_t>(at)] += trace.storages[in].bytes;
@@ -335,7 +338,10 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
         // Note [Recompute cost]: 0 a cheap recomputation, 1 a copy, 2 a dear recomputation (nothing else left)
         const int rank = re && ms_per_gib(st) <= cheap_ms_per_gib ? 0 : pinned[s] ? 2 : 1;
         std::int64_t use = sp.use == kNone ? std::numeric_limits<std::int64_t>::max() : sp.use;
-        if (rank == 1 && need[s] != kNone) use = std::min<std::int64_t>(use, need[s]);  // back for a block's run
+        if (rank == 1 && need[s] != kNone) {  // back for a block's run (Note [Block inputs])
+          if (sp.use != kNone && sp.use < last_need[s]) continue;  // used up before a run: it must stay
+          use = std::min<std::int64_t>(use, need[s]);
+        }
         if (best == kNone || rank < best_rank ||
             (rank == best_rank &&
              (use > best_use || (use == best_use && sp.pack < spans[static_cast<std::size_t>(best)].pack)))) {
@@ -361,7 +367,12 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
           bytes += trace.storages[m].bytes;
           use = std::min<std::int64_t>(use, sp.use);
         }
-        if (!ok || bytes == 0) continue;  // (an input copied out comes back before it runs: Note [Block inputs])
+        // An input copied out comes back before it runs, if it is still in use then (Note [Block inputs]).
+        for (std::int32_t in : trace.blocks[bl].from) {
+          const auto ii = static_cast<std::size_t>(in);
+          ok = ok && !(release[ii] != kNone && !recompute[ii] && spans[ii].use != kNone && spans[ii].use < use);
+        }
+        if (!ok || bytes == 0) continue;
         const double per_gib = trace.blocks[bl].ms / static_cast<double>(bytes) * static_cast<double>(1ull << 30);
         const int rank = per_gib <= cheap_ms_per_gib ? 0 : 2;
         if (rank < best_rank || (rank == best_rank && use > best_use)) {

@@ -331,6 +331,11 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
           if (!im->recompute) {
             EXPECT_LE(im->use_at, m.fetch_at) << "the copy of " << in << " is not waited for where block "
                                               << s.block << " runs";
+            const auto first_use = std::find_if(t.events.begin(), t.events.end(), [&](const SavedEvent& e) {
+              return e.kind == SavedEventKind::unpack && e.storage == in;
+            });
+            EXPECT_TRUE(first_use == t.events.end() || first_use - t.events.begin() >= m.fetch_at)
+                << "input " << in << " copied out, used up before block " << s.block << " runs";
             ++block_inputs_copied;
           }
         }
@@ -785,6 +790,19 @@ TEST(SavedPlan, BlockInputsAreCopiedOutAndBackBeforeTheirBlockRunsAgain) {
   EXPECT_GE(inputs, 2) << "two inputs must leave";
   EXPECT_EQ(p.bytes_out, static_cast<std::uint64_t>(inputs) * 64 * MiB);
   EXPECT_EQ(p.bytes_in, p.bytes_out);
+  // An input used up before its block runs (block 0 reading block 1's input, storage 4, whose one use comes
+  // first in backward) is never copied out while block 0 runs again: the runtime lets it go at that use.
+  SavedTrace early = t;
+  early.blocks[0].from = {4};
+  for (std::uint64_t lim : {limit, limit - 64 * MiB, limit - 128 * MiB}) {
+    const SavedPlan e = plan_saved_tensors(early, slow_link(lim));
+    bool block0 = false, copied4 = false;
+    for (const SavedMove& m : e.moves) {
+      block0 = block0 || (m.by_block && early.storages[static_cast<std::size_t>(m.storage)].block == 0);
+      copied4 = copied4 || (m.storage == 4 && !m.recompute);
+    }
+    EXPECT_FALSE(block0 && copied4) << "storage 4 copied out and gone before block 0 runs, limit " << lim / MiB;
+  }
   // Note [Block run memory]: a run that adds 128 MiB where it runs (its output, its temporaries) makes the plan let
   // more go to stay under the limit there.
   SavedTrace heavy = t;
