@@ -69,8 +69,8 @@ std::string gpu_stats_line(const nlohmann::json& st) {
     const auto& w = st["over_planned"][0];
     if (w.is_array() && w.size() == 4 && w[0].is_number_integer() && w[1].is_string() && w[2].is_number_integer() &&
         w[3].is_number_unsigned())
-      line += "; live bytes first passed the plan's peak after call " + std::to_string(w[0].get<std::int64_t>()) + " (" +
-              w[1].get<std::string>() + " of storage " + std::to_string(w[2].get<std::int64_t>()) + ": " +
+      line += "; live bytes first passed the plan's peak after call " + std::to_string(w[0].get<std::int64_t>()) +
+              " (" + w[1].get<std::string>() + " of storage " + std::to_string(w[2].get<std::int64_t>()) + ": " +
               format_bytes(w[3].get<std::uint64_t>()) + ")";
   }
   if (st.contains("out_of_memory") && st["out_of_memory"].is_object()) {

@@ -53,9 +53,10 @@ are copied out and let go while live bytes exceed the limit (the compute stream 
 storage let go comes back at its use (late). Copied out at its pack instead, every saved storage took a
 pinned buffer: GPT-2 large's warm-up at 75% of its peak grew the pinned pool by 35 GB, 26.6 s of the hooks'
 host time in one iteration (the T5-style model: 31 GB, 35.0 s; bench/results/gpu-h200-2026-12-03-1, call 4),
-where the budget needed about a third of those bytes away. The first iteration moves nothing: it learns the live peak. The recorded iteration counts what
-is away: its live bytes are the allocator's plus the bytes away, its GPU times less the time compute
-waited for copies (timing events around each wait), so the trace is the iteration without moves.
+where the budget needed about a third of those bytes away. The first iteration moves nothing: it learns the live
+peak. The recorded iteration counts what is away: its live bytes are the allocator's plus the bytes away, its GPU
+times less the time compute waited for copies (timing events around each wait), so the trace is the iteration
+without moves.
 
 Note [Recording]
 ~~~~~~~~~~~~~~~~
@@ -1211,9 +1212,9 @@ class StorageMover:
         """Note [Recording]: the GPU times of a timed iteration replace the recorded iteration's, call by call,
         when both made the same calls: the same kind on a storage of the same size at every call; after an earlier
         timed iteration of the same trace, each call keeps the least of their times (the step too, with its
-        optimizer step), and so does the host's clock. Returns whether the calls matched. (Storages are numbered by first pack, and which of them is a new one at a reused address
-        depends on what was let go: the recorded iteration's moves and the timed one's differ, so the numbers
-        may too. The T5-style model at checkpointing's peak kept the recorded, synchronised times that way and
+        optimizer step), and so does the host's clock. Returns whether the calls matched. (Storages are numbered
+        by first pack, and which of them is a new one at a reused address depends on what was let go: the recorded
+        iteration's moves and the timed one's differ, so the numbers may too. The T5-style model at checkpointing's peak kept the recorded, synchronised times that way and
         was predicted at 1827 ms against 655 measured: bench/results/gpu-h200-2026-12-02-3, call 3.)"""
         ev, rec = self._events, self._trace["events"]
         self._events = None

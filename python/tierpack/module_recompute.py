@@ -751,20 +751,20 @@ class ModuleRecompute:
         if call.inputs is None:
             raise RuntimeError("tierpack: cannot make a saved tensor again: its module call %s did not return "
                                "(Note [Module recompute])" % type(call.module).__name__)
-        want = {pos for pos, m in call.members if m is rec or (m.recipe is not None and len(m.recipe) > 3 and
-                                                              m.recipe[3] is call and m.released and
-                                                              m.fetched is None and not m.moving)}
-        saved, out = self._run(call, want)
+        hand, later = [], False  # the members this run hands a storage: rec and those let go to be made by it
+        for pos, m in call.members:
+            ours = m.recipe is not None and len(m.recipe) > 3 and m.recipe[3] is call  # (not an op recipe's)
+            if m is rec or (ours and m.released and m.fetched is None and not m.moving):
+                hand.append((pos, m))
+            else:
+                later = later or (ours and not m.released and bool(m.handles))  # may be let go later (backward)
+        saved, out = self._run(call, {pos for pos, _ in hand})
         if len(saved) != call.count:
             raise RuntimeError("tierpack: cannot make a saved tensor again: %s saved %d tensors when run again, "
                                "%d the first time (Note [Module recompute])"
                                % (type(call.module).__name__, len(saved), call.count))
-        mine, later = None, False
-        for pos, m in call.members:
-            ours = m.recipe is not None and len(m.recipe) > 3 and m.recipe[3] is call  # (not an op recipe's)
-            if m is not rec and not (ours and m.released and m.fetched is None and not m.moving):
-                later = later or (ours and not m.released and bool(m.handles))  # may be let go later (backward)
-                continue
+        mine = None
+        for pos, m in hand:
             t = out if pos == OUTPUT else saved[pos] if pos != CAST else (
                 out.to(call.casts[m.index]) if out is not None else None)
             if t is None or self._storage_of(t).nbytes() != m.nbytes:
