@@ -73,6 +73,10 @@ std::string gpu_stats_line(const nlohmann::json& st) {
               " (" + w[1].get<std::string>() + " of storage " + std::to_string(w[2].get<std::int64_t>()) + ": " +
               format_bytes(w[3].get<std::uint64_t>()) + ")";
   }
+  // Storages the program held past their release (Note [Held storages] in placer/saved_plan.cpp): index -> call.
+  if (st.contains("held") && st["held"].is_object() && !st["held"].empty())
+    line += "; " + std::to_string(st["held"].size()) +
+            " storage(s) let go were held by the program until later calls (planned with)";
   if (st.contains("out_of_memory") && st["out_of_memory"].is_object()) {
     const auto& oom = st["out_of_memory"];
     line += "; out of memory in iteration " + std::to_string(oom.value("iteration", 0)) + " asking for " +

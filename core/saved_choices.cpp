@@ -16,6 +16,7 @@ std::vector<SavedChoice> saved_choices(const SavedRecord& rec, const SavedPlan& 
     c.bytes = st.bytes;
     c.movable = st.movable;
     c.held_in_forward = st.held_in_forward;
+    c.held_until = st.held_until;
     c.recompute_ms = st.recompute_ms;
     c.recompute_from = st.recompute_from;
     c.group = st.recompute_group;
@@ -70,6 +71,7 @@ std::string recipe_text(const SavedChoice& c) {
   if (c.measured)
     recipe += printf_string("; the run took %.3f ms (predicted %.3f)", c.measured->measured_ms, c.measured->predicted_ms);
   if (c.held_in_forward) recipe += " (autocast holds it in forward)";
+  if (c.held_until >= 0) recipe += printf_string(" (the program holds it until call %d)", c.held_until);
   return recipe;
 }
 

@@ -18,6 +18,7 @@ struct SavedChoice {
   std::uint64_t bytes = 0;
   bool movable = true;
   bool held_in_forward = false;  ///< autocast holds it until forward ends
+  std::int32_t held_until = -1;  ///< >= 0: the program held it until this call (Note [Held storages])
   Kind kind = Kind::keep;
   std::int32_t released_at = -1;  ///< the call where it is let go (not kept)
   std::int32_t back_at = -1;      ///< where its copy back starts (offload) or where it is made again

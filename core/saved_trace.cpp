@@ -20,7 +20,7 @@ constexpr double kMaxMs = 1e9;  // ~11 days: no step is longer
 // Readers of single records, used by detail::get_records (which names the record in errors).
 void from_json(const nlohmann::json& j, SavedStorage& s) {
   detail::check_keys(j, {"bytes", "movable", "optimizer_state", "recompute_ms", "recompute_from", "recompute_group",
-                         "held_in_forward", "block"});
+                         "held_in_forward", "block", "held_until"});
   detail::get(j, "bytes", s.bytes, std::uint64_t{0}, detail::kMaxBytes, detail::kMaxBytesText);
   detail::get(j, "movable", s.movable);
   // Both optional (traces before Note [Recompute] have neither: nothing is recomputed).
@@ -34,6 +34,8 @@ void from_json(const nlohmann::json& j, SavedStorage& s) {
   if (j.contains("held_in_forward")) detail::get(j, "held_in_forward", s.held_in_forward);  // optional: false
   if (j.contains("block"))  // optional (traces before Note [Block recompute]: no blocks)
     detail::get(j, "block", s.block, 0, std::numeric_limits<std::int32_t>::max(), "2^31 - 1");
+  if (j.contains("held_until"))  // optional (traces before Note [Held storages]: nothing held)
+    detail::get(j, "held_until", s.held_until, 0, std::numeric_limits<std::int32_t>::max(), "2^31 - 1");
 }
 
 void from_json(const nlohmann::json& j, SavedBlock& b) {
@@ -115,6 +117,7 @@ std::string saved_trace_to_json(const SavedTrace& t) {
     if (s.recompute_group >= 0) st["recompute_group"] = s.recompute_group;
     if (s.held_in_forward) st["held_in_forward"] = true;
     if (s.block >= 0) st["block"] = s.block;
+    if (s.held_until >= 0) st["held_until"] = s.held_until;
     storages.push_back(st);
   }
   json blocks = json::array();
@@ -172,6 +175,11 @@ SavedTrace saved_trace_from_json(const std::string& text) {
           throw format_error("storage " + std::to_string(s) + ": field 'recompute_from' names storage " +
                              std::to_string(in) + " (" + std::to_string(t.storages.size()) +
                              " storages; not itself)");
+    for (std::size_t s = 0; s < t.storages.size(); ++s)
+      if (t.storages[s].held_until >= 0 && static_cast<std::size_t>(t.storages[s].held_until) > t.events.size())
+        throw format_error("storage " + std::to_string(s) + ": field 'held_until' = " +
+                           std::to_string(t.storages[s].held_until) + " is out of range (" +
+                           std::to_string(t.events.size()) + " events)");
     double last = 0;
     for (std::size_t i = 0; i < t.events.size(); ++i) {
       const SavedEvent& e = t.events[i];

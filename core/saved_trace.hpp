@@ -34,6 +34,11 @@ struct SavedStorage {
   /// before the iteration's first unpack, its bytes stay on the device (placer/saved_plan.cpp, Note
   /// [Storage move plan]).
   bool held_in_forward = false;
+  /// >= 0: the program itself holds the storage until this call (a residual connection's input, a variable the
+  /// forward keeps): let go before it, its bytes stay on the device until then, so the plan lets it go no earlier
+  /// (measured by the runtime where a storage it let go was not freed: placer/saved_plan.cpp, Note [Held
+  /// storages]); < 0: nothing else was seen holding it.
+  std::int32_t held_until = -1;
 
   friend bool operator==(const SavedStorage&, const SavedStorage&) = default;
 };

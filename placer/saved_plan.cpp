@@ -30,6 +30,19 @@
 // forward would free nothing (GPT-2 large's 1.4 GiB of casts were over the planned peak that way:
 // bench/results/gpu-h200-2026-12-01-3, call 1).
 //
+// Note [Held storages]
+// ~~~~~~~~~~~~~~~~~~~~
+// Letting a storage go drops autograd's references (the saved tensors' handles); the memory is freed only
+// when the program's own references are gone too. A residual connection keeps its block's input in a Python
+// variable (`identity = x` in a ResNet bottleneck, `residual = hidden_states` in a transformer layer) until
+// the add near the block's end: the previous block's output, let go when that block's call ends, stayed
+// until then. The recorded iteration cannot see this (nothing is let go there); the first planned iteration
+// of each plan can: the runtime keeps a weak reference to each storage it lets go and, where one outlives
+// the release, the call by which it was freed is the storage's held_until (python/tierpack/activations.py,
+// Note [Held storages]), and the plan is made again with it at the same limit. A storage held until call h is
+// let go no earlier than h (a block with such a member no earlier than h either); one held to the
+// iteration's end never.
+//
 // Note [Recompute]
 // ~~~~~~~~~~~~~~~~
 // Some saved storages the runtime can make again, bit for bit, from what stays on the device anyway: the
@@ -331,7 +344,7 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
         const SavedStorage& st = trace.storages[s];
         if (release[s] != kNone || !st.movable || st.bytes < options.min_bytes || sp.pack == kNone || sp.last_pack >= at ||
             sp.pack >= backward || (sp.use != kNone && sp.use <= at) || (need[s] != kNone && need[s] <= at) ||
-            (st.held_in_forward && at < backward))
+            (st.held_in_forward && at < backward) || st.held_until > at)  // Note [Held storages]
           continue;
         const bool re = sp.use != kNone && can_recompute(s);
         if (pinned[s] && !re) continue;  // a chosen recomputation reads it: it is not copied out
@@ -360,7 +373,8 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
         for (std::size_t m : members[bl]) {
           if (release[m] != kNone) continue;
           const StorageSpan& sp = spans[m];
-          if (sp.last_pack >= at || sp.use <= at || (trace.storages[m].held_in_forward && at < backward)) {
+          if (sp.last_pack >= at || sp.use <= at || (trace.storages[m].held_in_forward && at < backward) ||
+              trace.storages[m].held_until > at) {
             ok = false;
             break;
           }

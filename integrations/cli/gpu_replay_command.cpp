@@ -82,6 +82,7 @@ nlohmann::json storages_json(const SavedRecord& rec, const SavedPlan& p) {
     if (c.group >= 0) j["recipe"]["group"] = c.group;
     if (c.measured) j["measured"] = {{"predicted_ms", c.measured->predicted_ms}, {"measured_ms", c.measured->measured_ms}};
     if (c.held_in_forward) j["held_in_forward"] = true;
+    if (c.held_until >= 0) j["held_until"] = c.held_until;
     if (c.block >= 0)  // Note [Block recompute]: the block whose run makes it too
       j["block"] = {{"index", c.block}, {"ms", c.block_ms}, {"from", rec.trace.blocks[static_cast<std::size_t>(c.block)].from}};
     j["choice"] = choice_name(c.kind);

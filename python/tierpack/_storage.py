@@ -78,3 +78,13 @@ def autocast_state_getter(torch, device_type):
         dtype = torch.get_autocast_cpu_dtype if device_type == "cpu" else torch.get_autocast_gpu_dtype
     cache = getattr(torch, "is_autocast_cache_enabled", None)
     return lambda: (enabled(), dtype(), bool(cache()) if cache is not None else True)
+
+
+def weak_ref(torch):
+    """A maker of weak references to storages (``.expired()``: the storage was freed), or None where this torch has
+    none (python/tierpack/activations.py, Note [Held storages])."""
+    try:
+        from torch.multiprocessing.reductions import StorageWeakRef
+    except ImportError:
+        return None
+    return StorageWeakRef

@@ -87,12 +87,27 @@ plan that does not fit keeps the limit too and its plan line says to expect that
 promise that the run stays under the budget (a Hugging Face GPT-2 at 25% got the error in its first planned
 iteration: bench/results/gpu-h200-2026-12-02, call 4). The warm-up iterations have no limit (a limit in
 warm-up made GPT-2 large fail in its first optimizer step on the H200: bench/results/gpu-h200-2026-12-01, call
-1), nor do reactive moves after a plan is dropped. A first planned iteration whose live peak passes the planned one (a storage
-that another tensor still holds frees nothing when let go) lowers the limit by the difference and plans
-again (at most ``replans`` times). That iteration reads the allocator's peak at every call, so the log line says in
+1), nor do reactive moves after a plan is dropped. A first planned iteration whose live peak passes the planned one lowers the limit by the difference and
+plans again (at most ``replans`` times), unless it found storages the program held past their release (Note
+[Held storages]): then the plan is made again at the same limit with where each was freed. That iteration reads the allocator's peak at every call, so the log line says in
 which calls' windows the live bytes first passed the planned peak (``... passed the planned <P> GiB (first in the
 window after call <N>, <pack|unpack> of storage <S>: <live> GiB)``; the statistics' ``over_planned``): with the recorded
 iteration (``<stats>.gpu<N>.saved.json``) that names what the plan did not foresee.
+
+Note [Held storages]
+~~~~~~~~~~~~~~~~~~~~
+Letting a storage go drops the record's storage and its handles' tensors; the memory is freed only if nothing
+else holds the storage. The program may: a residual connection keeps its block's input in a variable until the
+add at the block's end (``identity = x`` in a ResNet bottleneck, ``residual = hidden_states`` in a transformer
+layer), so the previous block's output, let go when that block's call ended, stayed on the device until then, and
+the plan's live peak was passed by its size. The first planned iteration of each plan takes a weak reference to
+each storage it lets go (``torch.multiprocessing.reductions.StorageWeakRef``; an optimizer state's is resized to
+nothing, freed whoever holds it, and not watched); one still alive after its release is looked at again at every
+call, and the first call that finds it freed is its ``held_until`` (one alive at the iteration's end: the number
+of calls, never let go). At the iteration's end the trace's storages get ``held_until``, the log says
+``storage mover: N storage(s) let go were still held by the program (...): planning again with where each is
+freed``, the statistics' ``held`` maps each storage to that call, and the plan is made again at the same limit
+(at most 4 times), letting each such storage go no earlier (placer/saved_plan.cpp, Note [Held storages]).
 
 Note [Reserved memory]
 ~~~~~~~~~~~~~~~~~~~~~~
@@ -238,6 +253,7 @@ from tierpack._storage import flat_bytes as _flat_bytes
 from tierpack._storage import on_storage as _on_storage
 from tierpack._storage import resident
 from tierpack._storage import storage_getter
+from tierpack._storage import weak_ref as _storage_weak_ref
 from tierpack._storage import through_views as _through_views
 from tierpack._storage import untyped as _untyped
 from tierpack.module_recompute import ModuleRecompute
@@ -432,6 +448,8 @@ class StorageMover:
     every step (tierpack.cuda registers it as a global optimizer pre-step hook).
     """
 
+    HELD_REPLANS = 4  # plans made again for storages the program held, at most (Note [Held storages])
+
     def __init__(self, torch, transport, planner, budget_bytes, allocated, max_allocated, reset_peak,
                  set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.95,
                  divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
@@ -451,6 +469,9 @@ class StorageMover:
         self._memory_state = memory_state
         self.out_of_memory_state = None  # the allocator's state at an out-of-memory error (memory_state(dev))
         self.over_planned = []  # Note [Budget]: (call, kind, storage, bytes) of the first windows over the planned peak
+        self.held = {}  # Note [Held storages]: storage index -> the call until which the program held it
+        self.held_replans_left = self.HELD_REPLANS
+        self._weak_ref = _storage_weak_ref(torch)
         self._make_transport = transport
         self._planner = planner
         self.budget = int(budget_bytes) if budget_bytes else None
@@ -540,6 +561,10 @@ class StorageMover:
         self._peak_watch = [] if (self.plan is not None and self._check_plan and self.device is not None) else None
         self._watched_peak = 0
         self._watch_call = None
+        # Note [Held storages]: and which storages it let go stayed, held by the program (index -> the call by
+        # which each was freed)
+        self._held_watch = [] if self._peak_watch is not None and self._weak_ref is not None else None
+        self._held_seen = {}
         # Note [Measured recomputation]: the first planned iteration of each plan times what it makes again.
         self._remake_marks = [] if self._measure_remakes and self.plan is not None else None
         self._measure_remakes = False
@@ -590,7 +615,8 @@ class StorageMover:
                 self.record_iteration = self.iteration + 1  # nothing was saved: record the next one
             elif self.plan is not None and not self._diverged and self._check_plan:
                 self._check_plan = False
-                self._check_planned_peak()
+                if not self._plan_with_held():
+                    self._check_planned_peak()
             elif self.plan is not None and not self._diverged:
                 self._check_reserved()
             if host_new and self.plan is plan_before:
@@ -890,6 +916,8 @@ class StorageMover:
         if self._peak_watch is not None:
             self._watch_window()
             self._watch_call = (i, kind, rec.index)
+        if self._held_watch:
+            self._watch_held(i)
         if self.plan is not None and not self._diverged:
             ev = self._plan_events
             if i >= len(ev) or ev[i][0] != kind or ev[i][1] != rec.index or ev[i][2] != rec.nbytes:
@@ -932,6 +960,43 @@ class StorageMover:
                 len(self._peak_watch) < 3:
             self._peak_watch.append(self._watch_call + (peak,))
         self._watched_peak = max(self._watched_peak, peak)
+
+    def _watch_held(self, i):
+        """Note [Held storages]: storages let go that were still alive; the first call that finds one freed is its
+        held_until."""
+        still = []
+        for index, ref in self._held_watch:
+            if ref.expired():
+                self._held_seen[index] = max(self._held_seen.get(index, 0), i)
+            else:
+                still.append((index, ref))
+        self._held_watch[:] = still
+
+    def _plan_with_held(self):
+        """Note [Held storages]: after a plan's first iteration, storages the program held past their release get
+        held_until in the trace (to the iteration's end: never let go) and the plan is made again at the same
+        limit. Returns whether it was."""
+        if self._held_watch is None:
+            return False
+        n = len(self._trace["events"])
+        for index, _ in self._held_watch:  # never freed in this iteration's calls
+            self._held_seen[index] = n
+        self._held_watch = None
+        storages = self._trace["storages"]
+        new = {s: h for s, h in self._held_seen.items() if h > storages[s].get("held_until", -1)}
+        if not new or self.held_replans_left <= 0:
+            return False
+        self.held_replans_left -= 1
+        for s, h in new.items():
+            storages[s]["held_until"] = h
+        s = max(new, key=lambda s: storages[s]["bytes"])
+        self.log("storage mover: %d storage(s) let go were still held by the program (%.2f GiB; the largest, storage "
+                 "%d of %.0f MiB, until call %d): planning again with where each is freed (Note [Held storages])"
+                 % (len(new), sum(storages[s]["bytes"] for s in new) / float(1 << 30), s,
+                    storages[s]["bytes"] / float(1 << 20), new[s]))
+        self.held = dict(sorted((s, st["held_until"]) for s, st in enumerate(storages) if "held_until" in st))
+        self._make_plan(self.plan["limit_bytes"])
+        return True
 
     def _diverge(self, i, kind, rec, expected):
         self._diverged = True
@@ -1036,11 +1101,18 @@ class StorageMover:
         return rec.fetched
 
     def _let_go(self, rec):
-        """The record drops the device storage and every handle's tensor: what frees it (Note [Storage moves])."""
+        """The record drops the device storage and every handle's tensor: what frees it (Note [Storage moves]),
+        unless the program holds it too (Note [Held storages])."""
+        ref = None
+        if self._held_watch is not None and rec.storage is not None and rec.tensor is None and self._call > 0:
+            # (an optimizer state's storage is resized to nothing: freed whoever holds it)
+            ref = self._weak_ref(rec.storage)
         rec.storage = None
         for h in rec.handles:
             h.t = None
         rec.released = True
+        if ref is not None and not ref.expired():
+            self._held_watch.append((rec.index, ref))
         if self._records.get(rec.key) is rec:
             del self._records[rec.key]
         self._absent += rec.nbytes
@@ -1431,7 +1503,8 @@ class StorageMover:
         with self._lock:
             return {"mechanism": "storage", "phase": self.phase, "budget": self.budget, "limit": self.limit,
                     "plan": self.plan_summary, "iterations": list(self.history), "current": self.counters.as_dict(),
-                    "out_of_memory": self.out_of_memory_state, "over_planned": self.over_planned}
+                    "out_of_memory": self.out_of_memory_state, "over_planned": self.over_planned,
+                    "held": self.held, "held_replans": self.HELD_REPLANS - self.held_replans_left}
 
     def _stats_path(self, suffix):
         """<stats without its extension>.gpu<N><suffix>: the files beside `tierpack run --stats`."""
@@ -1489,6 +1562,8 @@ class StorageMover:
             doc["recomputations"] = self.recomputations
         if self.over_planned:
             doc["over_planned"] = [list(w) for w in self.over_planned]  # Note [Budget]
+        if self.held:
+            doc["held"] = {str(k): v for k, v in self.held.items()}  # Note [Held storages]
         self._write_json(path, doc)
 
     def trace(self):

@@ -173,6 +173,47 @@ TEST(SavedPlan, AStorageHeldUntilForwardEndsIsLetGoNoEarlierThanBackward) {
   EXPECT_EQ(saved_trace_to_json(free_).find("held_in_forward"), std::string::npos);
 }
 
+TEST(SavedPlan, AStorageTheProgramHoldsIsLetGoNoEarlierThanTheCallThatFreesIt) {
+  // Note [Held storages]: storage 0 (used last, Belady's first pick) is held by the program until call 3 (a
+  // residual connection's input): let go at the pack of 2 it would free nothing there.
+  SavedTrace t = layered(4, 64 * MiB, 256 * MiB, 1.0);
+  const SavedPlan before = plan_saved_tensors(t, options(400 * MiB));
+  ASSERT_TRUE(before.fits);
+  ASSERT_FALSE(before.moves.empty());
+  EXPECT_EQ(before.moves.front().storage, 0);
+  EXPECT_EQ(before.moves.front().release_at, 2);
+  t.storages[0].held_until = 3;
+  const SavedPlan p = plan_saved_tensors(t, options(400 * MiB));
+  ASSERT_TRUE(p.fits);
+  for (const SavedMove& m : p.moves)
+    if (m.storage == 0) {
+      EXPECT_GE(m.release_at, 3);
+    }
+  const auto first = std::min_element(p.moves.begin(), p.moves.end(),
+                                      [](const SavedMove& a, const SavedMove& b) { return a.release_at < b.release_at; });
+  EXPECT_EQ(first->storage, 1);  // the next used last goes at the pack of 2 instead
+  EXPECT_EQ(first->release_at, 2);
+  // Held to the iteration's end: never let go; with 0 and 1 held nothing can go at the pack of 2.
+  t.storages[0].held_until = static_cast<std::int32_t>(t.events.size());
+  for (const SavedMove& m : plan_saved_tensors(t, options(400 * MiB)).moves) EXPECT_NE(m.storage, 0);
+  t.storages[1].held_until = 3;
+  const SavedPlan q = plan_saved_tensors(t, options(400 * MiB));
+  EXPECT_FALSE(q.fits);
+  EXPECT_EQ(q.over_at, 2);
+  // The field travels through JSON, is optional, and the reader checks its range.
+  EXPECT_EQ(saved_trace_from_json(saved_trace_to_json(t)), t);
+  t.storages[0].held_until = static_cast<std::int32_t>(t.events.size()) + 1;
+  try {
+    saved_trace_from_json(saved_trace_to_json(t));
+    ADD_FAILURE() << "a held_until past the iteration's calls was accepted";
+  } catch (const format_error& e) {
+    EXPECT_NE(std::string(e.what()).find("storage 0: field 'held_until' = 9 is out of range (8 events)"), std::string::npos)
+        << e.what();
+  }
+  t.storages[0].held_until = t.storages[1].held_until = -1;
+  EXPECT_EQ(saved_trace_to_json(t).find("held_until"), std::string::npos);
+}
+
 TEST(SavedPlan, PredictsTheStallOfACopyOutThatIsNotDoneWhenItsMemoryIsNeeded) {
   // 1 GiB storages, 1 ms apart, 50 GB/s: a copy out takes 21.5 ms, so letting go of storage 0 at the
   // pack that crosses the limit waits for most of it.
@@ -234,6 +275,7 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
           if (next() % 4 == 0) st.recompute_from.push_back(static_cast<std::int32_t>(next() % static_cast<std::uint64_t>(s)));
         }
         if (c % 2 == 1 && next() % 8 == 0) t.storages.back().held_in_forward = true;
+        if (next() % 9 == 0) t.storages.back().held_until = static_cast<std::int32_t>(t.events.size() + next() % 6);
         if (c % 4 >= 2 && k > 0) t.storages.back().block = l;  // Note [Block recompute]: the layer's first is its input
         live += bytes;
         const std::uint64_t temp = next() % 3 == 0 ? (next() % 64) * MiB : 0;
@@ -319,6 +361,7 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
       if (s.held_in_forward) {
         EXPECT_GE(m.release_at, backward) << "a storage autocast holds let go in forward";
       }
+      EXPECT_GE(m.release_at, s.held_until) << "a storage the program holds let go before it is freed";
       block_moves += m.by_block ? 1 : 0;
       if (m.by_block) {  // Note [Block recompute]: one run makes the block's members, from inputs on the device
         ASSERT_GE(s.block, 0);
