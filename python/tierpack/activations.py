@@ -615,8 +615,8 @@ class StorageMover:
                 self.record_iteration = self.iteration + 1  # nothing was saved: record the next one
             elif self.plan is not None and not self._diverged and self._check_plan:
                 self._check_plan = False
-                if not self._plan_with_held():
-                    self._check_planned_peak()
+                if not self._plan_with_held() and not self._check_planned_peak():
+                    self._check_reserved()  # (a plan's first iteration that went as planned holds what it will)
             elif self.plan is not None and not self._diverged:
                 self._check_reserved()
             if host_new and self.plan is plan_before:
@@ -1420,11 +1420,12 @@ class StorageMover:
                  % (gc.get_freeze_count(), self.iteration))
 
     def _check_planned_peak(self):
-        """Note [Budget]: a live peak over the planned one lowers the limit by the difference and plans again."""
+        """Note [Budget]: a live peak over the planned one lowers the limit by the difference and plans again.
+        Returns whether it did."""
         measured = self.counters.peak_live
         over = measured - self.plan["planned_peak"]
         if over <= 0 or not self.plan["fits"] or measured <= self.plan["limit_bytes"]:
-            return
+            return False
         self.replans_left -= 1
         limit = self.plan["limit_bytes"] - over
         where = ""
@@ -1437,6 +1438,7 @@ class StorageMover:
                     limit / float(1 << 30)))
         if limit > 0:
             self._make_plan(limit)
+        return True
 
     def _check_reserved(self):
         """Note [Reserved memory]: memory the allocator holds over the budget lowers the limit by as much and
