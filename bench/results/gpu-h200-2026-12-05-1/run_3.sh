@@ -23,4 +23,4 @@ run() {  # model modes budgets at-ckpt-budgets timeout [more options]
 tail -4 $OUT/call${N}_cuda_test.txt
 run hf-gpt2 default,ckpt,tierpack 75 100 260
 grep -h "^# \|^| [4-9] \|^| 1[0-8] " $OUT/call${N}_*.txt | cut -c1-110
-grep -h "plan from\|passed\|held by\|host's time\|Error\|error" /tmp/logs/*tierpack* | cut -c1-260 | head -40
+grep -h "plan from\|passed\|held by\|allocator held\|host's time\|Error\|error" /tmp/logs/*tierpack* | cut -c1-260 | head -40
