@@ -1,0 +1,25 @@
+#!/bin/bash
+# Session 31, device call 4 (commit COMMIT4, the code of call 3): the CUDA test that call 3's 150 s limit cut off
+# (test_under_checkpointing) alone; the T5-style encoder-decoder: default, checkpointing, tierpack at 75% of the
+# default's NVML peak; the Llama-style decoder: default, checkpointing, tierpack at checkpointing's peak.
+export PYTHONUNBUFFERED=1 TIERPACK_CUDA_LIB=$PWD/.devcarry/lib/libtierpack_cuda.so
+D=bench/results/gpu-h200-2026-12-05-1
+N=4
+rm -rf /tmp/logs
+{ echo "commit $(cat $D/COMMIT4)"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c 'import torch, transformers;print("torch",torch.__version__, "transformers", transformers.__version__)'; } > $OUT/env$N.txt
+cat $OUT/env$N.txt
+run() {  # model modes budgets at-ckpt-budgets timeout [more options]
+  timeout $5 python3 bench/gpu/models_bench.py --lib $TIERPACK_CUDA_LIB --steps 4 --warmup 3 --tierpack-warmup 14 --child-timeout 100 \
+    --commit $(cat $D/COMMIT4) --logs /tmp/logs --models $1 --modes $2 --budgets "$3" ${4:+--at-ckpt-budgets $4} $6 \
+    --json $OUT/call${N}_$1.json > $OUT/call${N}_$1.txt 2>&1
+  echo "rc=$?" >> $OUT/call${N}_$1.txt
+  grep -v "^step" $OUT/call${N}_$1.txt | grep "^|\|rc=\|^- "
+  { echo; echo "## iterations (bench/gpu/iterations_table.py)"; python3 bench/gpu/iterations_table.py $OUT/call${N}_$1.json 2>&1; } >> $OUT/call${N}_$1.txt
+  tar czf $OUT/call${N}_logs.tgz -C /tmp logs 2>/dev/null
+}
+{ timeout 100 python3 tests/integrations/python/storage_mover_cuda_test.py -v StorageMoverCudaTest.test_under_checkpointing 2>&1; echo "rc=$?"; } > $OUT/call${N}_cuda_test.txt
+tail -4 $OUT/call${N}_cuda_test.txt
+run t5 default,ckpt,tierpack 75 "" 170
+run llama default,ckpt,tierpack "" 100 150
+grep -h "^# \|^| [4-9] \|^| 1[0-8] " $OUT/call${N}_*.txt | cut -c1-110
+grep -h "plan from\|passed\|held by\|allocator held\|host's time\|Error\|error" /tmp/logs/*tierpack* | cut -c1-260 | head -40
