@@ -1,7 +1,7 @@
 #!/bin/bash
 # Session 31, device call 4 (commit COMMIT4, the code of call 3): the CUDA test that call 3's 150 s limit cut off
 # (test_under_checkpointing) alone; the T5-style encoder-decoder: default, checkpointing, tierpack at 75% of the
-# default's NVML peak; the Llama-style decoder: default, checkpointing, tierpack at checkpointing's peak.
+# default's NVML peak; ResNet-50 under checkpointing: checkpointing, and tierpack under it at 60% of its NVML peak.
 export PYTHONUNBUFFERED=1 TIERPACK_CUDA_LIB=$PWD/.devcarry/lib/libtierpack_cuda.so
 D=bench/results/gpu-h200-2026-12-05-1
 N=4
@@ -20,6 +20,6 @@ run() {  # model modes budgets at-ckpt-budgets timeout [more options]
 { timeout 100 python3 tests/integrations/python/storage_mover_cuda_test.py -v StorageMoverCudaTest.test_under_checkpointing 2>&1; echo "rc=$?"; } > $OUT/call${N}_cuda_test.txt
 tail -4 $OUT/call${N}_cuda_test.txt
 run t5 default,ckpt,tierpack 75 "" 170
-run llama default,ckpt,tierpack "" 100 150
+run resnet50 ckpt,tierpack+ckpt "" "" 100 "--ckpt-budgets 60"
 grep -h "^# \|^| [4-9] \|^| 1[0-8] " $OUT/call${N}_*.txt | cut -c1-110
 grep -h "plan from\|passed\|held by\|allocator held\|host's time\|Error\|error" /tmp/logs/*tierpack* | cut -c1-260 | head -40
