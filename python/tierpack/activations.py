@@ -87,10 +87,11 @@ plan that does not fit keeps the limit too and its plan line says to expect that
 promise that the run stays under the budget (a Hugging Face GPT-2 at 25% got the error in its first planned
 iteration: bench/results/gpu-h200-2026-12-02, call 4). The warm-up iterations have no limit (a limit in
 warm-up made GPT-2 large fail in its first optimizer step on the H200: bench/results/gpu-h200-2026-12-01, call
-1), nor do reactive moves after a plan is dropped. A first planned iteration whose live peak passes the planned one lowers the limit by the difference and
-plans again (at most ``replans`` times), unless it found storages the program held past their release (Note
-[Held storages]): then the plan is made again at the same limit with where each was freed. That iteration reads the allocator's peak at every call, so the log line says in
-which calls' windows the live bytes first passed the planned peak (``... passed the planned <P> GiB (first in the
+1), nor do reactive moves after a plan is dropped. A first planned iteration whose live peak passes the planned
+one (and the limit by more than ``PEAK_SLACK``, 0.5% of it) lowers the limit by the difference and plans again (at
+most ``replans`` times), unless it found storages the program held past their release (Note [Held storages]):
+then the plan is made again at the same limit with where each was freed. That iteration reads the allocator's
+peak at every call, so the log line says in which calls' windows the live bytes first passed the planned peak (``... passed the planned <P> GiB (first in the
 window after call <N>, <pack|unpack> of storage <S>: <live> GiB)``; the statistics' ``over_planned``): with the recorded
 iteration (``<stats>.gpu<N>.saved.json``) that names what the plan did not foresee.
 
@@ -449,6 +450,10 @@ class StorageMover:
     """
 
     HELD_REPLANS = 4  # plans made again for storages the program held, at most (Note [Held storages])
+    # A first planned iteration's live peak this far over the limit (a fraction of it) plans nothing again (Note
+    # [Budget]): the H200 runs of session 31 planned again for passes of 0.01-0.02 GiB of 9.5-17.8 GiB, each replan
+    # an iteration of new allocations after empty_cache, for a limit lower by as little
+    PEAK_SLACK = 0.005
 
     def __init__(self, torch, transport, planner, budget_bytes, allocated, max_allocated, reset_peak,
                  set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.95,
@@ -1424,7 +1429,7 @@ class StorageMover:
         Returns whether it did."""
         measured = self.counters.peak_live
         over = measured - self.plan["planned_peak"]
-        if over <= 0 or not self.plan["fits"] or measured <= self.plan["limit_bytes"]:
+        if over <= 0 or not self.plan["fits"] or measured <= self.plan["limit_bytes"] * (1 + self.PEAK_SLACK):
             return False
         self.replans_left -= 1
         limit = self.plan["limit_bytes"] - over

@@ -484,6 +484,19 @@ class StorageMoverTest(unittest.TestCase):
         with open(os.path.join(d.name, "s.gpu0.json")) as f:
             self.assertEqual(json.load(f)["over_planned"][0][:2], [spike["call"], "pack"])
 
+    def test_a_live_peak_a_hair_over_the_limit_plans_nothing_again(self):
+        # Note [Budget]: a pass of the limit by up to PEAK_SLACK of it keeps the plan; more plans again, lower
+        mover, dev = make_mover(int(self.saved_peak() * 0.6))
+        train(self.ITER, mover)
+        plan, limit = mover.plan, mover.plan["limit_bytes"]
+        mover.replans_left = 1
+        mover.counters.peak_live = int(limit * (1 + mover.PEAK_SLACK * 0.8))
+        self.assertFalse(mover._check_planned_peak())
+        self.assertIs(mover.plan, plan)
+        mover.counters.peak_live = int(limit * (1 + mover.PEAK_SLACK * 2))
+        self.assertTrue(mover._check_planned_peak())
+        self.assertLess(mover.plan["limit_bytes"], limit)
+
     def test_storages_the_program_holds_are_let_go_no_earlier_than_they_are_freed(self):
         # Note [Held storages]: each Block keeps its input x until its residual add, after the LayerNorm saved it;
         # let go in between, x stays on the device (the pretend device counts it while anything holds it). The
