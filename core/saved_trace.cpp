@@ -23,6 +23,7 @@ void from_json(const nlohmann::json& j, SavedStorage& s) {
                          "held_in_forward", "block", "held_until"});
   detail::get(j, "bytes", s.bytes, std::uint64_t{0}, detail::kMaxBytes, detail::kMaxBytesText);
   detail::get(j, "movable", s.movable);
+  if (j.contains("optimizer_state")) detail::get(j, "optimizer_state", s.optimizer_state);  // optional: false
   // Both optional (traces before Note [Recompute] have neither: nothing is recomputed).
   if (j.contains("recompute_ms")) detail::get(j, "recompute_ms", s.recompute_ms, 0.0, kMaxMs, "1e9 ms");
   if (j.contains("recompute_from")) {
@@ -118,6 +119,7 @@ std::string saved_trace_to_json(const SavedTrace& t) {
     if (s.held_in_forward) st["held_in_forward"] = true;
     if (s.block >= 0) st["block"] = s.block;
     if (s.held_until >= 0) st["held_until"] = s.held_until;
+    if (s.optimizer_state) st["optimizer_state"] = true;
     storages.push_back(st);
   }
   json blocks = json::array();
@@ -201,7 +203,7 @@ SavedPlanOptions saved_plan_options_from_json(const std::string& text) {
   SavedPlanOptions o;
   reading(what, [&] {
     detail::check_keys(j, {"limit_bytes", "d2h_bytes_per_s", "h2d_bytes_per_s", "min_bytes", "recompute",
-                           "host_ms_per_copy", "host_ms_per_remake"});
+                           "host_ms_per_copy", "host_ms_per_remake", "stream_window_bytes"});
     detail::get(j, "limit_bytes", o.limit_bytes, std::uint64_t{0}, detail::kMaxTotalBytes, detail::kMaxTotalBytesText);
     detail::get(j, "d2h_bytes_per_s", o.d2h_bytes_per_s, 1.0, 1e13, "1e13 bytes/s");
     detail::get(j, "h2d_bytes_per_s", o.h2d_bytes_per_s, 1.0, 1e13, "1e13 bytes/s");
@@ -209,6 +211,9 @@ SavedPlanOptions saved_plan_options_from_json(const std::string& text) {
     if (j.contains("recompute")) detail::get(j, "recompute", o.recompute);
     detail::get_or(j, "host_ms_per_copy", o.host_ms_per_copy, 0.0, 1e3, "1000 ms");  // optional: not known
     detail::get_or(j, "host_ms_per_remake", o.host_ms_per_remake, 0.0, 1e3, "1000 ms");
+    // optional (before Note [Streamed step]: 0, the step needs all its state)
+    detail::get_or(j, "stream_window_bytes", o.stream_window_bytes, std::uint64_t{0}, detail::kMaxBytes,
+                   detail::kMaxBytesText);
   });
   return o;
 }

@@ -39,6 +39,10 @@ struct SavedStorage {
   /// (measured by the runtime where a storage it let go was not freed: placer/saved_plan.cpp, Note [Held
   /// storages]); < 0: nothing else was seen holding it.
   std::int32_t held_until = -1;
+  /// An optimizer state tensor's storage (AdamW's exp_avg, exp_avg_sq): used by the optimizer step alone (python/
+  /// tierpack/activations.py, Note [Optimizer state]); with a streamed step it comes back during the step, a chunk at
+  /// a time (placer/saved_plan.cpp, Note [Streamed step]).
+  bool optimizer_state = false;
 
   friend bool operator==(const SavedStorage&, const SavedStorage&) = default;
 };
@@ -97,6 +101,10 @@ struct SavedPlanOptions {
   /// or module, as measured in a planned iteration (placer/saved_plan.cpp, Note [Host time]); 0: not known.
   double host_ms_per_copy = 0;
   double host_ms_per_remake = 0;
+  /// > 0: the runtime streams the optimizer step (placer/saved_plan.cpp, Note [Streamed step]): optimizer state
+  /// storages are fetched by the step itself, a chunk at a time, and the step holds at most this many bytes of
+  /// them at once; 0: the step needs every state back on the device before it starts.
+  std::uint64_t stream_window_bytes = 0;
 };
 
 /// What happens to one storage that leaves the device. Event indexes refer to SavedTrace::events.

@@ -43,6 +43,20 @@
 // let go no earlier than h (a block with such a member no earlier than h either); one held to the
 // iteration's end never.
 //
+// Note [Streamed step]
+// ~~~~~~~~~~~~~~~~~~~~
+// The optimizer step reads parameters, gradients and all of its state: for AdamW in fp32 that is 4 bytes of
+// parameter, 4 of gradient and 8 of state per parameter, 10-11.6 GiB for the 680-778M-parameter models of the
+// bench, at or above 60% of their checkpointing peak (bench/results/gpu-h200-2026-12-04-1): with the state
+// fetched before the step, no plan fits there. A streamed step (python/tierpack/activations.py, Note [Streamed
+// step]) updates the parameters a chunk at a time, each chunk's state copied back just before its update and out
+// again right after, so the step holds at most a window of state (a chunk arriving, one updating, one leaving).
+// With options.stream_window_bytes > 0 the plan treats optimizer state storages as used by no call (the step
+// fetches them, not the plan: no fetch_at), adds the window to the live bytes at the step's calls, and the cost
+// model lets the step take as long as the state away needs to cross each way, less the step's own GPU time. Their
+// copies out are not charged at their pack, and they may be let go at it: the last step already copied them (they
+// start the iteration away).
+//
 // Note [Recompute]
 // ~~~~~~~~~~~~~~~~
 // Some saved storages the runtime can make again, bit for bit, from what stays on the device anyway: the
@@ -239,8 +253,15 @@ SavedPlan plan_saved_tensors(const SavedTrace& trace, const SavedPlanOptions& op
 
 namespace {
 
+// Whether storage `s` is fetched by a streamed optimizer step rather than by the plan (Note [Streamed step]).
+bool streamed(const SavedTrace& trace, const SavedPlanOptions& options, std::size_t s) {
+  return options.stream_window_bytes > 0 && trace.storages[s].optimizer_state;
+}
+
 SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, double cheap_ms_per_gib, bool blocks) {
-  const std::vector<StorageSpan> spans = spans_of(trace);
+  std::vector<StorageSpan> spans = spans_of(trace);
+  for (std::size_t s = 0; s < spans.size(); ++s)
+    if (streamed(trace, options, s)) spans[s].use = kNone;  // the step fetches it (Note [Streamed step])
   const std::int32_t backward = first_unpack(trace);
   const std::size_t n = trace.events.size();
   SavedPlan plan;
@@ -261,6 +282,14 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
   std::vector<std::uint64_t> returning(n + 1, 0);  // bytes back on the device at each call (fetched at use)
   // Note [Block run memory]: what the chosen blocks' runs add at the call where each runs, and where that is.
   std::vector<std::uint64_t> extra_at(n + 1, 0);
+  if (options.stream_window_bytes > 0) {  // Note [Streamed step]: the window of state the step holds at its calls
+    std::uint64_t state = 0;
+    for (std::size_t s = 0; s < spans.size(); ++s) state += streamed(trace, options, s) ? trace.storages[s].bytes : 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (trace.events[i].kind == SavedEventKind::unpack &&
+          streamed(trace, options, static_cast<std::size_t>(trace.events[i].storage)))
+        extra_at[i] = std::min(state, options.stream_window_bytes);
+  }
   std::vector<std::int32_t> run_at(trace.blocks.size(), kNone);
   std::vector<std::uint64_t> run_extra(trace.blocks.size(), 0);
   const auto run_block = [&](std::size_t bl, std::int32_t at) {
@@ -342,7 +371,9 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
       for (std::size_t s = 0; s < spans.size(); ++s) {
         const StorageSpan& sp = spans[s];
         const SavedStorage& st = trace.storages[s];
-        if (release[s] != kNone || !st.movable || st.bytes < options.min_bytes || sp.pack == kNone || sp.last_pack >= at ||
+        // (a streamed step's state starts the iteration away, copied by the last step: let go at its pack too)
+        if (release[s] != kNone || !st.movable || st.bytes < options.min_bytes || sp.pack == kNone ||
+            sp.last_pack > at || (sp.last_pack == at && !streamed(trace, options, s)) ||
             sp.pack >= backward || (sp.use != kNone && sp.use <= at) || (need[s] != kNone && need[s] <= at) ||
             (st.held_in_forward && at < backward) || st.held_until > at)  // Note [Held storages]
           continue;
@@ -494,7 +525,7 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
       continue;
     }
     plan.bytes_out += trace.storages[si].bytes;
-    if (fetch[si] != kNone) plan.bytes_in += trace.storages[si].bytes;
+    if (fetch[si] != kNone || streamed(trace, options, si)) plan.bytes_in += trace.storages[si].bytes;
   }
   predict_saved_plan(trace, options, plan);
   // The bound of what still crosses the link: the bytes made again are away without a copy.
@@ -550,6 +581,7 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
   check_options(options);
   const std::size_t n = trace.events.size();
   std::vector<std::vector<std::size_t>> copies(n), releases(n), fetches(n), uses(n);
+  std::uint64_t streamed_bytes = 0;  // optimizer state the streamed step brings back and sends out (Note [Streamed step])
   for (std::size_t m = 0; m < plan.moves.size(); ++m) {
     const SavedMove& mv = plan.moves[m];
     auto in_range = [n](std::int32_t i) { return i >= 0 && static_cast<std::size_t>(i) < n; };
@@ -560,6 +592,10 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
                         " refers to calls or a storage the trace lacks");
     if (mv.recompute) {  // no copy either way: made at its fetch (its use, or a reader's: Note [Recompute])
       if (mv.fetch_at != kNone) uses[static_cast<std::size_t>(mv.fetch_at)].push_back(m);
+      continue;
+    }
+    if (streamed(trace, options, static_cast<std::size_t>(mv.storage))) {  // crosses during the step: below
+      streamed_bytes += trace.storages[static_cast<std::size_t>(mv.storage)].bytes;
       continue;
     }
     if (mv.use_at != kNone) uses[static_cast<std::size_t>(mv.use_at)].push_back(m);
@@ -613,6 +649,10 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
       const std::uint64_t bytes = trace.storages[static_cast<std::size_t>(plan.moves[m].storage)].bytes;
       d2h_free = out_end[m] = std::max(now, d2h_free) + copy_ms(bytes, options.d2h_bytes_per_s);
     }
+  }
+  if (streamed_bytes > 0) {  // each way through the link while the step updates what has arrived (Note [Streamed step])
+    const double link_ms = std::max(copy_ms(streamed_bytes, options.h2d_bytes_per_s), copy_ms(streamed_bytes, options.d2h_bytes_per_s));
+    delay += std::max(0.0, link_ms - trace.optimizer_ms);
   }
   plan.stall_ms = delay;
   plan.predicted_ms = trace.step_ms + delay;

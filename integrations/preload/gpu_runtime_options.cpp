@@ -45,6 +45,10 @@
 //   gc:freeze           storage: at the first plan, Python's collector leaves the objects alive then out of
 //                       later collections (gc.freeze: a full collection inside a hook stalls the GPU; Note
 //                       [Python's collector] in python/tierpack/activations.py); as-is: the collector untouched
+//   step:whole          storage: the optimizer step needs all its state back first (whole), or updates the
+//                       parameters a chunk at a time, each chunk's state fetched just before and sent out right
+//                       after (stream: placer/saved_plan.cpp and python/tierpack/activations.py, Note [Streamed
+//                       step]), so the step holds a window of state instead of all of it
 //   verify:sampled      check moved chunks behind the gate and copy again what was written after the
 //                       copy: sampled (evictions in full, prefetches on 1/16 samples), all (in full:
 //                       prefetch checks read host memory, ~as slow as the copy), evictions, off
@@ -186,6 +190,10 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       if (value == "freeze") o.gc_freeze = true;
       else if (value == "as-is") o.gc_freeze = false;
       else bad(key, value, "freeze, as-is");
+    } else if (key == "step") {
+      if (value == "stream") o.stream_step = true;
+      else if (value == "whole") o.stream_step = false;
+      else bad(key, value, "whole, stream");
     } else if (key == "budget") {  // convenience: same as TIERPACK_CONF's gpu_budget
       try {
         o.budget = parse_budget(value);
@@ -196,7 +204,7 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
                         "' (accepted keys: chunk, host_limit, spill, migrate, persistent, resident, group, headroom, "
                         "min_move, evict_lag, prewarm_threads, plan_out, profile_out, remap_threads, remap, remap_delay, "
-                        "copy_piece, divergences, verify, gate, mechanism, fill, limit, recompute, gc, budget)");
+                        "copy_piece, divergences, verify, gate, mechanism, fill, limit, recompute, gc, step, budget)");
     }
   }
   return o;

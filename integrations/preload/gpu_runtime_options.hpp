@@ -59,6 +59,9 @@ struct GpuRuntimeOptions {
   /// storage: at its first plan the mover leaves the objects alive then out of Python's later collections
   /// (gc.freeze: python/tierpack/activations.py, Note [Python's collector]); false: the collector as it was
   bool gc_freeze = true;
+  /// storage: the optimizer step updates a chunk at a time, fetching each chunk's state just before (placer/
+  /// saved_plan.cpp, Note [Streamed step]); false (the default): the step needs all its state back first
+  bool stream_step = false;
   /// storage: once a plan fits, the budget is PyTorch's memory limit: the allocator gives its cached pages
   /// back when it would pass it (Note [Reserved memory]), and raises out of memory past it; false (the
   /// default): soft

@@ -395,7 +395,8 @@ class _Counters:
               "peak_live", "peak_reserved", "calls", "host_ms", "recomputed", "bytes_recomputed", "gc_ms", "gc_full",
               "pinned_new",
               # Note [Host time]: the planned actions' host time, per copy issued and per recomputation or block run
-              "move_host_ms", "copies_issued", "remake_host_ms", "remakes", "block_host_ms", "block_runs")
+              "move_host_ms", "copies_issued", "remake_host_ms", "remakes", "block_host_ms", "block_runs",
+              "step_chunks")  # Note [Streamed step]: chunks a streamed step updated before the optimizer's own step
 
     def __init__(self):
         for f in self.FIELDS:
@@ -460,7 +461,8 @@ class StorageMover:
                  divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
                  empty_cache=None, optimizer_state=False, capacity=None, log=None, max_reserved=None,
                  reserved_replans=4, recompute=True, recompute_bytes_per_s=2e12, memory_state=None,
-                 fits_fraction=0.98, gc_freeze=False, recompute_blocks=True, host_time=True, timed_iterations=2):
+                 fits_fraction=0.98, gc_freeze=False, recompute_blocks=True, host_time=True, timed_iterations=2,
+                 stream_step=False, step_chunk_bytes=128 << 20):
         self.torch = torch
         self.timed_iterations = max(1, int(timed_iterations))  # Note [Recording]
         self.host_time = bool(host_time)  # plan with the hooks' host time (Note [Host time] in placer/saved_plan.cpp)
@@ -475,6 +477,12 @@ class StorageMover:
         self.out_of_memory_state = None  # the allocator's state at an out-of-memory error (memory_state(dev))
         self.over_planned = []  # Note [Budget]: (call, kind, storage, bytes) of the first windows over the planned peak
         self.held = {}  # Note [Held storages]: storage index -> the call until which the program held it
+        # Note [Streamed step]: the optimizer step a chunk of state at a time (only with optimizer_state)
+        self.stream_step = bool(stream_step) and bool(optimizer_state)
+        self.step_chunk_bytes = max(1, int(step_chunk_bytes))
+        self._stepping = None  # a streamed step between its pre- and post-hook: what to finish and restore
+        self._away = {}        # id(state tensor) -> (host copy, its event, bytes): sent out by the last streamed step
+        self._state_hooked = weakref.WeakSet()  # optimizers whose state_dict brings the state home first
         self.held_replans_left = self.HELD_REPLANS
         self._weak_ref = _storage_weak_ref(torch)
         self._make_transport = transport
@@ -582,6 +590,8 @@ class StorageMover:
     def iteration_end(self, optimizer=None):
         """Called at the end of every iteration (the optimizer's post-step hook)."""
         with self._lock:
+            if self._stepping is not None:
+                self._finish_step()
             if optimizer is not None:
                 self.note_optimizer(optimizer)
             end = self.transport.mark() if self.transport is not None else None
@@ -801,6 +811,14 @@ class StorageMover:
                             v.numel() * v.element_size() >= self.min_bytes and (self.device is None or v.device == self.device)):
                         states.append(v)
         self._state_tensors = states
+        if self.stream_step and optimizer not in self._state_hooked:  # Note [Streamed step]
+            self._state_hooked.add(optimizer)
+            hook = getattr(optimizer, "register_state_dict_pre_hook", None)
+            if hook is not None:
+                hook(lambda opt: self.bring_state_home(opt))
+            else:  # (torch before 2.1)
+                plain = optimizer.state_dict
+                optimizer.state_dict = lambda: (self.bring_state_home(optimizer), plain())[1]
 
     def _eligible(self, t):
         torch = self.torch
@@ -831,11 +849,23 @@ class StorageMover:
         """The iteration's first call: the optimizer's state tensors get records, packed here (their copies
         out may start now; they are used at the optimizer step: Note [Optimizer state])."""
         self._started = True
+        away, self._away = self._away, {}
         for v in self._state_tensors:
             storage = self._storage_of(v)
-            rec = self._new_record(storage, storage.nbytes(), storage.data_ptr(), tensor=v)
+            host = away.pop(id(v), None)
+            if host is not None and storage.nbytes() == 0:
+                # Note [Streamed step]: the last step sent it out; it starts this iteration away, its copy current
+                rec = self._new_record(storage, host[2], storage.data_ptr(), tensor=v)
+                rec.host, rec.d2h, rec.moving = host[0], host[1], True
+                self._let_go(rec)
+            else:
+                if host is not None:
+                    self.transport.give_back(host[0], host[1])
+                rec = self._new_record(storage, storage.nbytes(), storage.data_ptr(), tensor=v)
             self._states.append(rec)
             self._on_call("pack", rec, True)
+        for host in away.values():  # state tensors the optimizer no longer has
+            self.transport.give_back(host[0], host[1])
 
     def pack(self, t):
         t0 = _clock()
@@ -1217,20 +1247,157 @@ class StorageMover:
                 self._retire(rec)
             return out
 
-    def optimizer_begins(self, optimizer=None):
+    def optimizer_begins(self, optimizer=None, closure=False):
         """Called by the optimizer's pre-step hook: every state tensor let go comes back before the step
         reads it (a fetch the plan did not start yet starts now: late), and the compute stream waits for
-        those copies. Note [Optimizer state]."""
+        those copies (Note [Optimizer state]); with ``stream_step`` the step updates a chunk at a time instead
+        (Note [Streamed step]; not for a step given a closure)."""
         with self._lock:
             if (self._recording or self._timing) and self.transport is not None:
                 self._optimizer_start = self.transport.mark()
+            chunks = None if closure else self._step_chunks(optimizer)
             for rec in self._states:
                 self._on_call("unpack", rec, False)
-                if rec.released:
+                if rec.released and chunks is None:
                     if rec.fetched is None:
                         self.counters.fetched_late += 1
                         self._fetch(rec)
                     self._wait(rec.h2d, self._events is not None)
+            if chunks is not None:
+                self._stream_step(optimizer, chunks)
+
+    # Note [Streamed step]
+    # ~~~~~~~~~~~~~~~~~~~~
+    # The optimizer step reads parameters, gradients and all of its state at once (AdamW in fp32: 16 bytes a
+    # parameter), so with the state fetched before it the step alone needs more than 60% of checkpointing's peak
+    # on the bench's 680-778M-parameter models (bench/results/gpu-h200-2026-12-04-1). With ``stream_step`` the
+    # pre-step hook updates the parameters itself, a chunk of ~``step_chunk_bytes`` of state at a time, by the
+    # optimizer's own update function (the step without its hooks, ``type(opt).step.__wrapped__``) over the
+    # param groups narrowed to the chunk; the last chunk is left in the narrowed groups for the optimizer's own
+    # step, and the post-step hook restores the groups. Before a chunk's update its state let go by the plan is
+    # fetched (the next chunk's is fetched meanwhile); after it, that state is copied out and let go once the
+    # chunk after it is updated: a chunk arriving, one updated and one leaving, the window the plan counts
+    # (placer/saved_plan.cpp, Note [Streamed step]). The state the step sent out starts the next iteration away
+    # (its copy is current: nothing changes it before the next step), so the plan's copy at its pack is already
+    # done. Each element's update reads only its own parameter, gradient and state, so chunks give the same
+    # bits as one step. ``optimizer.state_dict()`` brings the state home first (a state_dict pre-hook); other
+    # code that reads the optimizer's state between steps would find it empty.
+    def _step_chunks(self, optimizer):
+        """The streamed step's chunks [(group index, parameter, its state records)], or None: no streaming."""
+        if not self.stream_step or optimizer is None or not self._states or self._stepping is not None or \
+                getattr(type(optimizer).step, "__wrapped__", None) is None:
+            return None
+        rec_of = {id(r.tensor): r for r in self._states}
+        chunks, cur, size = [], [], 0
+        for gi, g in enumerate(optimizer.param_groups):
+            for p in g["params"]:
+                recs = [rec_of[id(v)] for v in (optimizer.state.get(p) or {}).values() if id(v) in rec_of]
+                cur.append((gi, p, recs))
+                size += sum(r.nbytes for r in recs)
+                if size >= self.step_chunk_bytes:
+                    chunks.append(cur)
+                    cur, size = [], 0
+        if cur:
+            chunks.append(cur)
+        return chunks if len(chunks) > 1 else None
+
+    def _stream_step(self, opt, chunks):
+        groups = opt.param_groups
+        saved = [g["params"] for g in groups]
+        away = {r.index for chunk in chunks for _, _, rs in chunk for r in rs if r.released}
+        update = type(opt).step.__wrapped__
+        timed = self._events is not None
+        pending = []  # (records, event) copied out, not let go yet
+
+        def fetch(chunk):
+            for _, _, rs in chunk:
+                for r in rs:
+                    if r.released and r.fetched is None:
+                        self._fetch(r)
+
+        self._stepping = (opt, saved, pending, away, chunks[-1])
+        try:
+            fetch(chunks[0])
+            for k, chunk in enumerate(chunks):
+                if k + 1 < len(chunks):
+                    fetch(chunks[k + 1])
+                for _, _, rs in chunk:
+                    for r in rs:
+                        if r.released and r.fetched is not None:
+                            self._wait(r.h2d, timed)
+                for gi, g in enumerate(groups):
+                    g["params"] = [p for j, p, _ in chunk if j == gi]
+                if k + 1 == len(chunks):
+                    break  # the optimizer's own step updates the last chunk
+                update(opt)
+                self._send_out(chunk, away, pending)
+                self.counters.step_chunks += 1
+        except BaseException:
+            for g, ps in zip(groups, saved):
+                g["params"] = ps
+            self._stepping = None
+            raise
+
+    def _send_out(self, chunk, away, pending):
+        """Note [Streamed step]: the chunk's state that was away goes out again; the chunk sent before it is let go."""
+        recs = [r for _, _, rs in chunk for r in rs if r.index in away]
+        if recs:
+            flats = [_flat_bytes(self.torch, self._storage_of(r.tensor), self.device) for r in recs]
+            many = getattr(self.transport, "to_host_many", None)
+            if many is not None:
+                hosts, ev = many(flats)
+            else:
+                hosts, ev = [], None
+                for f in flats:
+                    h, ev = self.transport.to_host(f)
+                    hosts.append(h)
+            for r, h in zip(recs, hosts):
+                if r.host is not None:
+                    self.transport.give_back(r.host, r.h2d if r.h2d is not None else r.d2h)
+                r.host, r.d2h = h, ev
+                self.counters.bytes_out += r.nbytes
+            pending.append((recs, ev))
+        while len(pending) > (1 if recs else 0):
+            self._let_out(*pending.pop(0))
+
+    def _let_out(self, recs, ev):
+        self._wait(ev, False)
+        for r in recs:
+            self._storage_of(r.tensor).resize_(0)
+            self._away[id(r.tensor)] = (r.host, ev, r.nbytes)
+            r.host = r.fetched = None
+            self._absent += r.nbytes
+
+    def _finish_step(self):
+        """Note [Streamed step]: after the optimizer's own step (the last chunk): the groups as they were, the last
+        chunks sent out."""
+        opt, saved, pending, away, last = self._stepping
+        self._stepping = None
+        for g, ps in zip(opt.param_groups, saved):
+            g["params"] = ps
+        self._send_out(last, away, pending)
+        while pending:
+            self._let_out(*pending.pop(0))
+
+    def bring_state_home(self, optimizer=None):
+        """The optimizer state a streamed step sent out, back into its tensors (``optimizer.state_dict()``'s pre-hook:
+        Note [Streamed step]); the compute stream waits for the copies."""
+        with self._lock:
+            if self._stepping is not None and optimizer is self._stepping[0]:
+                self._finish_step()
+            ids = None if optimizer is None else {id(v) for st in optimizer.state.values() for v in st.values()}
+            tensors = {id(t): t for t in self._state_tensors}
+            for key in [k for k in self._away if ids is None or k in ids]:
+                host, ev, nbytes = self._away.pop(key)
+                v = tensors.get(key)
+                if v is None:
+                    self.transport.give_back(host, ev)
+                    continue
+                storage = self._storage_of(v)
+                storage.resize_(nbytes)
+                _, back = self.transport.to_device_into(host, _flat_bytes(self.torch, storage, self.device), ev)
+                self.transport.compute_wait(back)
+                self.transport.give_back(host, back)
 
     # ------------------------------------------------------------------------------ recording
     def _sample(self, kind, rec, movable):
@@ -1358,6 +1525,8 @@ class StorageMover:
         limit = int(limit)
         options = {"limit_bytes": limit, "d2h_bytes_per_s": self._bandwidth[0], "h2d_bytes_per_s": self._bandwidth[1],
                    "min_bytes": self.min_bytes, "recompute": self.recompute}
+        if self.stream_step:  # Note [Streamed step]: a chunk arriving, one updated, one leaving
+            options["stream_window_bytes"] = 3 * self.step_chunk_bytes
         if self._host_costs is not None:  # Note [Host time]
             options["host_ms_per_copy"], options["host_ms_per_remake"] = self._host_costs
         try:

@@ -287,7 +287,7 @@ def _install_storage_mover(torch, lib, options):
         record_iteration=max(3, int(options["warmup_iterations"]) + 2), divergences=options["divergences"],
         empty_cache=torch.cuda.empty_cache, optimizer_state=True,
         hard_limit=bool(options.get("hard_limit")), recompute=bool(options.get("recompute", True)),
-        gc_freeze=bool(options.get("gc_freeze", True)),
+        gc_freeze=bool(options.get("gc_freeze", True)), stream_step=bool(options.get("stream_step", False)),
         stats_out=options["stats_out"], memory_state=memory_state)
     _offloader.install()
     observe = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
@@ -295,7 +295,8 @@ def _install_storage_mover(torch, lib, options):
         observe(lambda device, size, limit, free: _offloader.out_of_memory(size, limit))
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-    register_optimizer_step_pre_hook(lambda opt, *a, **k: _offloader.optimizer_begins(opt))
+    # (the hook gets the step's (args, kwargs): a closure means no streamed step, Note [Streamed step])
+    register_optimizer_step_pre_hook(lambda opt, args, kwargs: _offloader.optimizer_begins(opt, bool(args or kwargs)))
     register_optimizer_step_post_hook(lambda opt, *a, **k: step(opt))
 
 

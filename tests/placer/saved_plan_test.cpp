@@ -173,6 +173,56 @@ TEST(SavedPlan, AStorageHeldUntilForwardEndsIsLetGoNoEarlierThanBackward) {
   EXPECT_EQ(saved_trace_to_json(free_).find("held_in_forward"), std::string::npos);
 }
 
+TEST(SavedPlan, AStreamedStepFetchesTheOptimizerStateItselfAndHoldsOnlyItsWindow) {
+  // Note [Streamed step]: 256 MiB of parameters and gradients, two 256 MiB optimizer states packed at the first
+  // call and used by the step (the last calls), four 64 MiB activations. At the step the states alone are 512 MiB.
+  SavedTrace t;
+  const std::uint64_t base = 256 * MiB, state = 256 * MiB, act = 64 * MiB;
+  std::uint64_t live = base + 2 * state;
+  double now = 0;
+  for (int k = 0; k < 2; ++k) {
+    t.storages.push_back(stored(state, true));
+    t.storages.back().optimizer_state = true;
+    t.events.push_back({SavedEventKind::pack, k, now, live, live});
+  }
+  for (int k = 0; k < 4; ++k) {
+    t.storages.push_back(stored(act, true));
+    live += act;
+    t.events.push_back({SavedEventKind::pack, 2 + k, now += 1.0, live, live});
+  }
+  for (int k = 3; k >= 0; --k) {
+    t.events.push_back({SavedEventKind::unpack, 2 + k, now += 1.0, live, live});
+    live -= act;
+  }
+  for (int k = 0; k < 2; ++k) t.events.push_back({SavedEventKind::unpack, k, now += 0.5, live, live});
+  t.optimizer_ms = 2.0;
+  t.step_ms = now + t.optimizer_ms;
+  SavedPlanOptions o = options(600 * MiB);
+  const SavedPlan whole = plan_saved_tensors(t, o);
+  EXPECT_FALSE(whole.fits);  // the step needs 768 MiB
+  o.stream_window_bytes = 128 * MiB;
+  const SavedPlan p = plan_saved_tensors(t, o);
+  ASSERT_TRUE(p.fits) << p.planned_peak;
+  EXPECT_LE(p.planned_peak, 600 * MiB);
+  std::uint64_t states_out = 0;
+  for (const SavedMove& m : p.moves)
+    if (m.storage < 2) {
+      EXPECT_EQ(m.fetch_at, -1) << "the step fetches state " << m.storage << ", not the plan";
+      EXPECT_EQ(m.use_at, -1);
+      states_out += state;
+    }
+  EXPECT_EQ(states_out, 2 * state);  // both must be away: with one back the step would hold 640 MiB
+  EXPECT_GE(p.bytes_in, states_out);  // they cross back during the step
+  // Each way 512 MiB at 50 GB/s (10.7 ms) while the step computes for 2 ms: the step waits for the rest.
+  const double link_ms = static_cast<double>(2 * state) / 50e9 * 1e3;
+  EXPECT_GE(p.predicted_ms, t.step_ms + link_ms - t.optimizer_ms - 1e-6);
+  // The option and the field travel through JSON.
+  EXPECT_EQ(saved_trace_from_json(saved_trace_to_json(t)), t);
+  EXPECT_EQ(saved_plan_options_from_json("{\"limit_bytes\":1,\"d2h_bytes_per_s\":1,\"h2d_bytes_per_s\":1,"
+                                         "\"stream_window_bytes\":134217728}").stream_window_bytes,
+            128 * MiB);
+}
+
 TEST(SavedPlan, AStorageTheProgramHoldsIsLetGoNoEarlierThanTheCallThatFreesIt) {
   // Note [Held storages]: storage 0 (used last, Belady's first pick) is held by the program until call 3 (a
   // residual connection's input): let go at the pack of 2 it would free nothing there.

@@ -31,7 +31,7 @@ import torch, torch.nn.functional as F
 tc = None
 if budget > 0:
     import tierpack.cuda as tc
-    tc.install(budget=int(budget), gpu="mechanism:storage", path=sys.argv[4])
+    tc.install(budget=int(budget), gpu=os.environ.get("TIERPACK_TEST_GPU", "mechanism:storage"), path=sys.argv[4])
 torch.use_deterministic_algorithms(True)
 torch.backends.cuda.enable_cudnn_sdp(False)
 torch.manual_seed(0)
@@ -57,7 +57,8 @@ for it in range(10):  # (plans from iteration 6; a plan's first iterations may p
     losses.append(loss.item())
     peaks.append(torch.cuda.max_memory_allocated())
 grads = [float(p.grad.double().sum()) for p in params]
-out = {"losses": losses, "grads": grads, "peaks": peaks}
+state = [float(v.double().sum()) for st in opt.state_dict()["state"].values() for v in st.values() if v.numel() > 1]
+out = {"losses": losses, "grads": grads, "peaks": peaks, "state": state}
 if tc is not None:
     out["stats"] = tc.stats()
 print("RESULT " + json.dumps(out))
@@ -96,7 +97,11 @@ print("RESULT " + json.dumps(out))
 '''
 
 
-def run(budget, ckpt=False, child=None):
+def run(budget, ckpt=False, child=None, gpu=None):
+    if gpu is not None:  # more TIERPACK_GPU keys for the child's tierpack
+        os.environ["TIERPACK_TEST_GPU"] = "mechanism:storage," + gpu
+    else:
+        os.environ.pop("TIERPACK_TEST_GPU", None)
     if child is not None:
         p = subprocess.run([sys.executable, "-c", child, str(budget), "1" if ckpt else "0", os.path.join(ROOT, "python"), LIB],
                            capture_output=True, text=True, timeout=180)
@@ -126,12 +131,13 @@ def has_cuda():
 @unittest.skipUnless(has_cuda(), "no CUDA device")
 @unittest.skipUnless(os.path.exists(LIB), "libtierpack_cuda.so not built")
 class StorageMoverCudaTest(unittest.TestCase):
-    def check_budget(self, pct, ckpt=False):
+    def check_budget(self, pct, ckpt=False, gpu=None):
         ref, _ = run(0, ckpt)
         natural = max(ref["peaks"])
-        got, err = run(natural * pct, ckpt)
+        got, err = run(natural * pct, ckpt, gpu=gpu)
         self.assertEqual(ref["losses"], got["losses"], err[-2000:])
         self.assertEqual(ref["grads"], got["grads"])
+        self.assertEqual(ref["state"], got["state"])  # the optimizer's state dict, wherever its state was
         st = got["stats"]
         plan = st["plan"]
         self.assertIsNotNone(plan, err[-2000:])
@@ -157,6 +163,13 @@ class StorageMoverCudaTest(unittest.TestCase):
 
     def test_bit_identical_and_under_the_limit_at_50_percent(self):
         self.check_budget(0.5)
+
+    def test_streamed_step_bit_identical_and_under_the_limit_at_40_percent(self):
+        # Note [Streamed step]: the step updates chunks of state fetched just before and sent out after; the state
+        # dict read after training brings it home first
+        ref, got = self.check_budget(0.4, gpu="step:stream")
+        planned = [h for h in got["stats"]["iterations"] if h["mode"] == "planned"]
+        self.assertTrue(all(h["step_chunks"] > 0 for h in planned), planned)
 
     def test_under_checkpointing(self):
         # Non-reentrant checkpoint keeps the blocks' inputs itself: the mover moves what it sees (the head's

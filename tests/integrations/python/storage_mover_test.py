@@ -17,6 +17,7 @@ import math
 import os
 import sys
 import unittest
+import unittest.mock
 import weakref
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
@@ -483,6 +484,39 @@ class StorageMoverTest(unittest.TestCase):
         self.assertEqual(mover.stats()["over_planned"], mover.over_planned)
         with open(os.path.join(d.name, "s.gpu0.json")) as f:
             self.assertEqual(json.load(f)["over_planned"][0][:2], [spike["call"], "pack"])
+
+    def test_a_streamed_step_updates_chunks_bit_identical_and_holds_a_window_of_state(self):
+        # Note [Streamed step]: at a budget where the plan sends the optimizer state away, the step updates chunks of
+        # ~128 KiB of state, each fetched before its update and sent out after; losses, gradients, parameters and
+        # the state dict equal a plain run's, the groups are whole again after the step, and the state present at
+        # once during the step stays within the window the plan counts.
+        ref_model = make_model()
+        ref = self.reference()
+        mover, dev = make_mover(int(self.saved_peak() * 0.6), stream_step=True, step_chunk_bytes=128 << 10,
+                                recompute=False)
+        seen = []  # state bytes on the device at each chunk's update
+        real_step = torch.optim.AdamW.step.__wrapped__
+
+        def counting(opt, *a, **k):
+            on = sum(r.nbytes for r in mover._states if not r.released or r.fetched is not None)
+            seen.append((on, sum(len(g["params"]) for g in opt.param_groups)))
+            return real_step(opt, *a, **k)
+        counting.__wrapped__ = counting
+        with unittest.mock.patch.object(torch.optim.AdamW.step, "__wrapped__", counting):
+            got = train(self.ITER, mover)
+        self.check_same(ref, got)
+        planned = [h for h in mover.history if h["mode"] == "planned"]
+        self.assertTrue(planned and all(h["step_chunks"] > 0 for h in planned), mover.history)
+        moved = [m for m in mover.plan["moves"] if mover.trace()["storages"][m["storage"]].get("optimizer_state")]
+        self.assertTrue(moved, mover.plan)
+        self.assertTrue(all(m["fetch_at"] == -1 for m in moved), moved)  # the step fetches them, not the plan
+        self.assertEqual(mover._saved_options["stream_window_bytes"], 3 * (128 << 10))
+        states = sum(r.nbytes for r in mover._states) if mover._states else None
+        window = 3 * (128 << 10) + max(st["bytes"] for st in mover.trace()["storages"])
+        away_at_step = [on for on, _ in seen[-planned[-1]["step_chunks"]:]]
+        self.assertTrue(away_at_step and max(away_at_step) <= window, (away_at_step, window, states))
+        del ref_model
+        self.assertTrue(mover._away)  # the last step sent state out: it starts the next iteration away
 
     def test_a_live_peak_a_hair_over_the_limit_plans_nothing_again(self):
         # Note [Budget]: a pass of the limit by up to PEAK_SLACK of it keeps the plan; more plans again, lower
