@@ -1304,7 +1304,9 @@ class StorageMover:
     def _stream_step(self, opt, chunks):
         groups = opt.param_groups
         saved = [g["params"] for g in groups]
-        away = {r.index for chunk in chunks for _, _, rs in chunk for r in rs if r.released}
+        # what the plan in force sends away goes out again after its update (without a plan it stays once back)
+        away = {r.index for chunk in chunks for _, _, rs in chunk for r in rs if r.released} \
+            if self.plan is not None and not self._diverged else set()
         update = type(opt).step.__wrapped__
         timed = self._events is not None
         pending = []  # (records, event) copied out, not let go yet
