@@ -1281,7 +1281,10 @@ class StorageMover:
     # (its copy is current: nothing changes it before the next step), so the plan's copy at its pack is already
     # done. Each element's update reads only its own parameter, gradient and state, so chunks give the same
     # bits as one step. ``optimizer.state_dict()`` brings the state home first (a state_dict pre-hook); other
-    # code that reads the optimizer's state between steps would find it empty.
+    # code that reads the optimizer's state between steps would find it empty. Off by default: on the H200 the
+    # results were bit-identical, but the CUDA test at 40% had 52 late fetches in a planned iteration and the
+    # Llama-style decoder at 60% of checkpointing's peak passed its first plan by 4.1 GiB in backward
+    # (bench/results/gpu-h200-2026-12-05-1, call 4); not explained yet.
     def _step_chunks(self, optimizer):
         """The streamed step's chunks [(group index, parameter, its state records)], or None: no streaming."""
         if not self.stream_step or optimizer is None or not self._states or self._stepping is not None or \
