@@ -581,7 +581,8 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
   check_options(options);
   const std::size_t n = trace.events.size();
   std::vector<std::vector<std::size_t>> copies(n), releases(n), fetches(n), uses(n);
-  std::uint64_t streamed_bytes = 0;  // optimizer state the streamed step brings back and sends out (Note [Streamed step])
+  // optimizer state the streamed step brings back and sends out (Note [Streamed step])
+  std::uint64_t streamed_bytes = 0;
   for (std::size_t m = 0; m < plan.moves.size(); ++m) {
     const SavedMove& mv = plan.moves[m];
     auto in_range = [n](std::int32_t i) { return i >= 0 && static_cast<std::size_t>(i) < n; };
@@ -651,7 +652,8 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
     }
   }
   if (streamed_bytes > 0) {  // each way through the link while the step updates what has arrived (Note [Streamed step])
-    const double link_ms = std::max(copy_ms(streamed_bytes, options.h2d_bytes_per_s), copy_ms(streamed_bytes, options.d2h_bytes_per_s));
+    const double link_ms = std::max(copy_ms(streamed_bytes, options.h2d_bytes_per_s),
+                                    copy_ms(streamed_bytes, options.d2h_bytes_per_s));
     delay += std::max(0.0, link_ms - trace.optimizer_ms);
   }
   plan.stall_ms = delay;

@@ -91,9 +91,10 @@ warm-up made GPT-2 large fail in its first optimizer step on the H200: bench/res
 one (and the limit by more than ``PEAK_SLACK``, 0.5% of it) lowers the limit by the difference and plans again (at
 most ``replans`` times), unless it found storages the program held past their release (Note [Held storages]):
 then the plan is made again at the same limit with where each was freed. That iteration reads the allocator's
-peak at every call, so the log line says in which calls' windows the live bytes first passed the planned peak (``... passed the planned <P> GiB (first in the
-window after call <N>, <pack|unpack> of storage <S>: <live> GiB)``; the statistics' ``over_planned``): with the recorded
-iteration (``<stats>.gpu<N>.saved.json``) that names what the plan did not foresee.
+peak at every call, so the log line says in which calls' windows the live bytes first passed the planned peak
+(``... passed the planned <P> GiB (first in the window after call <N>, <pack|unpack> of storage <S>: <live>
+GiB)``; the statistics' ``over_planned``): with the recorded iteration (``<stats>.gpu<N>.saved.json``) that names
+what the plan did not foresee.
 
 Note [Held storages]
 ~~~~~~~~~~~~~~~~~~~~

@@ -46,7 +46,8 @@ opt = torch.optim.AdamW(params, lr=1e-3)
 g = torch.Generator(device="cuda").manual_seed(1)
 data = [torch.randint(0, 1000, (16, 513), device="cuda", generator=g) for _ in range(2)]
 losses, peaks = [], []
-for it in range(10):  # (plans from iteration 6; a plan's first iterations may plan again: Notes [Held storages], [Budget])
+# (plans from iteration 6; a plan's first iterations may plan again: Notes [Held storages], [Budget])
+for it in range(10):
     x = data[it % 2]
     opt.zero_grad(set_to_none=True)
     torch.cuda.reset_peak_memory_stats()

@@ -619,7 +619,8 @@ class StorageMoverTest(unittest.TestCase):
         # gave back; a plan made again for held storages, Note [Held storages], starts anew), and the plan made
         # again with the costs there
         at = logs.index(said[0])
-        made = int([m for m in logs[:at] if "plan from iteration" in m][-1].split("plan from iteration ")[1].split(":")[0])
+        line = [m for m in logs[:at] if "plan from iteration" in m][-1]
+        made = int(line.split("plan from iteration ")[1].split(":")[0])
         self.assertIn("iteration %d: the hooks spent" % (made + 2), said[0])
         self.assertGreaterEqual(mover.plan_summary["iteration"], made + 2)
 
