@@ -1066,15 +1066,17 @@ class StorageMover:
     # them; a call's releases wait for the newest of their copies out only (the device-to-host stream runs its copies
     # in order, so the others are done by then). A transport without the batch calls (to_host_many,
     # to_device_many) gets them one by one.
+    def _copies_out(self, flats):
+        """Copies of `flats` out at one call: [(host buffer, event)], one batch where the transport has one."""
+        many = getattr(self.transport, "to_host_many", None)
+        if len(flats) > 1 and many is not None:
+            hosts, ev = many(flats)
+            return [(host, ev) for host in hosts]
+        return [self.transport.to_host(f) for f in flats]
+
     def _copy_out_many(self, recs):
         recs = [r for r in recs if not r.moving and r.storage is not None]
-        many = getattr(self.transport, "to_host_many", None)
-        if len(recs) < 2 or many is None:
-            for r in recs:
-                self._copy_out(r)
-            return
-        hosts, ev = many([_flat_bytes(self.torch, r.storage, self.device) for r in recs])
-        for r, host in zip(recs, hosts):
+        for r, (host, ev) in zip(recs, self._copies_out([_flat_bytes(self.torch, r.storage, self.device) for r in recs])):
             r.host, r.d2h = host, ev
             self._copied(r)
 
@@ -1348,21 +1350,13 @@ class StorageMover:
         """Note [Streamed step]: the chunk's state that was away goes out again; the chunk sent before it is let go."""
         recs = [r for _, _, rs in chunk for r in rs if r.index in away]
         if recs:
-            flats = [_flat_bytes(self.torch, self._storage_of(r.tensor), self.device) for r in recs]
-            many = getattr(self.transport, "to_host_many", None)
-            if many is not None:
-                hosts, ev = many(flats)
-            else:
-                hosts, ev = [], None
-                for f in flats:
-                    h, ev = self.transport.to_host(f)
-                    hosts.append(h)
-            for r, h in zip(recs, hosts):
+            copies = self._copies_out([_flat_bytes(self.torch, self._storage_of(r.tensor), self.device) for r in recs])
+            for r, (host, ev) in zip(recs, copies):
                 if r.host is not None:
                     self.transport.give_back(r.host, r.h2d if r.h2d is not None else r.d2h)
-                r.host, r.d2h = h, ev
+                r.host, r.d2h = host, ev
                 self.counters.bytes_out += r.nbytes
-            pending.append((recs, ev))
+            pending.append((recs, copies[-1][1]))  # (the device-to-host stream runs them in order)
         while len(pending) > (1 if recs else 0):
             self._let_out(*pending.pop(0))
 

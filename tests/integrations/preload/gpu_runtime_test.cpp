@@ -517,6 +517,10 @@ TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
   EXPECT_FALSE(parse_gpu_options("gc:as-is", {}).gc_freeze);
   EXPECT_TRUE(parse_gpu_options("gc:freeze", {}).gc_freeze);
   EXPECT_NE(message("gc:off").find("accepted: freeze, as-is"), std::string::npos) << message("gc:off");
+  EXPECT_FALSE(GpuRuntimeOptions{}.stream_step) << "the default (Note [Streamed step])";
+  EXPECT_TRUE(parse_gpu_options("step:stream", {}).stream_step);
+  EXPECT_FALSE(parse_gpu_options("step:whole", {}).stream_step);
+  EXPECT_NE(message("step:chunked").find("accepted: whole, stream"), std::string::npos) << message("step:chunked");
   EXPECT_NE(message("activations:offload").find("unknown key 'activations'"), std::string::npos)
       << message("activations:offload");
 }
