@@ -1250,6 +1250,14 @@ class StorageMover:
                 self._retire(rec)
             return out
 
+    def optimizer_pre_hook(self, optimizer, args, kwargs):
+        """torch.optim's step pre-hook (``register_optimizer_step_pre_hook``). Its ``args`` are the step's own,
+        the optimizer first: a closure is the second positional argument or the ``closure`` keyword (taking any
+        argument for a closure made every streamed step one without streaming on the H200: each state fetched late
+        at the step, bench/results/gpu-h200-2026-12-05-1, call 4)."""
+        closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
+        self.optimizer_begins(optimizer, closure is not None)
+
     def optimizer_begins(self, optimizer=None, closure=False):
         """Called by the optimizer's pre-step hook: every state tensor let go comes back before the step
         reads it (a fetch the plan did not start yet starts now: late), and the compute stream waits for

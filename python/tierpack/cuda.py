@@ -295,8 +295,7 @@ def _install_storage_mover(torch, lib, options):
         observe(lambda device, size, limit, free: _offloader.out_of_memory(size, limit))
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-    # (the hook gets the step's (args, kwargs): a closure means no streamed step, Note [Streamed step])
-    register_optimizer_step_pre_hook(lambda opt, args, kwargs: _offloader.optimizer_begins(opt, bool(args or kwargs)))
+    register_optimizer_step_pre_hook(_offloader.optimizer_pre_hook)
     register_optimizer_step_post_hook(lambda opt, *a, **k: step(opt))
 
 

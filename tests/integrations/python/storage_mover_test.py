@@ -343,7 +343,7 @@ def train(iterations, mover=None, data=None, views=False, autocast=False, swiglu
         losses.append(loss.item())
         train.buffers = [b.clone() for b in model.buffers()]  # BatchNorm's running statistics (act="bn")
         if mover:
-            mover.optimizer_begins(opt)  # tierpack.cuda's optimizer pre-step hook
+            mover.optimizer_pre_hook(opt, (opt,), {})  # tierpack.cuda's, as torch.optim calls it: (step's args)
         opt.step()
         if mover:
             mover.iteration_end(opt)
@@ -517,6 +517,18 @@ class StorageMoverTest(unittest.TestCase):
         self.assertTrue(away_at_step and max(away_at_step) <= window, (away_at_step, window, states))
         del ref_model
         self.assertTrue(mover._away)  # the last step sent state out: it starts the next iteration away
+
+    def test_the_step_pre_hook_takes_a_closure_only_from_the_steps_own_arguments(self):
+        # torch.optim calls a step pre-hook with the step's (args, kwargs), the optimizer first in args: only a second
+        # positional argument or the closure keyword is a closure (Note [Streamed step])
+        mover, _ = make_mover(1 << 30)
+        seen = []
+        mover.optimizer_begins = lambda opt, closure=False: seen.append(closure)
+        opt, fn = object(), (lambda: 0.0)
+        for args, kwargs in (((opt,), {}), ((opt, fn), {}), ((opt,), {"closure": fn}), ((opt, None), {}),
+                             ((opt,), {"closure": None})):
+            mover.optimizer_pre_hook(opt, args, kwargs)
+        self.assertEqual(seen, [False, True, True, False, False])
 
     def test_a_live_peak_a_hair_over_the_limit_plans_nothing_again(self):
         # Note [Budget]: a pass of the limit by up to PEAK_SLACK of it keeps the plan; more plans again, lower
