@@ -51,11 +51,15 @@
 // fetched before the step, no plan fits there. A streamed step (python/tierpack/activations.py, Note [Streamed
 // step]) updates the parameters a chunk at a time, each chunk's state copied back just before its update and out
 // again right after, so the step holds at most a window of state (a chunk arriving, one updating, one leaving).
-// With options.stream_window_bytes > 0 the plan treats optimizer state storages as used by no call (the step
-// fetches them, not the plan: no fetch_at), adds the window to the live bytes at the step's calls, and the cost
-// model lets the step take as long as the state away needs to cross each way, less the step's own GPU time. Their
-// copies out are not charged at their pack, and they may be let go at it: the last step already copied them (they
-// start the iteration away).
+// With options.stream_window_bytes > 0 the plan lets optimizer state go as if no call used it, and at the step's
+// calls counts their live bytes and the window (their recorded window is a whole step's, with its temporaries:
+// 3.1 GB on the Llama-style decoder, bench/results/gpu-h200-2026-12-06-1). Then, the first updated first, a state
+// let go after its pack comes back in backward where from some call on it fits to the iteration's end: the plan
+// fetches it (fetch_at, use_at its update), the step finds it there and keeps it, and the next iteration copies it
+// out as in forward. The rest the step fetches (no fetch_at) and sends out: their copies out are not charged at
+// their pack, they may be let go at it (they start the iteration away), and the cost model lets the step take as
+// long as they need to cross each way, less the step's own GPU time. Sending all the state through the step cost
+// the Llama-style decoder ~117 ms a step each way at 60% of checkpointing's peak, with the link idle in backward.
 //
 // Note [Recompute]
 // ~~~~~~~~~~~~~~~~
@@ -260,8 +264,16 @@ bool streamed(const SavedTrace& trace, const SavedPlanOptions& options, std::siz
 
 SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, double cheap_ms_per_gib, bool blocks) {
   std::vector<StorageSpan> spans = spans_of(trace);
+  // Note [Streamed step]: optimizer state is let go as if used by no call; the fetches below bring back what fits
+  // before the step (step_use: its update), the step fetches the rest.
+  std::vector<std::int32_t> step_use(spans.size(), kNone);
+  std::int32_t step_start = kNone;  // the step's first call
   for (std::size_t s = 0; s < spans.size(); ++s)
-    if (streamed(trace, options, s)) spans[s].use = kNone;  // the step fetches it (Note [Streamed step])
+    if (streamed(trace, options, s) && spans[s].use != kNone) {
+      step_use[s] = spans[s].use;
+      step_start = step_start == kNone ? spans[s].use : std::min(step_start, spans[s].use);
+      spans[s].use = kNone;
+    }
   const std::int32_t backward = first_unpack(trace);
   const std::size_t n = trace.events.size();
   SavedPlan plan;
@@ -282,13 +294,23 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
   std::vector<std::uint64_t> returning(n + 1, 0);  // bytes back on the device at each call (fetched at use)
   // Note [Block run memory]: what the chosen blocks' runs add at the call where each runs, and where that is.
   std::vector<std::uint64_t> extra_at(n + 1, 0);
+  // What the device holds at most from call i to the next: its recorded window and what the plan adds there. At a
+  // streamed step's calls the recorded window is the whole step's (a step over all the state at once: its
+  // temporaries 3.1 GB on the Llama-style decoder, bench/results/gpu-h200-2026-12-06-1); the streamed step updates
+  // a chunk at a time, so it holds the live bytes and the window of state (Note [Streamed step]).
+  std::vector<char> chunked(n, 0);
+  const auto window_at = [&](std::size_t i) {
+    return (chunked[i] ? trace.events[i].live : trace.events[i].window_peak) + extra_at[i];
+  };
   if (options.stream_window_bytes > 0) {  // Note [Streamed step]: the window of state the step holds at its calls
     std::uint64_t state = 0;
     for (std::size_t s = 0; s < spans.size(); ++s) state += streamed(trace, options, s) ? trace.storages[s].bytes : 0;
     for (std::size_t i = 0; i < n; ++i)
       if (trace.events[i].kind == SavedEventKind::unpack &&
-          streamed(trace, options, static_cast<std::size_t>(trace.events[i].storage)))
+          streamed(trace, options, static_cast<std::size_t>(trace.events[i].storage))) {
         extra_at[i] = std::min(state, options.stream_window_bytes);
+        chunked[i] = 1;
+      }
   }
   std::vector<std::int32_t> run_at(trace.blocks.size(), kNone);
   std::vector<std::uint64_t> run_extra(trace.blocks.size(), 0);
@@ -360,7 +382,7 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
   for (std::size_t i = 0; i < n; ++i) {
     const auto at = static_cast<std::int32_t>(i);
     absent -= returning[i];
-    const std::uint64_t window = trace.events[i].window_peak + extra_at[i];
+    const std::uint64_t window = window_at(i);
     if (window > options.limit_bytes) plan.bytes_needed = std::max(plan.bytes_needed, window - options.limit_bytes);
     while (window - std::min(window, absent) > options.limit_bytes) {
       // The movable storage packed in forward before this call, not yet let go, used last; one that can
@@ -485,10 +507,40 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
     return ua != ub ? ua < ub : a < b;
   });
   std::vector<std::int32_t> fetch(spans.size(), kNone);
+  const auto present_at = [&](std::size_t i) {
+    const std::uint64_t window = window_at(i);
+    return window - std::min(window, absent_at[i]);
+  };
+  // Note [Streamed step]: optimizer state comes back before the step where from some call in backward to the
+  // iteration's end it fits (the step then keeps it: the next iteration copies it out as in forward); what does
+  // not is fetched by the step, a chunk at a time. In order of their update, the first updated first.
+  std::vector<std::int32_t> by_update;
+  for (std::int32_t s : moved)
+    if (step_use[static_cast<std::size_t>(s)] != kNone) by_update.push_back(s);
+  std::sort(by_update.begin(), by_update.end(), [&](std::int32_t a, std::int32_t b) {
+    return step_use[static_cast<std::size_t>(a)] < step_use[static_cast<std::size_t>(b)];
+  });
+  for (std::int32_t s : by_update) {
+    const auto si = static_cast<std::size_t>(s);
+    const std::uint64_t bytes = trace.storages[si].bytes;
+    bool fits = true;
+    for (std::size_t i = static_cast<std::size_t>(step_start); fits && i < n; ++i)
+      fits = present_at(i) + bytes <= options.limit_bytes;
+    std::int32_t f = step_start;
+    for (std::int32_t i = step_start - 1; fits && i > std::max(release[si], backward - 1); --i) {
+      if (present_at(static_cast<std::size_t>(i)) + bytes > options.limit_bytes) break;
+      f = i;
+    }
+    // (one let go at its pack is not copied out by then: it must have started the iteration away)
+    if (!fits || f >= step_start || release[si] <= spans[si].last_pack) continue;
+    fetch[si] = f;
+    back[si] = step_use[si];
+    for (std::size_t i = static_cast<std::size_t>(f); i < n; ++i) absent_at[i] -= bytes;
+  }
   for (std::int32_t s : moved) {
     const auto si = static_cast<std::size_t>(s);
     const std::int32_t use = back[si];  // its first use, or a block's run that reads it (Note [Block inputs])
-    if (use == kNone) continue;
+    if (use == kNone || step_use[si] != kNone) continue;
     if (recompute[si]) {  // made at its use (or a reader's): absent until then
       fetch[si] = back[si];
       continue;
@@ -496,20 +548,14 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
     const std::uint64_t bytes = trace.storages[si].bytes;
     std::int32_t f = use;
     for (std::int32_t i = use - 1; i > release[si]; --i) {
-      const auto ii = static_cast<std::size_t>(i);
-      const std::uint64_t window = trace.events[ii].window_peak + extra_at[ii];
-      const std::uint64_t present = window - std::min(window, absent_at[ii]);
-      if (present + bytes > options.limit_bytes) break;
+      if (present_at(static_cast<std::size_t>(i)) + bytes > options.limit_bytes) break;
       f = i;
     }
     fetch[si] = f;
     for (std::int32_t i = f; i < use; ++i) absent_at[static_cast<std::size_t>(i)] -= bytes;
   }
 
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t window = trace.events[i].window_peak + extra_at[i];
-    plan.planned_peak = std::max(plan.planned_peak, window - std::min(window, absent_at[i]));
-  }
+  for (std::size_t i = 0; i < n; ++i) plan.planned_peak = std::max(plan.planned_peak, present_at(i));
   std::vector<std::int32_t> by_copy;
   for (std::size_t s = 0; s < spans.size(); ++s)
     if (release[s] != kNone) by_copy.push_back(static_cast<std::int32_t>(s));
@@ -525,7 +571,7 @@ SavedPlan plan_once(const SavedTrace& trace, const SavedPlanOptions& options, do
       continue;
     }
     plan.bytes_out += trace.storages[si].bytes;
-    if (fetch[si] != kNone || streamed(trace, options, si)) plan.bytes_in += trace.storages[si].bytes;
+    if (fetch[si] != kNone || step_use[si] != kNone) plan.bytes_in += trace.storages[si].bytes;
   }
   predict_saved_plan(trace, options, plan);
   // The bound of what still crosses the link: the bytes made again are away without a copy.
@@ -595,7 +641,7 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
       if (mv.fetch_at != kNone) uses[static_cast<std::size_t>(mv.fetch_at)].push_back(m);
       continue;
     }
-    if (streamed(trace, options, static_cast<std::size_t>(mv.storage))) {  // crosses during the step: below
+    if (streamed(trace, options, static_cast<std::size_t>(mv.storage)) && mv.fetch_at == kNone) {  // in the step: below
       streamed_bytes += trace.storages[static_cast<std::size_t>(mv.storage)].bytes;
       continue;
     }

@@ -94,7 +94,9 @@ then the plan is made again at the same limit with where each was freed. That it
 peak at every call, so the log line says in which calls' windows the live bytes first passed the planned peak
 (``... passed the planned <P> GiB (first in the window after call <N>, <pack|unpack> of storage <S>: <live>
 GiB)``; the statistics' ``over_planned``): with the recorded iteration (``<stats>.gpu<N>.saved.json``) that names
-what the plan did not foresee.
+what the plan did not foresee. Its peaks count from its first call (``empty_cache`` first): before it the device
+holds what the iteration before left, under another plan or none (the gradients until ``zero_grad``, the state an
+unstreamed step kept).
 
 Note [Held storages]
 ~~~~~~~~~~~~~~~~~~~~
@@ -124,7 +126,9 @@ bench/results/gpu-h200-2026-12-01-2, calls 1-2). Two ways keep what the allocato
   at most ``reserved_replans`` times; after that the run goes on over its budget, and the statistics
   (``peak_reserved`` per iteration) and the log say so. It moves more bytes: GPT-2 large at 75% moved
   10.3 GB each way and ran 468 ms a step, still holding 24.1 GiB of a 22.4 GiB budget (call 2 of
-  bench/results/gpu-h200-2026-12-01-3).
+  bench/results/gpu-h200-2026-12-01-3). A lowered limit whose plan later holds less than the budget by more than
+  ``ROOM_FRACTION`` of it rises by half that room and plans again (at most ``room_replans`` times): the replans of
+  the first planned iterations see the layouts of the plans before them.
 * ``limit:hard``: the budget is the allocator's memory limit once a plan fits. Under expandable segments
   the holes are whole pages the allocator can unmap, and the pages of a new request mapped elsewhere are
   as good: giving them back costs ~2.2 ms per GiB and mapping new ones ~2.1 ms per GiB on the H200
@@ -456,12 +460,15 @@ class StorageMover:
     # [Budget]): the H200 runs of session 31 planned again for passes of 0.01-0.02 GiB of 9.5-17.8 GiB, each replan
     # an iteration of new allocations after empty_cache, for a limit lower by as little
     PEAK_SLACK = 0.005
+    # Room under the budget (a fraction of it) in what the allocator holds that raises a lowered limit (Note [Reserved
+    # memory]): less is the allocator's rounding from one iteration to the next
+    ROOM_FRACTION = 0.05
 
     def __init__(self, torch, transport, planner, budget_bytes, allocated, max_allocated, reset_peak,
                  set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.95,
                  divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
                  empty_cache=None, optimizer_state=False, capacity=None, log=None, max_reserved=None,
-                 reserved_replans=4, recompute=True, recompute_bytes_per_s=2e12, memory_state=None,
+                 reserved_replans=4, room_replans=2, recompute=True, recompute_bytes_per_s=2e12, memory_state=None,
                  fits_fraction=0.98, gc_freeze=False, recompute_blocks=True, host_time=True, timed_iterations=2,
                  stream_step=False, step_chunk_bytes=128 << 20):
         self.torch = torch
@@ -507,6 +514,7 @@ class StorageMover:
         self.max_divergences = max(1, int(divergences))
         self.replans_left = int(replans)
         self.reserved_replans_left = int(reserved_replans)
+        self.room_replans_left = int(room_replans)
         self.recompute = bool(recompute)
         self.recompute_bytes_per_s = float(recompute_bytes_per_s)
         self._remade = frozenset()     # storages the plan in force makes again (Note [Recipes])
@@ -850,6 +858,15 @@ class StorageMover:
         """The iteration's first call: the optimizer's state tensors get records, packed here (their copies
         out may start now; they are used at the optimizer step: Note [Optimizer state])."""
         self._started = True
+        if self._peak_watch is not None and self._reset_peak is not None:
+            # Note [Budget]: a plan's first iteration counts its peaks from its first call, the allocator's cache
+            # given back: before it the device held what the iteration before left, one without this plan's
+            # moves (the Llama-style decoder's first plan under a streamed step found the gradients and all the
+            # optimizer state there, 1.19 GiB over the plan, and planned again lower for nothing:
+            # bench/results/gpu-h200-2026-12-06-1, call 1)
+            if self._empty_cache is not None:
+                self._empty_cache()
+            self._reset_peak(self.device)
         away, self._away = self._away, {}
         for v in self._state_tensors:
             storage = self._storage_of(v)
@@ -1288,14 +1305,14 @@ class StorageMover:
     # step, and the post-step hook restores the groups. Before a chunk's update its state let go by the plan is
     # fetched (the next chunk's is fetched meanwhile); after it, that state is copied out and let go once the
     # chunk after it is updated: a chunk arriving, one updated and one leaving, the window the plan counts
-    # (placer/saved_plan.cpp, Note [Streamed step]). The state the step sent out starts the next iteration away
+    # (placer/saved_plan.cpp, Note [Streamed step]). State the plan fetched in backward (what fits there to the
+    # iteration's end) is found on the device and stays. The state the step sent out starts the next iteration away
     # (its copy is current: nothing changes it before the next step), so the plan's copy at its pack is already
     # done. Each element's update reads only its own parameter, gradient and state, so chunks give the same
     # bits as one step. ``optimizer.state_dict()`` brings the state home first (a state_dict pre-hook); other
-    # code that reads the optimizer's state between steps would find it empty. Off by default: on the H200 the
-    # results were bit-identical, but the CUDA test at 40% had 52 late fetches in a planned iteration and the
-    # Llama-style decoder at 60% of checkpointing's peak passed its first plan by 4.1 GiB in backward
-    # (bench/results/gpu-h200-2026-12-05-1, call 4); not explained yet.
+    # code that reads the optimizer's state between steps would find it empty. Off by default. Session 31's H200
+    # runs streamed nothing: the pre-hook took the optimizer, the first of the step's arguments, for a closure,
+    # so the state was fetched late, all at once (bench/results/gpu-h200-2026-12-05-1, call 4).
     def _step_chunks(self, optimizer):
         """The streamed step's chunks [(group index, parameter, its state records)], or None: no streaming."""
         if not self.stream_step or optimizer is None or not self._states or self._stepping is not None or \
@@ -1318,8 +1335,9 @@ class StorageMover:
     def _stream_step(self, opt, chunks):
         groups = opt.param_groups
         saved = [g["params"] for g in groups]
-        # what the plan in force sends away goes out again after its update (without a plan it stays once back)
-        away = {r.index for chunk in chunks for _, _, rs in chunk for r in rs if r.released} \
+        # what the plan in force leaves to the step goes out again after its update (what the plan fetched before
+        # the step stays, as without a plan what is back)
+        away = {r.index for chunk in chunks for _, _, rs in chunk for r in rs if r.released and r.fetched is None} \
             if self.plan is not None and not self._diverged else set()
         update = type(opt).step.__wrapped__
         timed = self._events is not None
@@ -1630,6 +1648,7 @@ class StorageMover:
             return  # under a hard limit the allocator itself keeps what it holds under the budget
         over = self.counters.peak_reserved - self.budget
         if over <= 0:
+            self._raise_limit(-over)
             return
         gib = float(1 << 30)
         limit = self.plan["limit_bytes"] - over
@@ -1656,6 +1675,29 @@ class StorageMover:
             self.log("storage mover: no plan fits under %.2f GiB (too few movable bytes): the plan under %.2f GiB "
                      "stays, and the run stays %.2f GiB over the budget" % (limit / gib, self.plan["limit_bytes"] / gib,
                                                                           over / gib))
+
+    def _raise_limit(self, room):
+        """Note [Reserved memory]: a limit lowered below the budget's (for a passed peak or what the allocator held)
+        whose plan now holds less than the budget by more than ROOM_FRACTION of it, in an iteration after the plan's
+        first, is raised by half that room (no higher than the budget's) and the plan made again, at most
+        ``room_replans`` times: on the Llama-style decoder at 60% of checkpointing's peak the replans of plan
+        changes left the limit at 8.88 GiB while the allocator then held 9.71 of an 11.01 GiB budget
+        (bench/results/gpu-h200-2026-12-06-1, call 1)."""
+        limit = self.plan["limit_bytes"]
+        if self.room_replans_left <= 0 or limit >= self.limit or room < self.budget * self.ROOM_FRACTION or \
+                self.plan_summary is None or self.iteration <= self.plan_summary["iteration"] + 1:
+            return
+        self.room_replans_left -= 1
+        raised = min(self.limit, limit + room // 2)
+        gib = float(1 << 30)
+        self.log("storage mover: PyTorch's allocator held %.2f GiB, %.2f GiB under the %.2f GiB budget: planning again "
+                 "under %.2f GiB of live bytes (was %.2f)" % (self.counters.peak_reserved / gib, room / gib,
+                                                              self.budget / gib, raised / gib, limit / gib))
+        kept = (self.plan, self._actions, self._idle, self.plan_summary)
+        self._make_plan(raised)
+        if self.plan is None or not self.plan["fits"]:  # (cannot be: a higher limit fits what a lower one did)
+            self.plan, self._actions, self._idle, self.plan_summary = kept
+            self._set_remade(self.plan)
 
     def _plan_actions(self, plan):
         """Per call: (storages copied out, let go after their copy, fetched, let go to be made again) there."""

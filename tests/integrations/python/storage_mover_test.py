@@ -486,13 +486,14 @@ class StorageMoverTest(unittest.TestCase):
             self.assertEqual(json.load(f)["over_planned"][0][:2], [spike["call"], "pack"])
 
     def test_a_streamed_step_updates_chunks_bit_identical_and_holds_a_window_of_state(self):
-        # Note [Streamed step]: at a budget where the plan sends the optimizer state away, the step updates chunks of
+        # Note [Streamed step]: at a budget where the plan sends the optimizer state away and the step cannot hold it
+        # all, the plan fetches in backward what fits to the iteration's end and the step the rest, updating chunks of
         # ~128 KiB of state, each fetched before its update and sent out after; losses, gradients, parameters and
         # the state dict equal a plain run's, the groups are whole again after the step, and the state present at
-        # once during the step stays within the window the plan counts.
+        # once during the step stays within what the plan fetched and the window it counts.
         ref_model = make_model()
         ref = self.reference()
-        mover, dev = make_mover(int(self.saved_peak() * 0.6), stream_step=True, step_chunk_bytes=128 << 10,
+        mover, dev = make_mover(int(self.saved_peak() * 0.4), stream_step=True, step_chunk_bytes=128 << 10,
                                 recompute=False)
         seen = []  # state bytes on the device at each chunk's update
         real_step = torch.optim.AdamW.step.__wrapped__
@@ -507,16 +508,24 @@ class StorageMoverTest(unittest.TestCase):
         self.check_same(ref, got)
         planned = [h for h in mover.history if h["mode"] == "planned"]
         self.assertTrue(planned and all(h["step_chunks"] > 0 for h in planned), mover.history)
-        moved = [m for m in mover.plan["moves"] if mover.trace()["storages"][m["storage"]].get("optimizer_state")]
-        self.assertTrue(moved, mover.plan)
-        self.assertTrue(all(m["fetch_at"] == -1 for m in moved), moved)  # the step fetches them, not the plan
+        storages = mover.trace()["storages"]
+        moved = {m["storage"]: m for m in mover.plan["moves"] if storages[m["storage"]].get("optimizer_state")}
+        streamed = [s for s, m in moved.items() if m["fetch_at"] == -1]  # the step fetches them, not the plan
+        self.assertTrue(streamed and len(streamed) < len(moved), moved)
+        self.assertTrue(all(m["use_at"] > m["fetch_at"] for m in moved.values() if m["fetch_at"] >= 0), moved)
         self.assertEqual(mover._saved_options["stream_window_bytes"], 3 * (128 << 10))
-        states = sum(r.nbytes for r in mover._states) if mover._states else None
-        window = 3 * (128 << 10) + max(st["bytes"] for st in mover.trace()["storages"])
+        states = sum(st["bytes"] for st in storages if st.get("optimizer_state"))
+        window = states - sum(storages[s]["bytes"] for s in streamed) + 3 * (128 << 10) + \
+            max(st["bytes"] for st in storages)
         away_at_step = [on for on, _ in seen[-planned[-1]["step_chunks"]:]]
         self.assertTrue(away_at_step and max(away_at_step) <= window, (away_at_step, window, states))
         del ref_model
-        self.assertTrue(mover._away)  # the last step sent state out: it starts the next iteration away
+        # The last step sent out what it fetched (it starts the next iteration away) and kept what the plan fetched
+        # (the i-th state tensor is the recorded iteration's storage i: packed first, in order)
+        for s, m in moved.items():
+            v = mover._state_tensors[s]
+            self.assertEqual(id(v) in mover._away, m["fetch_at"] == -1, (s, m))
+            self.assertEqual(_untyped(v).nbytes() == 0, m["fetch_at"] == -1, (s, m))
 
     def test_the_step_pre_hook_takes_a_closure_only_from_the_steps_own_arguments(self):
         # torch.optim calls a step pre-hook with the step's (args, kwargs), the optimizer first in args: only a second
@@ -529,6 +538,26 @@ class StorageMoverTest(unittest.TestCase):
                              ((opt,), {"closure": None})):
             mover.optimizer_pre_hook(opt, args, kwargs)
         self.assertEqual(seen, [False, True, True, False, False])
+
+    def test_a_plans_first_iteration_counts_its_peak_from_its_first_call(self):
+        # Note [Budget]: what the iteration before the plan left on the device and the loop frees before the first
+        # call (the gradients before zero_grad) is not the plan's: no replan for it
+        mover, dev = make_mover(int(self.saved_peak() * 0.6))
+        logs, end = [], mover.iteration_end
+        mover.log = logs.append
+
+        def ending(opt=None):
+            had = mover.plan
+            end(opt)
+            if mover.plan is not had and mover.plan is not None:  # a plan's first iteration: its limit more until a call
+                dev.base += mover.plan["limit_bytes"]
+                dev.allocated()
+                dev.base -= mover.plan["limit_bytes"]
+        mover.iteration_end = ending
+        train(self.ITER, mover)
+        first = mover.plan_summary
+        self.assertIsNotNone(first)
+        self.assertFalse([m for m in logs if "passed the planned" in m], logs)
 
     def test_a_live_peak_a_hair_over_the_limit_plans_nothing_again(self):
         # Note [Budget]: a pass of the limit by up to PEAK_SLACK of it keeps the plan; more plans again, lower
@@ -729,6 +758,34 @@ class StorageMoverTest(unittest.TestCase):
         mover._max_reserved = lambda d: dev2.max_allocated() + gap
         train(self.ITER, mover)
         self.assertTrue(any("over the budget" in m for m in logs), logs)
+
+    def test_a_limit_lowered_for_reserved_memory_is_raised_when_the_allocator_holds_less(self):
+        # Note [Reserved memory]: 15% of the budget held over the live peak until iteration 9, none after: the limit
+        # lowered for it rises again by half the room (in a plan's later iterations, at most room_replans times),
+        # never above the budget's
+        peak = self.saved_peak()
+        budget = int(peak * 0.7)
+        dev, logs, limits = Device(), [], []
+        mover, dev = make_mover(budget, device=dev, log=logs.append,
+                                max_reserved=lambda d: dev.max_allocated() + (int(budget * 0.15) if mover.iteration < 9 else 0))
+        make_plan = mover._make_plan
+
+        def planning(limit=None):
+            make_plan(limit)
+            limits.append((mover.iteration, mover.plan["limit_bytes"]))
+        mover._make_plan = planning
+        ref = self.reference()
+        got = train(self.ITER + 6, mover)
+        self.assertEqual(ref[0], got[0][:self.ITER])
+        self.assertTrue(any("over a" in m for m in logs), logs)  # lowered first
+        raised = [m for m in logs if "GiB under the" in m]
+        self.assertTrue(raised, logs)
+        lowest = min(lim for it, lim in limits if it < 9)
+        self.assertLess(lowest, mover.limit)
+        self.assertGreater(mover.plan["limit_bytes"], lowest, limits)
+        self.assertLessEqual(mover.plan["limit_bytes"], mover.limit, limits)
+        self.assertLess(mover.room_replans_left, 2)
+        self.assertTrue(mover.plan["fits"])
 
     def test_a_hard_limit_is_the_allocators_limit_and_reserved_memory_does_not_replan(self):
         # Note [Reserved memory], limit:hard: the allocator keeps what it holds under the budget
@@ -1127,10 +1184,10 @@ class StorageMoverTest(unittest.TestCase):
                 alive_after_backward = []
                 begins = mover.optimizer_begins
 
-                def after_backward(opt=None):
+                def after_backward(opt=None, closure=False):
                     gc.collect()
                     alive_after_backward.append(sum(1 for w in made if w() is not None))
-                    return begins(opt)
+                    return begins(opt, closure)
                 mover.optimizer_begins = after_backward
                 self.check_same(ref, train(self.ITER, mover, act="heldgelu", autocast=autocast))
                 self.assertTrue(made)
