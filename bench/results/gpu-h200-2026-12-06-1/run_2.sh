@@ -21,6 +21,30 @@ run() {  # model modes budgets at-ckpt-budgets timeout [more options]
 }
 { timeout 90 python3 tests/integrations/python/storage_mover_cuda_test.py -v StorageMoverCudaTest.test_streamed_step_bit_identical_and_under_the_limit_at_40_percent 2>&1; echo "rc=$?"; } > $OUT/call${N}_cuda_test.txt
 tail -4 $OUT/call${N}_cuda_test.txt
+# the pinned pool under a streamed step (call 1: 19-151 MB of new pinned memory every timed iteration): the CUDA
+# test's model for 16 iterations at 40%, new pinned bytes per iteration and the pool's buffers by size at the end
+python3 - > $OUT/call${N}_pinned.txt 2>&1 <<'PY'
+import json, os, subprocess, sys
+sys.path[:0] = ["tests/integrations/python"]
+import storage_mover_cuda_test as T
+src = T.CHILD.replace("for it in range(10):", "for it in range(16):") + """
+if tc is not None:
+    t = tc.storage_mover().transport
+    print("pinned_new", [h["pinned_new"] for h in out["stats"]["iterations"]])
+    print("pool", sorted((n, len(v)) for n, v in t._free.items()), "pinned_bytes", t.pinned_bytes)
+    print("plan", {k: v for k, v in out["stats"]["plan"].items() if not isinstance(v, (list, dict))})
+"""
+os.environ["TIERPACK_TEST_GPU"] = "mechanism:storage,step:stream"
+def child(budget):
+    return subprocess.run([sys.executable, "-c", src, str(budget), "0", "python", T.LIB, "bench/gpu"],
+                          capture_output=True, text=True, timeout=120)
+ref = child(0)
+peak = max(json.loads([l for l in ref.stdout.splitlines() if l.startswith("RESULT ")][0][7:])["peaks"])
+p = child(peak * 0.4)
+print("\n".join(l for l in p.stdout.splitlines() if not l.startswith("RESULT")))
+print(p.stderr[-3000:])
+PY
+grep "pinned_new\|pool" $OUT/call${N}_pinned.txt | cut -c1-300
 run llama default,ckpt,tierpack "" 60 170 "--gpu-options step:stream"
 run hf-gpt2 default,ckpt,tierpack "" 60 230 "--gpu-options step:stream"
 grep -h "^# \|^| [4-9] \|^| 1[0-8] " $OUT/call${N}_*.txt | cut -c1-110
