@@ -194,6 +194,8 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       if (value == "stream") o.stream_step = true;
       else if (value == "whole") o.stream_step = false;
       else bad(key, value, "whole, stream");
+    } else if (key == "autocast_cache") {
+      o.autocast_cache = parse_switch(key, value);
     } else if (key == "budget") {  // convenience: same as TIERPACK_CONF's gpu_budget
       try {
         o.budget = parse_budget(value);
@@ -204,7 +206,8 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
                         "' (accepted keys: chunk, host_limit, spill, migrate, persistent, resident, group, headroom, "
                         "min_move, evict_lag, prewarm_threads, plan_out, profile_out, remap_threads, remap, remap_delay, "
-                        "copy_piece, divergences, verify, gate, mechanism, fill, limit, recompute, gc, step, budget)");
+                        "copy_piece, divergences, verify, gate, mechanism, fill, limit, recompute, gc, step, autocast_cache, "
+                        "budget)");
     }
   }
   return o;

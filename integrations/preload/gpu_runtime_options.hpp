@@ -62,6 +62,9 @@ struct GpuRuntimeOptions {
   /// storage: the optimizer step updates a chunk at a time, fetching each chunk's state just before (placer/
   /// saved_plan.cpp, Note [Streamed step]); false (the default): the step needs all its state back first
   bool stream_step = false;
+  /// storage: autocast keeps its casts of parameters (false: TIERPACK_GPU autocast_cache:off turns its cache off,
+  /// so each cast is a saved storage the plan may let go in forward; python/tierpack/activations.py, Note [Recipes])
+  bool autocast_cache = true;
   /// storage: once a plan fits, the budget is PyTorch's memory limit: the allocator gives its cached pages
   /// back when it would pass it (Note [Reserved memory]), and raises out of memory past it; false (the
   /// default): soft

@@ -226,6 +226,24 @@ def gpu_options() -> dict:
     return json.loads(out.decode())
 
 
+def autocast_cache(torch, keep, log) -> None:
+    """TIERPACK_GPU autocast_cache:off (``keep`` False): autocast regions entered from now on without their own
+    ``cache_enabled`` keep no cache of their casts of parameters. The cache holds every cast until the region
+    exits, so none of them can leave the device in forward (Note [Recipes] in tierpack/activations.py: 1.2-1.4 GiB
+    on GPT-2 large); without it each cast is a saved storage like any other, which the plan may let go and make
+    again from its parameter, bit for bit. Each use of a parameter casts it anew."""
+    if keep:
+        return
+    setter = getattr(torch, "set_autocast_cache_enabled", None)
+    if setter is None:
+        log("storage mover: this torch cannot turn autocast's cache off (no torch.set_autocast_cache_enabled): "
+            "autocast_cache:off has no effect")
+        return
+    setter(False)
+    log("storage mover: autocast keeps no cache of its casts of parameters (TIERPACK_GPU autocast_cache:off): each "
+        "cast is a saved storage the plan may let go in forward")
+
+
 def _install_storage_mover(torch, lib, options):
     """mechanism:storage (Note [Storage moves] in tierpack/activations.py)."""
     global _offloader
@@ -290,6 +308,7 @@ def _install_storage_mover(torch, lib, options):
         gc_freeze=bool(options.get("gc_freeze", True)), stream_step=bool(options.get("stream_step", False)),
         stats_out=options["stats_out"], memory_state=memory_state)
     _offloader.install()
+    autocast_cache(torch, bool(options.get("autocast_cache", True)), _offloader.log)
     observe = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
     if observe is not None:  # says why, before PyTorch raises
         observe(lambda device, size, limit, free: _offloader.out_of_memory(size, limit))

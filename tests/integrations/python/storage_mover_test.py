@@ -320,7 +320,9 @@ def train(iterations, mover=None, data=None, views=False, autocast=False, swiglu
         hooks = mover.watch_modules() if mover else []  # Note [Module recompute]
         if ctx:
             ctx.__enter__()
-        cast = torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=autocast_cache) if autocast else None
+        # (autocast_cache None: the region's default, torch.is_autocast_cache_enabled())
+        cast = (torch.autocast("cpu", dtype=torch.bfloat16) if autocast_cache is None else
+                torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=autocast_cache)) if autocast else None
         if cast:
             cast.__enter__()
         try:
@@ -1254,6 +1256,32 @@ class StorageMoverTest(unittest.TestCase):
         self.assertFalse(any(e.get("held_in_forward") for e in casts), casts)
         self.assertTrue(any(not st[m["storage"]]["recompute_from"] for m in self.remade(mover)), mover.plan)
         self.assertGreater(mover.history[-1]["recomputed"], 0)
+
+    def test_autocast_cache_off_makes_casts_saved_storages_the_plan_may_let_go_in_forward(self):
+        # TIERPACK_GPU autocast_cache:off (tierpack.cuda.autocast_cache): a region entered without its own
+        # cache_enabled keeps no casts, so they are not held in forward; the run stays bit-identical to one with it
+        from tierpack.cuda import autocast_cache
+        ref = train(self.ITER, autocast=True, autocast_cache=None)
+        logs = []
+        autocast_cache(torch, True, logs.append)
+        self.assertTrue(torch.is_autocast_cache_enabled())
+        self.addCleanup(torch.set_autocast_cache_enabled, True)
+        autocast_cache(torch, False, logs.append)
+        self.assertFalse(torch.is_autocast_cache_enabled())
+        self.assertIn("autocast_cache:off", logs[-1])
+        mover, dev = make_mover(1 << 40)
+        train(3, mover, autocast=True, autocast_cache=None)
+        peak = max(e["window_peak"] for e in mover.trace()["events"])
+        mover, dev = make_mover(int(peak * 0.5))
+        self.check_same(ref, train(self.ITER, mover, autocast=True, autocast_cache=None))
+        st = mover.trace()["storages"]
+        casts = [e for e in st if "recompute_ms" in e and not e["recompute_from"]]
+        self.assertGreaterEqual(len(casts), 8, st)
+        self.assertFalse(any(e.get("held_in_forward") for e in casts), casts)
+        events = mover.trace()["events"]
+        backward = next(i for i, e in enumerate(events) if e["kind"] == "unpack")
+        self.assertTrue(any(m["release_at"] < backward for m in mover.plan["moves"]
+                            if st[m["storage"]] in casts), mover.plan)
 
     def test_casts_autocast_caches_are_let_go_no_earlier_than_backward(self):
         # autocast's cache (on by default) holds its casts until forward ends: letting one go earlier frees nothing
