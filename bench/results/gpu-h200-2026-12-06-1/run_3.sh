@@ -4,7 +4,7 @@
 # bytes) and GPT-2 large fitted no plan (autocast's cache holds 1.44 GiB of casts through forward). Here both at 60%
 # of checkpointing's NVML peak with step:stream, limit:hard (the allocator gives its cached pages back at the
 # budget) and autocast_cache:off (new: casts are saved storages the plan may let go in forward), beside
-# checkpointing (default rows: call 2); the CUDA tests of a streamed step at 40% (soft limit) and of 50%.
+# checkpointing and the default; the CUDA tests of a streamed step at 40% (soft limit) and of 50%.
 export PYTHONUNBUFFERED=1 TIERPACK_CUDA_LIB=$PWD/.devcarry/lib/libtierpack_cuda.so
 D=bench/results/gpu-h200-2026-12-06-1
 N=3
@@ -23,7 +23,7 @@ run() {  # model modes budgets at-ckpt-budgets timeout [more options]
 { timeout 150 python3 tests/integrations/python/storage_mover_cuda_test.py -v StorageMoverCudaTest.test_streamed_step_bit_identical_and_under_the_limit_at_40_percent StorageMoverCudaTest.test_bit_identical_and_under_the_limit_at_50_percent 2>&1; echo "rc=$?"; } > $OUT/call${N}_cuda_test.txt
 tail -4 $OUT/call${N}_cuda_test.txt
 O="--gpu-options step:stream,limit:hard,autocast_cache:off"
-run llama ckpt,tierpack "" 60 150 "$O"
-run hf-gpt2 ckpt,tierpack "" 60 200 "$O"
+run llama ckpt,tierpack "" 60 170 "$O"
+run hf-gpt2 ckpt,tierpack "" 60 220 "$O"
 grep -h "^# \|^| [4-9] \|^| 1[0-8] " $OUT/call${N}_*.txt | cut -c1-110
 grep -h "plan from\|passed\|held by\|allocator held\|host's time\|late\|Error\|error" /tmp/logs/*tierpack* | cut -c1-260 | head -40
