@@ -1,0 +1,25 @@
+#!/bin/bash
+# Session 32, device call 4 (commit COMMIT4, the code of call 3): every CUDA test of the storage mover (a plan's first
+# iteration now counts its peaks from its first call, a lowered limit may rise again: these touch every run), and
+# GPT-2 large at 60% of checkpointing's NVML peak with step:stream and autocast_cache:off under the soft limit (call
+# 3's limit:hard, fill 0.88, left its plan 0.03 GiB over and the allocator raised out of memory).
+export PYTHONUNBUFFERED=1 TIERPACK_CUDA_LIB=$PWD/.devcarry/lib/libtierpack_cuda.so
+D=bench/results/gpu-h200-2026-12-06-1
+N=4
+rm -rf /tmp/logs
+{ echo "commit $(cat $D/COMMIT$N)"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; python3 -c 'import torch, transformers;print("torch",torch.__version__, "transformers", transformers.__version__)'; } > $OUT/env$N.txt
+cat $OUT/env$N.txt
+run() {  # model modes budgets at-ckpt-budgets timeout [more options]
+  timeout $5 python3 bench/gpu/models_bench.py --lib $TIERPACK_CUDA_LIB --steps 4 --warmup 3 --tierpack-warmup 14 --child-timeout 100 \
+    --commit $(cat $D/COMMIT$N) --logs /tmp/logs --models $1 --modes $2 --budgets "$3" ${4:+--at-ckpt-budgets $4} $6 \
+    --json $OUT/call${N}_$1.json > $OUT/call${N}_$1.txt 2>&1
+  echo "rc=$?" >> $OUT/call${N}_$1.txt
+  grep -v "^step" $OUT/call${N}_$1.txt | grep "^|\|rc=\|^- "
+  { echo; echo "## iterations (bench/gpu/iterations_table.py)"; python3 bench/gpu/iterations_table.py $OUT/call${N}_$1.json 2>&1; } >> $OUT/call${N}_$1.txt
+  tar czf $OUT/call${N}_logs.tgz -C /tmp logs 2>/dev/null
+}
+{ timeout 240 python3 tests/integrations/python/storage_mover_cuda_test.py -v 2>&1; echo "rc=$?"; } > $OUT/call${N}_cuda_test.txt
+tail -4 $OUT/call${N}_cuda_test.txt
+run hf-gpt2 ckpt,tierpack "" 60 200 "--gpu-options step:stream,autocast_cache:off"
+grep -h "^# \|^| [4-9] \|^| 1[0-8] " $OUT/call${N}_*.txt | cut -c1-110
+grep -h "plan from\|passed\|held by\|allocator held\|host's time\|late\|Error\|error" /tmp/logs/*tierpack* | cut -c1-260 | head -40
