@@ -62,9 +62,11 @@ struct GpuRuntimeOptions {
   /// storage: the optimizer step updates a chunk at a time, fetching each chunk's state just before (placer/
   /// saved_plan.cpp, Note [Streamed step]); false (the default): the step needs all its state back first
   bool stream_step = false;
-  /// storage: autocast keeps its casts of parameters (false: TIERPACK_GPU autocast_cache:off turns its cache off,
-  /// so each cast is a saved storage the plan may let go in forward; python/tierpack/activations.py, Note [Recipes])
-  bool autocast_cache = true;
+  /// storage: true (TIERPACK_GPU autocast_cache:on): autocast keeps its cache of casts of parameters, as the program
+  /// set it; false (the default): tierpack turns the cache off, so each cast is a saved storage the plan may let go in
+  /// forward (python/tierpack/cuda.py autocast_cache; 1.36 GiB held through forward on the Llama-style decoder,
+  /// its recorded step 171.5 ms without the cache, 171.2 with it: bench/results/gpu-h200-2026-12-06-1, calls 2-3)
+  bool autocast_cache = false;
   /// storage: once a plan fits, the budget is PyTorch's memory limit: the allocator gives its cached pages
   /// back when it would pass it (Note [Reserved memory]), and raises out of memory past it; false (the
   /// default): soft

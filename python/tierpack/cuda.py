@@ -227,7 +227,7 @@ def gpu_options() -> dict:
 
 
 def autocast_cache(torch, keep, log) -> None:
-    """TIERPACK_GPU autocast_cache:off (``keep`` False): autocast regions entered from now on without their own
+    """TIERPACK_GPU autocast_cache:off (the default; ``keep`` False): autocast regions entered from now on without their own
     ``cache_enabled`` keep no cache of their casts of parameters. The cache holds every cast until the region
     exits, so none of them can leave the device in forward (Note [Recipes] in tierpack/activations.py: 1.2-1.4 GiB
     on GPT-2 large); without it each cast is a saved storage like any other, which the plan may let go and make
@@ -308,7 +308,7 @@ def _install_storage_mover(torch, lib, options):
         gc_freeze=bool(options.get("gc_freeze", True)), stream_step=bool(options.get("stream_step", False)),
         stats_out=options["stats_out"], memory_state=memory_state)
     _offloader.install()
-    autocast_cache(torch, bool(options.get("autocast_cache", True)), _offloader.log)
+    autocast_cache(torch, bool(options.get("autocast_cache", False)), _offloader.log)
     observe = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
     if observe is not None:  # says why, before PyTorch raises
         observe(lambda device, size, limit, free: _offloader.out_of_memory(size, limit))

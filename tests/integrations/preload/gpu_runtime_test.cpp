@@ -521,7 +521,7 @@ TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
   EXPECT_TRUE(parse_gpu_options("step:stream", {}).stream_step);
   EXPECT_FALSE(parse_gpu_options("step:whole", {}).stream_step);
   EXPECT_NE(message("step:chunked").find("accepted: whole, stream"), std::string::npos) << message("step:chunked");
-  EXPECT_TRUE(GpuRuntimeOptions{}.autocast_cache) << "the default: autocast as the program set it";
+  EXPECT_FALSE(GpuRuntimeOptions{}.autocast_cache) << "the default: no cache, casts may leave in forward";
   EXPECT_FALSE(parse_gpu_options("autocast_cache:off", {}).autocast_cache);
   EXPECT_TRUE(parse_gpu_options("autocast_cache:on", {}).autocast_cache);
   EXPECT_NE(message("autocast_cache:no").find("autocast_cache"), std::string::npos) << message("autocast_cache:no");
