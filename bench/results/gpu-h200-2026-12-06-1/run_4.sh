@@ -1,6 +1,7 @@
 #!/bin/bash
-# Session 32, device call 4 (commit COMMIT4, the code of call 3): every CUDA test of the storage mover (a plan's first
-# iteration now counts its peaks from its first call, a lowered limit may rise again: these touch every run), and
+# Session 32, device call 4 (commit COMMIT4: call 3's code with autocast_cache:off the default): every CUDA test of the
+# storage mover (a plan's first iteration now counts its peaks from its first call, a lowered limit may rise again,
+# autocast keeps no cache of casts: these touch every run), and
 # GPT-2 large at 60% of checkpointing's NVML peak with step:stream and autocast_cache:off under the soft limit (call
 # 3's limit:hard, fill 0.88, left its plan 0.03 GiB over and the allocator raised out of memory).
 export PYTHONUNBUFFERED=1 TIERPACK_CUDA_LIB=$PWD/.devcarry/lib/libtierpack_cuda.so
