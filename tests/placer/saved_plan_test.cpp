@@ -85,6 +85,36 @@ std::vector<std::uint64_t> block_runs(const SavedTrace& t, const SavedPlan& p) {
   return extra;
 }
 
+// Note [Streamed step]: `states` optimizer states of `state` bytes packed first on `base` live bytes, four
+// activations of `act` bytes saved in forward (a call each, 1 ms apart) and used in reverse in backward, each use
+// making `grad` bytes of gradients; then the step's calls, `gap` ms apart, use the states in order, its last
+// window `temp` over the live bytes (a whole step's temporaries). 2 ms of optimizer step.
+SavedTrace stepped(std::uint64_t base, int states, std::uint64_t state, std::uint64_t act, std::uint64_t grad,
+                   std::uint64_t temp, double gap) {
+  SavedTrace t;
+  std::uint64_t live = base + static_cast<std::uint64_t>(states) * state;
+  double now = 0;
+  for (int k = 0; k < states; ++k) {
+    t.storages.push_back(stored(state, true));
+    t.storages.back().optimizer_state = true;
+    t.events.push_back({SavedEventKind::pack, k, now, live, live});
+  }
+  for (int k = 0; k < 4; ++k) {
+    t.storages.push_back(stored(act, true));
+    live += act;
+    t.events.push_back({SavedEventKind::pack, states + k, now += 1.0, live, live});
+  }
+  for (int k = 3; k >= 0; --k) {
+    t.events.push_back({SavedEventKind::unpack, states + k, now += 1.0, live, live});
+    live = live - act + grad;
+  }
+  for (int k = 0; k < states; ++k)
+    t.events.push_back({SavedEventKind::unpack, k, now += gap, live, k + 1 == states ? live + temp : live});
+  t.optimizer_ms = 2.0;
+  t.step_ms = now + t.optimizer_ms;
+  return t;
+}
+
 // Live bytes at every call with the plan's moves (what the runtime would see).
 std::uint64_t replayed_peak(const SavedTrace& t, const SavedPlan& p, const SavedPlanOptions& o = SavedPlanOptions{}) {
   std::uint64_t peak = 0;
@@ -194,27 +224,8 @@ TEST(SavedPlan, AStorageHeldUntilForwardEndsIsLetGoNoEarlierThanBackward) {
 TEST(SavedPlan, AStreamedStepFetchesTheOptimizerStateItselfAndHoldsOnlyItsWindow) {
   // Note [Streamed step]: 256 MiB of parameters and gradients, two 256 MiB optimizer states packed at the first
   // call and used by the step (the last calls), four 64 MiB activations. At the step the states alone are 512 MiB.
-  SavedTrace t;
-  const std::uint64_t base = 256 * MiB, state = 256 * MiB, act = 64 * MiB;
-  std::uint64_t live = base + 2 * state;
-  double now = 0;
-  for (int k = 0; k < 2; ++k) {
-    t.storages.push_back(stored(state, true));
-    t.storages.back().optimizer_state = true;
-    t.events.push_back({SavedEventKind::pack, k, now, live, live});
-  }
-  for (int k = 0; k < 4; ++k) {
-    t.storages.push_back(stored(act, true));
-    live += act;
-    t.events.push_back({SavedEventKind::pack, 2 + k, now += 1.0, live, live});
-  }
-  for (int k = 3; k >= 0; --k) {
-    t.events.push_back({SavedEventKind::unpack, 2 + k, now += 1.0, live, live});
-    live -= act;
-  }
-  for (int k = 0; k < 2; ++k) t.events.push_back({SavedEventKind::unpack, k, now += 0.5, live, live});
-  t.optimizer_ms = 2.0;
-  t.step_ms = now + t.optimizer_ms;
+  const std::uint64_t state = 256 * MiB;
+  const SavedTrace t = stepped(256 * MiB, 2, state, 64 * MiB, 0, 0, 0.5);
   SavedPlanOptions o = options(600 * MiB);
   const SavedPlan whole = plan_saved_tensors(t, o);
   EXPECT_FALSE(whole.fits);  // the step needs 768 MiB
@@ -247,28 +258,8 @@ TEST(SavedPlan, AStreamedStepFindsBackBeforeTheStepWhatFitsThereAndStreamsTheRes
   // 11-13) and its recorded window holds 384 MiB of a whole step's temporaries. Limit 580 MiB, window 64 MiB: the
   // step cannot hold all the state (640 MiB live there), nor two states beside the window, but one fits from call 9
   // on: it comes back in backward and stays through the step; the other state let go is the step's to fetch.
-  SavedTrace t;
-  const std::uint64_t state = 128 * MiB, act = 64 * MiB;
-  std::uint64_t live = 128 * MiB + 3 * state;
-  double now = 0;
-  for (int k = 0; k < 3; ++k) {
-    t.storages.push_back(stored(state, true));
-    t.storages.back().optimizer_state = true;
-    t.events.push_back({SavedEventKind::pack, k, now, live, live});
-  }
-  for (int k = 0; k < 4; ++k) {
-    t.storages.push_back(stored(act, true));
-    live += act;
-    t.events.push_back({SavedEventKind::pack, 3 + k, now += 1.0, live, live});
-  }
-  for (int k = 3; k >= 0; --k) {
-    t.events.push_back({SavedEventKind::unpack, 3 + k, now += 1.0, live, live});
-    live = live - act + 32 * MiB;
-  }
-  for (int k = 0; k < 3; ++k)
-    t.events.push_back({SavedEventKind::unpack, k, now += 0.1, live, k == 2 ? live + 3 * state : live});
-  t.optimizer_ms = 2.0;
-  t.step_ms = now + t.optimizer_ms;
+  const std::uint64_t state = 128 * MiB;
+  const SavedTrace t = stepped(128 * MiB, 3, state, 64 * MiB, 32 * MiB, 3 * state, 0.1);
   SavedPlanOptions o = options(580 * MiB);
   o.stream_window_bytes = 64 * MiB;
   const SavedPlan p = plan_saved_tensors(t, o);

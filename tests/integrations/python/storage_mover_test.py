@@ -1242,17 +1242,24 @@ class StorageMoverTest(unittest.TestCase):
         self.assertEqual(mover.plan["bytes_recomputed"], 0)
         self.assertEqual(sum(h["recomputed"] for h in mover.history), 0)
 
-    def test_autocast_copies_of_parameters_are_made_again_bit_identical(self):
-        # autocast's cache off: a cast is freed when let go, so the plan may remake it from forward on
+    def planned_casts(self, autocast_cache, ref=None):
+        """Trains under autocast at half the saved peak, bit-identical to `ref` (default: a run without a mover);
+        returns the mover, the trace's storages, the casts of parameters among them and backward's first call."""
         mover, dev = make_mover(1 << 40)
-        train(3, mover, autocast=True, autocast_cache=False)
+        train(3, mover, autocast=True, autocast_cache=autocast_cache)
         peak = max(e["window_peak"] for e in mover.trace()["events"])
-        ref = train(self.ITER, autocast=True, autocast_cache=False)
+        ref = ref or train(self.ITER, autocast=True, autocast_cache=autocast_cache)
         mover, dev = make_mover(int(peak * 0.5))
-        self.check_same(ref, train(self.ITER, mover, autocast=True, autocast_cache=False))
+        self.check_same(ref, train(self.ITER, mover, autocast=True, autocast_cache=autocast_cache))
         st = mover.trace()["storages"]
         casts = [e for e in st if "recompute_ms" in e and not e["recompute_from"]]  # read only a parameter
         self.assertGreaterEqual(len(casts), 8, st)  # fc and fc2 weights of 4 blocks (bf16: 32 KiB each)
+        backward = next(i for i, e in enumerate(mover.trace()["events"]) if e["kind"] == "unpack")
+        return mover, st, casts, backward
+
+    def test_autocast_copies_of_parameters_are_made_again_bit_identical(self):
+        # autocast's cache off: a cast is freed when let go, so the plan may remake it from forward on
+        mover, st, casts, _ = self.planned_casts(False)
         self.assertFalse(any(e.get("held_in_forward") for e in casts), casts)
         self.assertTrue(any(not st[m["storage"]]["recompute_from"] for m in self.remade(mover)), mover.plan)
         self.assertGreater(mover.history[-1]["recomputed"], 0)
@@ -1261,7 +1268,7 @@ class StorageMoverTest(unittest.TestCase):
         # TIERPACK_GPU autocast_cache:off (tierpack.cuda.autocast_cache): a region entered without its own
         # cache_enabled keeps no casts, so they are not held in forward; the run stays bit-identical to one with it
         from tierpack.cuda import autocast_cache
-        ref = train(self.ITER, autocast=True, autocast_cache=None)
+        ref = train(self.ITER, autocast=True, autocast_cache=None)  # with the cache
         logs = []
         autocast_cache(torch, True, logs.append)
         self.assertTrue(torch.is_autocast_cache_enabled())
@@ -1269,34 +1276,15 @@ class StorageMoverTest(unittest.TestCase):
         autocast_cache(torch, False, logs.append)
         self.assertFalse(torch.is_autocast_cache_enabled())
         self.assertIn("autocast_cache:off", logs[-1])
-        mover, dev = make_mover(1 << 40)
-        train(3, mover, autocast=True, autocast_cache=None)
-        peak = max(e["window_peak"] for e in mover.trace()["events"])
-        mover, dev = make_mover(int(peak * 0.5))
-        self.check_same(ref, train(self.ITER, mover, autocast=True, autocast_cache=None))
-        st = mover.trace()["storages"]
-        casts = [e for e in st if "recompute_ms" in e and not e["recompute_from"]]
-        self.assertGreaterEqual(len(casts), 8, st)
+        mover, st, casts, backward = self.planned_casts(None, ref)
         self.assertFalse(any(e.get("held_in_forward") for e in casts), casts)
-        events = mover.trace()["events"]
-        backward = next(i for i, e in enumerate(events) if e["kind"] == "unpack")
         self.assertTrue(any(m["release_at"] < backward for m in mover.plan["moves"]
                             if st[m["storage"]] in casts), mover.plan)
 
     def test_casts_autocast_caches_are_let_go_no_earlier_than_backward(self):
-        # autocast's cache (on by default) holds its casts until forward ends: letting one go earlier frees nothing
-        mover, dev = make_mover(1 << 40)
-        train(3, mover, autocast=True)
-        peak = max(e["window_peak"] for e in mover.trace()["events"])
-        ref = train(self.ITER, autocast=True)
-        mover, dev = make_mover(int(peak * 0.5))
-        self.check_same(ref, train(self.ITER, mover, autocast=True))
-        st = mover.trace()["storages"]
-        casts = [e for e in st if "recompute_ms" in e and not e["recompute_from"]]
-        self.assertGreaterEqual(len(casts), 8, st)
+        # autocast's cache (torch's default) holds its casts until forward ends: letting one go earlier frees nothing
+        mover, st, casts, backward = self.planned_casts(True)
         self.assertTrue(all(e.get("held_in_forward") for e in casts), casts)
-        events = mover.trace()["events"]
-        backward = next(i for i, e in enumerate(events) if e["kind"] == "unpack")
         for m in mover.plan["moves"]:
             if st[m["storage"]].get("held_in_forward"):
                 self.assertGreaterEqual(m["release_at"], backward, m)
