@@ -334,8 +334,8 @@ TIERPACK_C_API std::uint64_t tierpack_gpu_memory_stat(int device, int which) {
 /// The options the Python side acts on, parsed once here from TIERPACK_CONF and TIERPACK_GPU (or
 /// tierpack_gpu_configure), as JSON read by name: mechanism ("storage" or "vmm"), budget_bytes and
 /// budget_fraction (one of them, or both null: no budget), fill, fits_fraction, hard_limit, recompute, gc_freeze,
-/// stream_step, autocast_cache, warmup_iterations, divergences, stats_out. nullptr with tierpack_gpu_last_error() naming the bad
-/// key when the options cannot be read.
+/// stream_step, autocast_cache, warmup_iterations, divergences, stats_out. nullptr with tierpack_gpu_last_error()
+/// naming the bad key when the options cannot be read.
 TIERPACK_C_API const char* tierpack_gpu_options_json(void) {
   thread_local std::string out;
   try {

@@ -206,8 +206,8 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       throw logic_error("TIERPACK_GPU: unknown key '" + std::string(key) +
                         "' (accepted keys: chunk, host_limit, spill, migrate, persistent, resident, group, headroom, "
                         "min_move, evict_lag, prewarm_threads, plan_out, profile_out, remap_threads, remap, remap_delay, "
-                        "copy_piece, divergences, verify, gate, mechanism, fill, limit, recompute, gc, step, autocast_cache, "
-                        "budget)");
+                        "copy_piece, divergences, verify, gate, mechanism, fill, limit, recompute, gc, step, "
+                        "autocast_cache, budget)");
     }
   }
   return o;

@@ -1304,7 +1304,9 @@ class StorageMover:
     # param groups narrowed to the chunk; the last chunk is left in the narrowed groups for the optimizer's own
     # step, and the post-step hook restores the groups. Before a chunk's update its state let go by the plan is
     # fetched (the next chunk's is fetched meanwhile); after it, that state is copied out and let go once the
-    # chunk after it is updated: a chunk arriving, one updated and one leaving, the window the plan counts
+    # chunk after it is updated: a chunk arriving, one updated and one leaving, and the update's temporaries (a
+    # chunk's worth: with three chunks counted the Llama-style decoder's plans passed their peak by 0.13 GiB after
+    # the step's last call, bench/results/gpu-h200-2026-12-06-1, call 3), the window the plan counts
     # (placer/saved_plan.cpp, Note [Streamed step]). State the plan fetched in backward (what fits there to the
     # iteration's end) is found on the device and stays. The state the step sent out starts the next iteration away
     # (its copy is current: nothing changes it before the next step), so the plan's copy at its pack is already
@@ -1551,8 +1553,8 @@ class StorageMover:
         limit = int(limit)
         options = {"limit_bytes": limit, "d2h_bytes_per_s": self._bandwidth[0], "h2d_bytes_per_s": self._bandwidth[1],
                    "min_bytes": self.min_bytes, "recompute": self.recompute}
-        if self.stream_step:  # Note [Streamed step]: a chunk arriving, one updated, one leaving
-            options["stream_window_bytes"] = 3 * self.step_chunk_bytes
+        if self.stream_step:  # Note [Streamed step]: a chunk arriving, one updated, one leaving, its temporaries
+            options["stream_window_bytes"] = 4 * self.step_chunk_bytes
         if self._host_costs is not None:  # Note [Host time]
             options["host_ms_per_copy"], options["host_ms_per_remake"] = self._host_costs
         try:

@@ -227,8 +227,8 @@ def gpu_options() -> dict:
 
 
 def autocast_cache(torch, keep, log) -> None:
-    """TIERPACK_GPU autocast_cache:off (the default; ``keep`` False): autocast regions entered from now on without their own
-    ``cache_enabled`` keep no cache of their casts of parameters. The cache holds every cast until the region
+    """TIERPACK_GPU autocast_cache:off (the default; ``keep`` False): autocast regions entered from now on without
+    their own ``cache_enabled`` keep no cache of their casts of parameters. The cache holds every cast until the region
     exits, so none of them can leave the device in forward (Note [Recipes] in tierpack/activations.py: 1.2-1.4 GiB
     on GPT-2 large); without it each cast is a saved storage like any other, which the plan may let go and make
     again from its parameter, bit for bit. Each use of a parameter casts it anew."""

@@ -283,7 +283,8 @@ TEST(SavedPlan, AStreamedStepFindsBackBeforeTheStepWhatFitsThereAndStreamsTheRes
     std::uint64_t held = i >= 11 ? t.events[i].live + o.stream_window_bytes : t.events[i].window_peak;
     for (const SavedMove& m : p.moves) {
       const auto at = static_cast<std::int32_t>(i);
-      if (m.release_at <= at && (m.fetch_at < 0 || at < m.fetch_at)) held -= t.storages[static_cast<std::size_t>(m.storage)].bytes;
+      if (m.release_at <= at && (m.fetch_at < 0 || at < m.fetch_at))
+        held -= t.storages[static_cast<std::size_t>(m.storage)].bytes;
     }
     EXPECT_LE(held, 580 * MiB) << "call " << i;
   }
@@ -538,7 +539,8 @@ TEST(SavedPlan, PropertiesHoldOnRandomTraces) {
       } else {
         EXPECT_LT(m.copy_at, m.release_at);
       }
-      for (std::int32_t i = m.release_at + (streamed ? 1 : 0); i < (m.use_at < 0 ? static_cast<std::int32_t>(t.events.size()) : m.use_at); ++i)
+      const std::int32_t until = m.use_at < 0 ? static_cast<std::int32_t>(t.events.size()) : m.use_at;
+      for (std::int32_t i = m.release_at + (streamed ? 1 : 0); i < until; ++i)
         EXPECT_FALSE(t.events[static_cast<std::size_t>(i)].storage == m.storage &&
                      t.events[static_cast<std::size_t>(i)].kind == SavedEventKind::pack)
             << "storage " << m.storage << " let go at " << m.release_at << " before its pack at " << i;

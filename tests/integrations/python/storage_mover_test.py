@@ -515,7 +515,7 @@ class StorageMoverTest(unittest.TestCase):
         streamed = [s for s, m in moved.items() if m["fetch_at"] == -1]  # the step fetches them, not the plan
         self.assertTrue(streamed and len(streamed) < len(moved), moved)
         self.assertTrue(all(m["use_at"] > m["fetch_at"] for m in moved.values() if m["fetch_at"] >= 0), moved)
-        self.assertEqual(mover._saved_options["stream_window_bytes"], 3 * (128 << 10))
+        self.assertEqual(mover._saved_options["stream_window_bytes"], 4 * (128 << 10))
         states = sum(st["bytes"] for st in storages if st.get("optimizer_state"))
         window = states - sum(storages[s]["bytes"] for s in streamed) + 3 * (128 << 10) + \
             max(st["bytes"] for st in storages)
@@ -551,7 +551,7 @@ class StorageMoverTest(unittest.TestCase):
         def ending(opt=None):
             had = mover.plan
             end(opt)
-            if mover.plan is not had and mover.plan is not None:  # a plan's first iteration: its limit more until a call
+            if mover.plan is not had and mover.plan is not None:  # a plan's first iteration: its limit more, to a call
                 dev.base += mover.plan["limit_bytes"]
                 dev.allocated()
                 dev.base -= mover.plan["limit_bytes"]
@@ -768,8 +768,8 @@ class StorageMoverTest(unittest.TestCase):
         peak = self.saved_peak()
         budget = int(peak * 0.7)
         dev, logs, limits = Device(), [], []
-        mover, dev = make_mover(budget, device=dev, log=logs.append,
-                                max_reserved=lambda d: dev.max_allocated() + (int(budget * 0.15) if mover.iteration < 9 else 0))
+        mover, dev = make_mover(budget, device=dev, log=logs.append, max_reserved=lambda d: dev.max_allocated() +
+                                (int(budget * 0.15) if mover.iteration < 9 else 0))
         make_plan = mover._make_plan
 
         def planning(limit=None):
