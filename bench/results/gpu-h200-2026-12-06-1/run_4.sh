@@ -1,5 +1,6 @@
 #!/bin/bash
-# Session 32, device call 4 (commit COMMIT4: call 3's code with autocast_cache:off the default): every CUDA test of the
+# Session 32, device call 4 (commit COMMIT4: call 3's code with autocast_cache:off the default, and the streamed
+# step's window counting a fourth chunk for the update's temporaries): every CUDA test of the
 # storage mover (a plan's first iteration now counts its peaks from its first call, a lowered limit may rise again,
 # autocast keeps no cache of casts: these touch every run), and
 # GPT-2 large at 60% of checkpointing's NVML peak with step:stream and autocast_cache:off under the soft limit (call
