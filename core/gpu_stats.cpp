@@ -32,6 +32,12 @@ std::string gpu_stats_line(const nlohmann::json& st) {
                  ? " (" + std::to_string(st["plan"].value("blocks_run", 0)) + " block(s) run again for " +
                        format_bytes(st["plan"].value("bytes_by_block", std::uint64_t{0})) + ")"
                  : std::string()) +
+            // the optimizer state a streamed step fetches and sends out itself (placer/saved_plan.cpp, Note
+            // [Streamed step])
+            (st["plan"].value("bytes_streamed", std::uint64_t{0}) > 0
+                 ? ", the optimizer step streams " + format_bytes(st["plan"].value("bytes_streamed", std::uint64_t{0})) +
+                       " of its state each way"
+                 : std::string()) +
             (st["plan"].value("fits", true) ? "" : " (the plan does not fit the budget)");
   else if (st.contains("plan") && st["plan"].is_object())
     line += ", " + std::to_string(st["plan"].value("groups", 0)) + " page group(s) in the plan";
@@ -42,6 +48,8 @@ std::string gpu_stats_line(const nlohmann::json& st) {
             format_bytes(last.value("bytes_to_host", std::uint64_t{0})) + " to host, " +
             format_bytes(last.value("bytes_to_device", std::uint64_t{0})) + " back, " +
             std::to_string(last.value("stalls", 0)) + " stall(s)";
+    if (last.value("step_chunks", 0) > 0)  // (the last chunk is the optimizer's own step)
+      line += ", the optimizer step in " + std::to_string(last.value("step_chunks", 0) + 1) + " chunks";
     // Storages let go and made again at their use instead of copied (Note [Recipes]).
     if (last.value("recomputed", 0) > 0)
       line += ", " + std::to_string(last.value("recomputed", 0)) + " storage(s) made again (" +

@@ -17,6 +17,7 @@ std::vector<SavedChoice> saved_choices(const SavedRecord& rec, const SavedPlan& 
     c.movable = st.movable;
     c.held_in_forward = st.held_in_forward;
     c.held_until = st.held_until;
+    c.optimizer_state = st.optimizer_state;
     c.recompute_ms = st.recompute_ms;
     c.recompute_from = st.recompute_from;
     c.group = st.recompute_group;
@@ -51,7 +52,12 @@ const char* choice_name(SavedChoice::Kind kind) {
 std::string choice_text(const SavedChoice& c) {
   switch (c.kind) {
     case SavedChoice::Kind::keep: return c.movable ? "keep" : "keep (never moves)";
-    case SavedChoice::Kind::offload: return printf_string("offload: out at %d, back from %d", c.released_at, c.back_at);
+    case SavedChoice::Kind::offload:
+      if (c.back_at < 0)  // (a streamed step's state: Note [Streamed step] in placer/saved_plan.cpp)
+        return printf_string(c.optimizer_state ? "offload: out at %d, the optimizer step fetches it"
+                                               : "offload: out at %d, not back in the iteration",
+                             c.released_at);
+      return printf_string("offload: out at %d, back from %d", c.released_at, c.back_at);
     case SavedChoice::Kind::recompute: return printf_string("recompute: let go at %d, made at %d", c.released_at, c.back_at);
     case SavedChoice::Kind::block:
       return printf_string("block run again: let go at %d, made at %d", c.released_at, c.back_at);

@@ -19,6 +19,7 @@ struct SavedChoice {
   bool movable = true;
   bool held_in_forward = false;  ///< autocast holds it until forward ends
   std::int32_t held_until = -1;  ///< >= 0: the program held it until this call (Note [Held storages])
+  bool optimizer_state = false;  ///< the optimizer's state (SavedStorage::optimizer_state)
   Kind kind = Kind::keep;
   std::int32_t released_at = -1;  ///< the call where it is let go (not kept)
   std::int32_t back_at = -1;      ///< where its copy back starts (offload) or where it is made again
@@ -35,7 +36,8 @@ std::vector<SavedChoice> saved_choices(const SavedRecord& rec, const SavedPlan& 
 
 /// "keep", "offload", "recompute", "recompute-block" (the JSON names).
 const char* choice_name(SavedChoice::Kind kind);
-/// "offload: out at 12, back from 40", "block run again: let go at 30, made at 77", "keep (never moves)".
+/// "offload: out at 12, back from 40", "offload: out at 12, the optimizer step fetches it" (a streamed step's: Note
+/// [Streamed step]), "block run again: let go at 30, made at 77", "keep (never moves)".
 std::string choice_text(const SavedChoice& c);
 /// Its recipe and measurement in words ("0.050 ms from 3,4 (call 2); block 1 (2.100 ms a run); the run took
 /// ..."), or "-".

@@ -83,6 +83,7 @@ nlohmann::json storages_json(const SavedRecord& rec, const SavedPlan& p) {
     if (c.measured) j["measured"] = {{"predicted_ms", c.measured->predicted_ms}, {"measured_ms", c.measured->measured_ms}};
     if (c.held_in_forward) j["held_in_forward"] = true;
     if (c.held_until >= 0) j["held_until"] = c.held_until;
+    if (c.optimizer_state) j["optimizer_state"] = true;  // back_at -1: the streamed step fetches it
     if (c.block >= 0)  // Note [Block recompute]: the block whose run makes it too
       j["block"] = {{"index", c.block}, {"ms", c.block_ms}, {"from", rec.trace.blocks[static_cast<std::size_t>(c.block)].from}};
     j["choice"] = choice_name(c.kind);

@@ -1586,7 +1586,11 @@ class StorageMover:
                              "fits": plan["fits"], "predicted_ms": plan["predicted_ms"], "bound_ms": plan["bound_ms"],
                              "step_ms": self._trace["step_ms"], "bandwidth": list(self._bandwidth),
                              "saved_storages": len(self._trace["storages"]),
-                             "context_bytes": self._trace["context_bytes"]}
+                             "context_bytes": self._trace["context_bytes"],
+                             # Note [Streamed step]: the optimizer state the step fetches and sends out itself
+                             "bytes_streamed": sum(self._trace["storages"][m["storage"]]["bytes"] for m in plan["moves"]
+                                                   if self.stream_step and m["fetch_at"] < 0 and not m.get("recompute")
+                                                   and self._trace["storages"][m["storage"]].get("optimizer_state"))}
         # limit:hard is the user's promise that the run stays under the budget: a plan that does not fit
         # keeps the limit too, and the allocation past it raises torch.OutOfMemoryError (Note [Budget]).
         self._allocator_limit(self.budget)
@@ -1780,7 +1784,10 @@ class StorageMover:
                                "divergences": h["divergences"], "peak_live": h["peak_live"],
                                "peak_reserved": h["peak_reserved"], "recomputed": h["recomputed"],
                                "bytes_recomputed": h["bytes_recomputed"], "host_ms": h["host_ms"],
-                               "gc_ms": h["gc_ms"], "gc_full": h["gc_full"], "pinned_new": h["pinned_new"]}
+                               "gc_ms": h["gc_ms"], "gc_full": h["gc_full"], "pinned_new": h["pinned_new"],
+                               "step_chunks": h["step_chunks"],
+                               **{k: h[k] for k in ("move_host_ms", "copies_issued", "remake_host_ms", "remakes",
+                                                    "block_host_ms", "block_runs")}}
                               for h in self.history]}
         if last.get("diverged") and self.plan is None:
             doc["divergence"] = "iterations stopped matching the recorded one"

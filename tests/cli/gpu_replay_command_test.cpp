@@ -86,6 +86,50 @@ TEST_F(GpuReplayCli, PrintsEachBudgetsChoicesAndEachStoragesChoice) {
   EXPECT_NE(own.out.find("the run's (768.00 MiB)"), std::string::npos) << own.out;
 }
 
+TEST_F(GpuReplayCli, SaysWhichOptimizerStateTheStreamedStepFetches) {
+  // Note [Streamed step]: two 128 MiB states packed first and updated by the step at the end; under a streamed
+  // step's window the one that fits back in backward is fetched by the plan, the other by the step.
+  nlohmann::json rec = recorded_iteration();
+  SavedTrace t = saved_trace_from_json(rec["trace"].dump());
+  SavedTrace s;
+  std::uint64_t extra = 0;
+  for (int k = 0; k < 2; ++k) {
+    SavedStorage st;
+    st.bytes = 128 * MiB;
+    st.optimizer_state = true;
+    s.storages.push_back(st);
+    extra += st.bytes;
+  }
+  for (const SavedStorage& st : t.storages) s.storages.push_back(st);
+  for (int k = 0; k < 2; ++k) s.events.push_back({SavedEventKind::pack, k, 0, 256 * MiB + extra, 256 * MiB + extra});
+  for (SavedEvent e : t.events) {
+    e.storage += 2;
+    e.live += extra, e.window_peak += extra;
+    s.events.push_back(e);
+  }
+  for (std::size_t i = 2; i < s.storages.size(); ++i)
+    for (std::int32_t& from : s.storages[i].recompute_from) from += 2;
+  for (int k = 0; k < 2; ++k) s.events.push_back({SavedEventKind::unpack, k, t.step_ms, 256 * MiB + extra, 256 * MiB + extra});
+  s.optimizer_ms = t.optimizer_ms;
+  s.step_ms = t.step_ms + 1;
+  rec["trace"] = nlohmann::json::parse(saved_trace_to_json(s));
+  rec["options"]["stream_window_bytes"] = 64 * MiB;
+  rec["options"]["limit_bytes"] = 500 * MiB;
+  rec["budget"] = 527 * MiB;
+  write("stream.gpu0.saved.json", rec);
+  const auto r = tierpack(path("stream.gpu0.saved.json") + " --storages");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("the optimizer step fetches it"), std::string::npos) << r.out;
+  const auto j = tierpack(path("stream.gpu0.saved.json") + " --storages --json");
+  ASSERT_EQ(j.status, 0) << j.err;
+  const auto row = nlohmann::json::parse(j.out)[0];
+  int streamed = 0, fetched = 0;
+  for (const auto& st : row["storages"])
+    if (st.value("optimizer_state", false) && st["choice"] == "offload") ++(st["back_at"].get<int>() < 0 ? streamed : fetched);
+  EXPECT_EQ(streamed, 1) << row["storages"].dump();
+  EXPECT_EQ(fetched, 1) << row["storages"].dump();
+}
+
 TEST_F(GpuReplayCli, JsonCountsTheThreeChoicesAndRecomputeOffCopiesOnly) {
   const auto on = tierpack(path("run.gpu0.saved.json") + " --budgets 60% --json --storages");
   ASSERT_EQ(on.status, 0) << on.err;

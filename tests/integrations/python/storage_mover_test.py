@@ -495,8 +495,11 @@ class StorageMoverTest(unittest.TestCase):
         # once during the step stays within what the plan fetched and the window it counts.
         ref_model = make_model()
         ref = self.reference()
+        import tempfile
+        d = tempfile.TemporaryDirectory()
+        self.addCleanup(d.cleanup)
         mover, dev = make_mover(int(self.saved_peak() * 0.4), stream_step=True, step_chunk_bytes=128 << 10,
-                                recompute=False)
+                                recompute=False, stats_out=os.path.join(d.name, "s.json"))
         seen = []  # state bytes on the device at each chunk's update
         real_step = torch.optim.AdamW.step.__wrapped__
 
@@ -516,6 +519,10 @@ class StorageMoverTest(unittest.TestCase):
         self.assertTrue(streamed and len(streamed) < len(moved), moved)
         self.assertTrue(all(m["use_at"] > m["fetch_at"] for m in moved.values() if m["fetch_at"] >= 0), moved)
         self.assertEqual(mover._saved_options["stream_window_bytes"], 4 * (128 << 10))
+        with open(os.path.join(d.name, "s.gpu0.json")) as f:  # what `tierpack run --stats` reads
+            written = json.load(f)
+        self.assertEqual(written["plan"]["bytes_streamed"], sum(storages[s]["bytes"] for s in streamed))
+        self.assertEqual([h["step_chunks"] for h in written["iterations"]], [h["step_chunks"] for h in mover.history])
         states = sum(st["bytes"] for st in storages if st.get("optimizer_state"))
         window = states - sum(storages[s]["bytes"] for s in streamed) + 3 * (128 << 10) + \
             max(st["bytes"] for st in storages)
