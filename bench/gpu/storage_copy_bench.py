@@ -7,7 +7,12 @@ engine) against a plain pinned copy of the same bytes on a side stream, each way
 the plain copy from 8 MiB up. Each: median over --repeats of a batch of copies (16 MiB of copies at least), timed
 with CUDA events on the copy stream.
 
-Table 2: one torch.empty + free pair (host time, the allocator's cost) with PyTorch's caching allocator as it
+Table 2: both ways at once, for the same sizes: a D2H copy on one stream and an H2D copy of as many bytes on
+another, started together; the rate is the bytes of both directions over the time until both are done (what a
+link's `both_ways_bytes_per_s` in a tiers file means, core/presets/h200-pcie.json). Plain pinned copies, and the
+mover's to_host and to_device on its own two copy streams.
+
+Table 3: one torch.empty + free pair (host time, the allocator's cost) with PyTorch's caching allocator as it
 comes and with expandable_segments (what mechanism:storage sets), each in a fresh process.
 
 Usage: python3 bench/gpu/storage_copy_bench.py [--repeats 20] [--json out.json]
@@ -39,6 +44,7 @@ def copies(a):
         count = max(1, 16 // mib)
         dev = [torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda") for _ in range(count)]
         host = [torch.empty(n, dtype=torch.uint8, pin_memory=True) for _ in range(count)]
+        host_in = [torch.randint(0, 255, (n,), dtype=torch.uint8).pin_memory() for _ in range(count)]
         res = {"mib": mib}
         for name, fn in (
             ("plain_d2h", lambda: [h.copy_(d, non_blocking=True) for h, d in zip(host, dev)]),
@@ -77,10 +83,43 @@ def copies(a):
                     for buf, ev in outs:
                         tr.give_back(buf, ev)
             res[name] = n * count / statistics.median(ts)
+        # Both ways at once: each direction on its own stream, both started after one event and joined by another.
+        back = [torch.empty(n, dtype=torch.uint8, device="cuda") for _ in range(count)]
+        for name in ("plain_both", "mover_both"):
+            ts = []
+            for _ in range(a.repeats):
+                torch.cuda.synchronize()
+                outs = []
+                one, two = (side, torch.cuda.Stream()) if name == "plain_both" else (tr.d2h, tr.h2d)
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                joined = torch.cuda.Event()
+                s.record(one)
+                two.wait_event(s)
+                if name == "plain_both":
+                    with torch.cuda.stream(one):
+                        for h, d in zip(host, dev):
+                            h.copy_(d, non_blocking=True)
+                    with torch.cuda.stream(two):
+                        for h, b in zip(host_in, back):
+                            b.copy_(h, non_blocking=True)
+                else:
+                    for d in dev:
+                        outs.append(tr.to_host(d))
+                    for h in host_in:
+                        tr.to_device(h, n)
+                joined.record(two)
+                one.wait_event(joined)
+                e.record(one)
+                e.synchronize()
+                ts.append(s.elapsed_time(e) / 1e3)
+                for buf, ev in outs:
+                    tr.give_back(buf, ev)
+            res[name] = 2 * n * count / statistics.median(ts)
+        del back
         res["ratio_d2h"] = res["mover_d2h"] / res["plain_d2h"]
         res["ratio_h2d"] = res["mover_h2d"] / res["plain_h2d"]
         rows.append(res)
-        del dev, host
+        del dev, host, host_in
     return rows
 
 
@@ -131,6 +170,12 @@ def main():
         print("| %d MiB | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |" % (
             r["mib"], r["plain_d2h"] / 1e9, r["mover_d2h"] / 1e9, r["ratio_d2h"], r["plain_h2d"] / 1e9,
             r["mover_h2d"] / 1e9, r["ratio_h2d"]))
+    print("\n| storage | plain both ways GB/s | mover both ways GB/s | ratio | plain both / plain D2H + H2D |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print("| %d MiB | %.1f | %.1f | %.2f | %.2f |" % (
+            r["mib"], r["plain_both"] / 1e9, r["mover_both"] / 1e9, r["mover_both"] / r["plain_both"],
+            r["plain_both"] / (r["plain_d2h"] + r["plain_h2d"])))
     base, expandable = alloc(""), alloc("expandable_segments:True")
     print("\n| allocation | caching allocator us/pair | with expandable_segments us/pair | ratio |")
     print("|---|---|---|---|")

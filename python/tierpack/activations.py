@@ -1083,12 +1083,15 @@ class StorageMover:
     # them; a call's releases wait for the newest of their copies out only (the device-to-host stream runs its copies
     # in order, so the others are done by then). A transport without the batch calls (to_host_many,
     # to_device_many) gets them one by one.
-    def _copies_out(self, flats):
-        """Copies of `flats` out at one call: [(host buffer, event)], one batch where the transport has one."""
+    def _copies_out(self, flats, into=None):
+        """Copies of `flats` out at one call: [(host buffer, event)], one batch where the transport has one. `into`:
+        per storage a pinned buffer to copy into (its last copy ordered before the compute queued so far) or None."""
         many = getattr(self.transport, "to_host_many", None)
         if len(flats) > 1 and many is not None:
-            hosts, ev = many(flats)
+            hosts, ev = many(flats, into) if into is not None else many(flats)
             return [(host, ev) for host in hosts]
+        if into is not None:
+            return [self.transport.to_host(f, b) for f, b in zip(flats, into)]
         return [self.transport.to_host(f) for f in flats]
 
     def _copy_out_many(self, recs):
@@ -1318,8 +1321,9 @@ class StorageMover:
     def _step_chunks(self, optimizer):
         """The streamed step's chunks [(group index, parameter, its state records)], or None: no streaming."""
         if not self.stream_step or optimizer is None or not self._states or self._stepping is not None or \
-                getattr(type(optimizer).step, "__wrapped__", None) is None:
-            return None
+                getattr(type(optimizer).step, "__wrapped__", None) is None or \
+                not any(r.released and r.fetched is None for r in self._states):
+            return None  # (nothing away that the step would fetch: one step, as without streaming)
         rec_of = {id(r.tensor): r for r in self._states}
         chunks, cur, size = [], [], 0
         for gi, g in enumerate(optimizer.param_groups):
@@ -1378,9 +1382,14 @@ class StorageMover:
         """Note [Streamed step]: the chunk's state that was away goes out again; the chunk sent before it is let go."""
         recs = [r for _, _, rs in chunk for r in rs if r.index in away]
         if recs:
-            copies = self._copies_out([_flat_bytes(self.torch, self._storage_of(r.tensor), self.device) for r in recs])
-            for r, (host, ev) in zip(recs, copies):
-                if r.host is not None:
+            # Each state goes out into the pinned buffer it came in from: the copy out waits for the update, which
+            # waited for the copy in. (Taking new buffers, while those given back were still in flight, grew the
+            # pinned pool by 9-28 MB a step on the Llama-style decoder: bench/results/gpu-h200-2026-12-06-1.)
+            into = [r.host if r.host is not None and r.host.numel() == r.nbytes else None for r in recs]
+            copies = self._copies_out([_flat_bytes(self.torch, self._storage_of(r.tensor), self.device) for r in recs],
+                                      into)
+            for r, b, (host, ev) in zip(recs, into, copies):
+                if r.host is not None and b is None:
                     self.transport.give_back(r.host, r.h2d if r.h2d is not None else r.d2h)
                 r.host, r.d2h = host, ev
                 self.counters.bytes_out += r.nbytes

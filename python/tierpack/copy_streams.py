@@ -74,8 +74,10 @@ class CudaTransport:
             stream = self._streams[raw] = self.torch.cuda.current_stream(self.device)
         return stream
 
-    def to_host(self, flat):
-        host = self.host_buffer(flat.numel())
+    def to_host(self, flat, into=None):
+        """`into`: a pinned buffer of flat's size to copy into instead of one from the pool (its last copy must be
+        ordered before the compute queued so far: the copy waits for that compute, not for the buffer's event)."""
+        host = into if into is not None else self.host_buffer(flat.numel())
         self.d2h.wait_stream(self.compute())
         with self.torch.cuda.stream(self.d2h):
             host.copy_(flat, non_blocking=True)
@@ -83,10 +85,11 @@ class CudaTransport:
             ev.record(self.d2h)
         return host, ev
 
-    def to_host_many(self, flats):
+    def to_host_many(self, flats, into=None):
         """Copies of several storages out at one call (Note [Batched moves] in activations.py): one wait for the
-        compute queued so far, one event after them all. Returns (host buffers, event)."""
-        hosts = [self.host_buffer(f.numel()) for f in flats]
+        compute queued so far, one event after them all. Returns (host buffers, event). `into`: per storage, a
+        buffer to copy into or None (as to_host's)."""
+        hosts = [b if b is not None else self.host_buffer(f.numel()) for f, b in zip(flats, into or [None] * len(flats))]
         self.d2h.wait_stream(self.compute())
         with self.torch.cuda.stream(self.d2h):
             for host, flat in zip(hosts, flats):

@@ -57,11 +57,19 @@ class SlowTransport:
         self.back = 0
         self.clock = 0.0
         self.returned = []
+        self.reused = 0  # copies out into a buffer the caller gave (the streamed step's own: Note [Streamed step])
 
-    def to_host(self, flat):
+    def to_host(self, flat, into=None):
         self.calls += 1
         self.out += 1
-        return flat.clone(), _Event(self.lag)
+        return self._into(flat, into), _Event(self.lag)
+
+    def _into(self, flat, buf):
+        if buf is None:
+            return flat.clone()
+        assert buf.numel() == flat.numel()
+        self.reused += 1
+        return buf.copy_(flat)
 
     def to_device(self, host, nbytes, after=None):
         assert isinstance(after, _Event), "a copy back is ordered after its copy out"
@@ -70,12 +78,12 @@ class SlowTransport:
         self.back += 1
         return host.clone(), _Event(self.lag)
 
-    def to_host_many(self, flats):
+    def to_host_many(self, flats, into=None):
         self.calls += 1
         self.batches_out += 1
         self.out += len(flats)
         ev = _Event(self.lag)
-        return [f.clone() for f in flats], ev
+        return [self._into(f, b) for f, b in zip(flats, into or [None] * len(flats))], ev
 
     def to_device_many(self, items):
         self.calls += 1
@@ -519,6 +527,8 @@ class StorageMoverTest(unittest.TestCase):
         self.assertTrue(streamed and len(streamed) < len(moved), moved)
         self.assertTrue(all(m["use_at"] > m["fetch_at"] for m in moved.values() if m["fetch_at"] >= 0), moved)
         self.assertEqual(mover._saved_options["stream_window_bytes"], 4 * (128 << 10))
+        # each streamed state goes out into the pinned buffer it came in from (no new buffer a step)
+        self.assertEqual(mover.transport.reused, len(streamed) * len(planned))
         with open(os.path.join(d.name, "s.gpu0.json")) as f:  # what `tierpack run --stats` reads
             written = json.load(f)
         self.assertEqual(written["plan"]["bytes_streamed"], sum(storages[s]["bytes"] for s in streamed))

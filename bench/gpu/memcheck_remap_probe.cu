@@ -1,0 +1,166 @@
+// Does compute-sanitizer's memcheck judge a kernel's accesses against the mappings of its launch, not of the time it
+// runs? The VMM mechanism's gate (Note [Remap gate]) holds a stream with a stream-ordered wait while a chunk's
+// virtual range is unmapped and mapped to another physical handle; kernels queued behind the gate were launched
+// while the old mapping stood and run after the new one is in place. GroupMoverTest/cuda.HiddenKernelDuring-
+// MovesNeverFaults passes on the H200 and memcheck reports "Invalid __global__ read ... out of bounds" in it.
+//
+// This program does that one remap without tierpack: a reader kernel is launched on stream `s` behind an event of a
+// spin kernel on stream `t`; while the spin kernel runs the host unmaps handle A from the range and maps handle B
+// (filled with another pattern) there; then the reader runs. Its accesses are legal (B is mapped, with access, when
+// it runs) and it must read B's pattern. A second case launches the reader only after the remap (the control). A
+// third does what the gate does (Note [CUDA remap gate]): the reader waits behind a stream wait on a word in mapped
+// pinned host memory; another host thread remaps back to A and then writes the word. Memcheck may make a launch
+// return only once its kernel has run (case 1 shows whether it does), so here the remap cannot wait for the launch.
+// Exit 0 when the reader read the pattern mapped when it ran in every case; run it with and without `compute-sanitizer --tool memcheck`
+// (bench/results/gpu-h200-2026-12-07-1/run_1.sh). Build: CMake target memcheck_remap_probe (CUDA builds only).
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace {
+
+#define CHECK_DRV(x)                                                               \
+  do {                                                                             \
+    CUresult r_ = (x);                                                             \
+    if (r_ != CUDA_SUCCESS) {                                                      \
+      const char* s_ = nullptr;                                                    \
+      cuGetErrorString(r_, &s_);                                                   \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, s_ ? s_ : "?"); \
+      std::exit(2);                                                                \
+    }                                                                              \
+  } while (0)
+
+__global__ void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+__global__ void fill(unsigned* p, std::size_t n, unsigned v) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x)
+    p[i] = v;
+}
+
+// Counts the words that are not `v`.
+__global__ void read_check(const unsigned* p, std::size_t n, unsigned v, unsigned long long* bad) {
+  unsigned long long local = 0;
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x)
+    local += p[i] != v;
+  if (local) atomicAdd(bad, local);
+}
+
+void map_with_access(CUdeviceptr va, std::size_t size, CUmemGenericAllocationHandle h, int dev) {
+  CHECK_DRV(cuMemMap(va, size, 0, h, 0));
+  CUmemAccessDesc acc{};
+  acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  acc.location.id = dev;
+  acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CHECK_DRV(cuMemSetAccess(va, size, &acc, 1));
+}
+
+}  // namespace
+
+int main() {
+  CHECK_DRV(cuInit(0));
+  cudaFree(nullptr);  // the runtime's primary context
+  CUdevice dev = 0;
+  CHECK_DRV(cuCtxGetDevice(&dev));
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  std::size_t gran = 0;
+  CHECK_DRV(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  const std::size_t size = gran;  // one chunk, 2 MiB on the H200 (the size memcheck named)
+  const std::size_t words = size / sizeof(unsigned);
+  CUmemGenericAllocationHandle a = 0, b = 0;
+  CHECK_DRV(cuMemCreate(&a, size, &prop, 0));
+  CHECK_DRV(cuMemCreate(&b, size, &prop, 0));
+  CUdeviceptr va = 0, vb = 0;
+  CHECK_DRV(cuMemAddressReserve(&va, size, 0, 0, 0));
+  CHECK_DRV(cuMemAddressReserve(&vb, size, 0, 0, 0));
+  // B gets its pattern through a range of its own, so its contents are there before it moves under `va`.
+  map_with_access(vb, size, b, dev);
+  fill<<<64, 256>>>(reinterpret_cast<unsigned*>(vb), words, 0xB0B0B0B0u);
+  map_with_access(va, size, a, dev);
+  fill<<<64, 256>>>(reinterpret_cast<unsigned*>(va), words, 0xA0A0A0A0u);
+  if (cudaDeviceSynchronize() != cudaSuccess) return 2;
+  CHECK_DRV(cuMemUnmap(vb, size));
+
+  unsigned long long* bad = nullptr;
+  if (cudaMallocManaged(&bad, 3 * sizeof(unsigned long long)) != cudaSuccess) return 2;
+  bad[0] = bad[1] = bad[2] = 0;
+  cudaStream_t s = nullptr, t = nullptr;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking);
+  cudaEvent_t gate = nullptr;
+  cudaEventCreateWithFlags(&gate, cudaEventDisableTiming);
+
+  // Case 1, the gate: the reader is launched while A is mapped and runs after B is.
+  spin<<<1, 1, 0, t>>>(2000LL * 1000 * 1000);  // about a second at the H200's clock
+  cudaEventRecord(gate, t);
+  cudaStreamWaitEvent(s, gate, 0);
+  read_check<<<64, 256, 0, s>>>(reinterpret_cast<const unsigned*>(va), words, 0xB0B0B0B0u, &bad[0]);
+  if (cudaStreamQuery(t) != cudaErrorNotReady) std::printf("warning: the spin kernel ended before the remap\n");
+  CHECK_DRV(cuMemUnmap(va, size));
+  map_with_access(va, size, b, dev);
+  const bool spin_still_running = cudaStreamQuery(t) == cudaErrorNotReady;
+  if (cudaDeviceSynchronize() != cudaSuccess) {
+    std::printf("case 1 (reader launched before the remap, run after it): CUDA error %s\n",
+                cudaGetErrorString(cudaGetLastError()));
+    return 1;
+  }
+  // Case 2, the control: the reader is launched after the remap.
+  read_check<<<64, 256, 0, s>>>(reinterpret_cast<const unsigned*>(va), words, 0xB0B0B0B0u, &bad[1]);
+  if (cudaDeviceSynchronize() != cudaSuccess) return 2;
+  std::printf("case 1 (reader launched before the remap, run after it; spin kernel still running when the remap "
+              "was done: %s): %llu of %zu words not B's\n",
+              spin_still_running ? "yes" : "NO", bad[0], words);
+  std::printf("case 2 (reader launched after the remap): %llu of %zu words not B's\n", bad[1], words);
+
+  // Case 3, the gate as tierpack closes it: a wait on a host word; a second thread remaps to A, then opens it.
+  void* words_host = nullptr;
+  CHECK_DRV(cuMemHostAlloc(&words_host, sizeof(unsigned), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+  auto* release = static_cast<volatile unsigned*>(words_host);
+  *release = 0;
+  CUdeviceptr release_dev = 0;
+  CHECK_DRV(cuMemHostGetDevicePointer(&release_dev, words_host, 0));
+  CHECK_DRV(cuStreamWaitValue32(reinterpret_cast<CUstream>(s), release_dev, 1, CU_STREAM_WAIT_VALUE_GEQ));
+  std::thread remapper([&] {
+    CHECK_DRV(cuCtxSetCurrent(nullptr));
+    CUcontext ctx = nullptr;
+    CHECK_DRV(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK_DRV(cuCtxSetCurrent(ctx));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK_DRV(cuMemUnmap(va, size));
+    map_with_access(va, size, a, dev);
+    __atomic_store_n(const_cast<unsigned*>(release), 1u, __ATOMIC_SEQ_CST);
+    CHECK_DRV(cuDevicePrimaryCtxRelease(dev));
+  });
+  const auto launched = std::chrono::steady_clock::now();
+  read_check<<<64, 256, 0, s>>>(reinterpret_cast<const unsigned*>(va), words, 0xA0A0A0A0u, &bad[2]);
+  const double launch_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - launched).count();
+  remapper.join();
+  if (cudaDeviceSynchronize() != cudaSuccess) {
+    std::printf("case 3 (reader behind a host-word wait, remapped by another thread): CUDA error %s\n",
+                cudaGetErrorString(cudaGetLastError()));
+    return 1;
+  }
+  std::printf("case 3 (reader behind a host-word wait while another thread remaps to A; the launch returned after "
+              "%.1f ms, the remap began at 300 ms): %llu of %zu words not A's\n", launch_ms, bad[2], words);
+  cuMemFreeHost(words_host);
+  const int rc = (bad[0] == 0 && bad[1] == 0 && bad[2] == 0 && spin_still_running) ? 0 : 1;
+  CHECK_DRV(cuMemUnmap(va, size));
+  CHECK_DRV(cuMemAddressFree(va, size));
+  CHECK_DRV(cuMemAddressFree(vb, size));
+  CHECK_DRV(cuMemRelease(a));
+  CHECK_DRV(cuMemRelease(b));
+  cudaFree(bad);
+  std::printf("%s\n", rc == 0 ? "PASS: the reader read the mapping in place when it ran" : "FAIL");
+  return rc;
+}
