@@ -11,6 +11,8 @@
 // third does what the gate does (Note [CUDA remap gate]): the reader waits behind a stream wait on a word in mapped
 // pinned host memory; another host thread remaps back to A and then writes the word. Memcheck may make a launch
 // return only once its kernel has run (case 1 shows whether it does), so here the remap cannot wait for the launch.
+// A fourth maps no device memory at all: a chunk of host memory (a HOST_NUMA handle, as tierpack's VMM mechanism
+// maps an evicted chunk, read in place over PCIe) filled and read by kernels with no remap in between.
 // Exit 0 when the reader read the pattern mapped when it ran in every case; run it with and without `compute-sanitizer --tool memcheck`
 // (bench/results/gpu-h200-2026-12-07-1/run_1.sh). Build: CMake target memcheck_remap_probe (CUDA builds only).
 #include <cuda.h>
@@ -92,8 +94,8 @@ int main() {
   CHECK_DRV(cuMemUnmap(vb, size));
 
   unsigned long long* bad = nullptr;
-  if (cudaMallocManaged(&bad, 3 * sizeof(unsigned long long)) != cudaSuccess) return 2;
-  bad[0] = bad[1] = bad[2] = 0;
+  if (cudaMallocManaged(&bad, 4 * sizeof(unsigned long long)) != cudaSuccess) return 2;
+  bad[0] = bad[1] = bad[2] = bad[3] = 0;
   cudaStream_t s = nullptr, t = nullptr;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking);
@@ -154,7 +156,37 @@ int main() {
   std::printf("case 3 (reader behind a host-word wait while another thread remaps to A; the launch returned after "
               "%.1f ms, the remap began at 300 ms): %llu of %zu words not A's\n", launch_ms, bad[2], words);
   cuMemFreeHost(words_host);
-  const int rc = (bad[0] == 0 && bad[1] == 0 && bad[2] == 0 && spin_still_running) ? 0 : 1;
+
+  // Case 4: host memory mapped for the device (tierpack's evicted chunks), written and read by kernels.
+  int host_numa = 0, numa_id = 0;
+  cuDeviceGetAttribute(&host_numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev);
+  if (cuDeviceGetAttribute(&numa_id, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev) != CUDA_SUCCESS || numa_id < 0) numa_id = 0;
+  bad[3] = 0;
+  if (host_numa) {
+    CUmemAllocationProp hp{};
+    hp.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    hp.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    hp.location.id = numa_id;
+    CUmemGenericAllocationHandle h = 0;
+    CHECK_DRV(cuMemCreate(&h, size, &hp, 0));
+    CUdeviceptr vh = 0;
+    CHECK_DRV(cuMemAddressReserve(&vh, size, 0, 0, 0));
+    map_with_access(vh, size, h, dev);
+    fill<<<64, 256, 0, s>>>(reinterpret_cast<unsigned*>(vh), words, 0xC0C0C0C0u);
+    read_check<<<64, 256, 0, s>>>(reinterpret_cast<const unsigned*>(vh), words, 0xC0C0C0C0u, &bad[3]);
+    if (cudaDeviceSynchronize() != cudaSuccess) {
+      std::printf("case 4 (host memory mapped for the device): CUDA error %s\n", cudaGetErrorString(cudaGetLastError()));
+      return 1;
+    }
+    std::printf("case 4 (a HOST_NUMA chunk of node %d mapped for the device, filled and read by kernels): %llu of %zu "
+                "words not its pattern\n", numa_id, bad[3], words);
+    CHECK_DRV(cuMemUnmap(vh, size));
+    CHECK_DRV(cuMemAddressFree(vh, size));
+    CHECK_DRV(cuMemRelease(h));
+  } else {
+    std::printf("case 4: this device cannot map HOST_NUMA memory (not run)\n");
+  }
+  const int rc = (bad[0] == 0 && bad[1] == 0 && bad[2] == 0 && bad[3] == 0 && spin_still_running) ? 0 : 1;
   CHECK_DRV(cuMemUnmap(va, size));
   CHECK_DRV(cuMemAddressFree(va, size));
   CHECK_DRV(cuMemAddressFree(vb, size));
