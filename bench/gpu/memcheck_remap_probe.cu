@@ -14,6 +14,9 @@
 // A fourth maps no device memory at all: a chunk of host memory (a HOST_NUMA handle, as tierpack's VMM mechanism
 // maps an evicted chunk, read in place over PCIe) filled and read by kernels with no remap in between.
 // A fifth is case 3 with an eviction's remap, from a device handle to a host one (both hold the pattern first).
+// A sixth closes the gate as CudaVmmBackend::close_gate does, behind a long reader already queued: an event, then one
+// cuStreamBatchMemOp that writes a `reached` word and waits for a `release` word; the host remaps once `reached` is
+// written and the event is done, and says whether the reader had finished when `reached` was written.
 // Exit 0 when the reader read the pattern mapped when it ran in every case; run it with and without `compute-sanitizer --tool memcheck`
 // (bench/results/gpu-h200-2026-12-07-1/run_1.sh). Build: CMake target memcheck_remap_probe (CUDA builds only).
 #include <cuda.h>
@@ -218,6 +221,61 @@ int main() {
     CHECK_DRV(cuMemAddressFree(vh, size));
   } else {
     std::printf("case 4: this device cannot map HOST_NUMA memory (not run)\n");
+  }
+  // Case 6: the gate behind a long reader (`va` maps host memory now when host_numa, else A): remap to B.
+  {
+    void* gw = nullptr;
+    CHECK_DRV(cuMemHostAlloc(&gw, 2 * sizeof(unsigned), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+    auto* word = static_cast<volatile unsigned*>(gw);
+    word[0] = word[1] = 0;
+    CUdeviceptr gw_dev = 0;
+    CHECK_DRV(cuMemHostGetDevicePointer(&gw_dev, gw, 0));
+    const unsigned expect = host_numa ? 0xC0C0C0C0u : 0xA0A0A0A0u;
+    unsigned long long* bad6 = nullptr;
+    if (cudaMallocManaged(&bad6, 2 * sizeof(unsigned long long)) != cudaSuccess) return 2;
+    bad6[0] = bad6[1] = 0;
+    for (int r = 0; r < 200; ++r)  // the long reader: 200 passes over the chunk, queued before the gate
+      read_check<<<8, 256, 0, s>>>(reinterpret_cast<const unsigned*>(va), words, expect, &bad6[0]);
+    cudaEvent_t before = nullptr;
+    cudaEventCreateWithFlags(&before, cudaEventDisableTiming);
+    cudaEventRecord(before, s);
+    CUstreamBatchMemOpParams ops[2] = {};
+    ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    ops[0].writeValue.address = gw_dev;
+    ops[0].writeValue.value = 1;
+    ops[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+    ops[1].waitValue.address = gw_dev + sizeof(unsigned);
+    ops[1].waitValue.value = 1;
+    ops[1].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+    CHECK_DRV(cuStreamBatchMemOp(reinterpret_cast<CUstream>(s), 2, ops, 0));
+    read_check<<<64, 256, 0, s>>>(reinterpret_cast<const unsigned*>(va), words, 0xB0B0B0B0u, &bad6[1]);  // after it
+    const auto t0 = std::chrono::steady_clock::now();
+    while (__atomic_load_n(const_cast<unsigned*>(&word[0]), __ATOMIC_ACQUIRE) != 1) {
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(60)) {
+        std::printf("case 6: the gate was not reached in 60 s\n");
+        return 1;
+      }
+    }
+    const bool reader_done_at_reached = cudaEventQuery(before) == cudaSuccess;
+    while (cudaEventQuery(before) != cudaSuccess) {
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(60)) {
+        std::printf("case 6: the readers before the gate did not end in 60 s\n");
+        return 1;
+      }
+    }
+    CHECK_DRV(cuMemUnmap(va, size));
+    map_with_access(va, size, b, dev);
+    __atomic_store_n(const_cast<unsigned*>(&word[1]), 1u, __ATOMIC_SEQ_CST);
+    if (cudaDeviceSynchronize() != cudaSuccess) {
+      std::printf("case 6 (the gate behind a long reader): CUDA error %s\n", cudaGetErrorString(cudaGetLastError()));
+      return 1;
+    }
+    std::printf("case 6 (the gate as close_gate closes it, behind 200 queued readers; the readers were done when "
+                "`reached` was written: %s): %llu words read wrong before the gate, %llu after it\n",
+                reader_done_at_reached ? "yes" : "NO", bad6[0], bad6[1]);
+    bad[4] += bad6[0] + bad6[1] + (reader_done_at_reached ? 0 : 1);
+    cudaFree(bad6);
+    cuMemFreeHost(gw);
   }
   const int rc = (bad[0] == 0 && bad[1] == 0 && bad[2] == 0 && bad[3] == 0 && bad[4] == 0 && spin_still_running) ? 0 : 1;
   CHECK_DRV(cuMemUnmap(va, size));
