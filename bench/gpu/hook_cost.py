@@ -217,7 +217,7 @@ def train(a, mover=None, profile_from=None):
             h.remove()
     if prof:
         prof.disable()
-        pstats.Stats(prof).sort_stats("tottime").print_stats(a.profile)
+        pstats.Stats(prof).sort_stats(os.environ.get("HOOK_COST_SORT", "tottime")).print_stats(os.environ.get("HOOK_COST_FILTER", ""), a.profile)
     return out
 
 

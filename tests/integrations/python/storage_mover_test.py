@@ -778,6 +778,25 @@ class StorageMoverTest(unittest.TestCase):
         train(self.ITER, mover)
         self.assertTrue(any("over the budget" in m for m in logs), logs)
 
+    def test_a_small_excess_of_reserved_memory_lowers_the_limit_by_half_the_room_at_least(self):
+        # Note [Reserved memory]: the allocator holds 7% of the budget over the live peak, a little over the budget:
+        # the limit falls by ROOM_FRACTION / 2 of the budget (not by the excess alone), once
+        peak = self.saved_peak()
+        budget = int(peak * 0.7)
+        dev, limits = Device(), []
+        mover, dev = make_mover(budget, device=dev, max_reserved=lambda d: dev.max_allocated() + int(budget * 0.07))
+        make_plan = mover._make_plan
+
+        def planning(limit=None):
+            make_plan(limit)
+            limits.append(mover.plan["limit_bytes"])
+        mover._make_plan = planning
+        self.check_same(self.reference(), train(self.ITER, mover))
+        lowered = [(a, b) for a, b in zip(limits, limits[1:]) if b < a]
+        self.assertEqual(len(lowered), 1, limits)
+        self.assertGreaterEqual(lowered[0][0] - lowered[0][1], int(budget * mover.ROOM_FRACTION / 2), limits)
+        self.assertEqual(mover.reserved_replans_left, 3)
+
     def test_a_limit_lowered_for_reserved_memory_is_raised_when_the_allocator_holds_less(self):
         # Note [Reserved memory]: 15% of the budget held over the live peak until iteration 9, none after: the limit
         # lowered for it rises again by half the room (in a plan's later iterations, at most room_replans times),
