@@ -68,6 +68,22 @@ void map_with_access(CUdeviceptr va, std::size_t size, CUmemGenericAllocationHan
   CHECK_DRV(cuMemSetAccess(va, size, &acc, 1));
 }
 
+// A thread that, 300 ms from now, maps `h` at `va` in place of what is there and then writes 1 to `word` (what a
+// stream waits for: the gate's release).
+std::thread remap_then_open(CUdeviceptr va, std::size_t size, CUmemGenericAllocationHandle h, CUdevice dev,
+                            volatile unsigned* word) {
+  return std::thread([=] {
+    CUcontext ctx = nullptr;
+    CHECK_DRV(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK_DRV(cuCtxSetCurrent(ctx));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK_DRV(cuMemUnmap(va, size));
+    map_with_access(va, size, h, dev);
+    __atomic_store_n(const_cast<unsigned*>(word), 1u, __ATOMIC_SEQ_CST);
+    CHECK_DRV(cuDevicePrimaryCtxRelease(dev));
+  });
+}
+
 }  // namespace
 
 int main() {
@@ -136,17 +152,7 @@ int main() {
   CUdeviceptr release_dev = 0;
   CHECK_DRV(cuMemHostGetDevicePointer(&release_dev, words_host, 0));
   CHECK_DRV(cuStreamWaitValue32(reinterpret_cast<CUstream>(s), release_dev, 1, CU_STREAM_WAIT_VALUE_GEQ));
-  std::thread remapper([&] {
-    CHECK_DRV(cuCtxSetCurrent(nullptr));
-    CUcontext ctx = nullptr;
-    CHECK_DRV(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK_DRV(cuCtxSetCurrent(ctx));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    CHECK_DRV(cuMemUnmap(va, size));
-    map_with_access(va, size, a, dev);
-    __atomic_store_n(const_cast<unsigned*>(release), 1u, __ATOMIC_SEQ_CST);
-    CHECK_DRV(cuDevicePrimaryCtxRelease(dev));
-  });
+  std::thread remapper = remap_then_open(va, size, a, dev, release);
   const auto launched = std::chrono::steady_clock::now();
   read_check<<<64, 256, 0, s>>>(reinterpret_cast<const unsigned*>(va), words, 0xA0A0A0A0u, &bad[2]);
   const double launch_ms =
@@ -198,16 +204,7 @@ int main() {
     CHECK_DRV(cuMemHostGetDevicePointer(&open5_dev, word5, 0));
     bad[4] = 0;
     CHECK_DRV(cuStreamWaitValue32(reinterpret_cast<CUstream>(s), open5_dev, 1, CU_STREAM_WAIT_VALUE_GEQ));
-    std::thread evictor([&] {
-      CUcontext ctx = nullptr;
-      CHECK_DRV(cuDevicePrimaryCtxRetain(&ctx, dev));
-      CHECK_DRV(cuCtxSetCurrent(ctx));
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      CHECK_DRV(cuMemUnmap(va, size));
-      map_with_access(va, size, h, dev);
-      __atomic_store_n(const_cast<unsigned*>(open5), 1u, __ATOMIC_SEQ_CST);
-      CHECK_DRV(cuDevicePrimaryCtxRelease(dev));
-    });
+    std::thread evictor = remap_then_open(va, size, h, dev, open5);
     read_check<<<64, 256, 0, s>>>(reinterpret_cast<const unsigned*>(va), words, 0xC0C0C0C0u, &bad[4]);
     evictor.join();
     if (cudaDeviceSynchronize() != cudaSuccess) {
