@@ -14,11 +14,11 @@ SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer)
   echo "== probe, memcheck: $SAN --tool memcheck --print-limit 3 memcheck_remap_probe"
   timeout 120 $SAN --tool memcheck --print-limit 3 .devcarry/bin/memcheck_remap_probe 2>&1 | head -80; echo "rc=${PIPESTATUS[0]}"
   echo "== TIERPACK_STRESS_ROUNDS=8 $SAN --tool memcheck --print-limit 2 gpu_migrate_tests --gtest_filter='*cuda.HiddenKernel*'"
-  TIERPACK_STRESS_ROUNDS=8 timeout 90 $SAN --tool memcheck --print-limit 2 .devcarry/tests/gpu_migrate_tests --gtest_filter='*cuda.HiddenKernel*' 2>&1 | grep -vE "Host Frame" | head -40; echo "rc=${PIPESTATUS[0]}"
+  TIERPACK_STRESS_ROUNDS=8 timeout 40 $SAN --tool memcheck --print-limit 2 .devcarry/tests/gpu_migrate_tests --gtest_filter='*cuda.HiddenKernel*' 2>&1 | grep -vE "Host Frame" | head -40; echo "rc=${PIPESTATUS[0]}"
 } > $OUT/call${N}_probe.txt 2>&1
 cat $OUT/call${N}_probe.txt
 rm -rf /tmp/logs
-timeout 150 python3 bench/gpu/models_bench.py --lib $TIERPACK_CUDA_LIB --steps 4 --warmup 3 --tierpack-warmup 14 --child-timeout 100 \
+timeout 120 python3 bench/gpu/models_bench.py --lib $TIERPACK_CUDA_LIB --steps 4 --warmup 3 --tierpack-warmup 14 --child-timeout 100 \
   --commit $(cat $D/COMMIT$N) --logs /tmp/logs --models t5 --modes default,tierpack --budgets 75 --json $OUT/call${N}_t5.json > $OUT/call${N}_t5.txt 2>&1
 echo "rc=$?" >> $OUT/call${N}_t5.txt
 grep -v "^step" $OUT/call${N}_t5.txt | grep "^|\|rc=\|^- "
