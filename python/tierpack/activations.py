@@ -1330,9 +1330,8 @@ class StorageMover:
     def _step_chunks(self, optimizer):
         """The streamed step's chunks [(group index, parameter, its state records)], or None: no streaming."""
         if not self.stream_step or optimizer is None or not self._states or self._stepping is not None or \
-                getattr(type(optimizer).step, "__wrapped__", None) is None or \
-                not any(r.released and r.fetched is None for r in self._states):
-            return None  # (nothing away that the step would fetch: one step, as without streaming)
+                getattr(type(optimizer).step, "__wrapped__", None) is None:
+            return None
         rec_of = {id(r.tensor): r for r in self._states}
         chunks, cur, size = [], [], 0
         for gi, g in enumerate(optimizer.param_groups):
