@@ -17,8 +17,9 @@
 // A sixth closes the gate as CudaVmmBackend::close_gate does, behind a long reader already queued: an event, then one
 // cuStreamBatchMemOp that writes a `reached` word and waits for a `release` word; the host remaps once `reached` is
 // written and the event is done, and says whether the reader had finished when `reached` was written.
-// Exit 0 when the reader read the pattern mapped when it ran in every case; run it with and without `compute-sanitizer --tool memcheck`
-// (bench/results/gpu-h200-2026-12-07-1/run_1.sh). Build: CMake target memcheck_remap_probe (CUDA builds only).
+// Exit 0 when the reader read the pattern mapped when it ran in every case; run it with and without
+// `compute-sanitizer --tool memcheck`. Cases 1-6 ran in bench/results/gpu-h200-2026-12-07-1 (calls 1-5: clean under
+// memcheck); case 7 was written after, not run yet. Build: CMake target memcheck_remap_probe (CUDA builds only).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -273,6 +274,45 @@ int main() {
     bad[4] += bad6[0] + bad6[1] + (reader_done_at_reached ? 0 : 1);
     cudaFree(bad6);
     cuMemFreeHost(gw);
+  }
+  // Case 7: handles mapped twice (a shadow and the chunk's address), taking turns at the chunk's address.
+  {
+    CUmemGenericAllocationHandle x = 0, y = 0;
+    CHECK_DRV(cuMemCreate(&x, size, &prop, 0));
+    CHECK_DRV(cuMemCreate(&y, size, &prop, 0));
+    CUdeviceptr shadow = 0, chunk = 0;
+    CHECK_DRV(cuMemAddressReserve(&shadow, 2 * size, 0, 0, 0));
+    CHECK_DRV(cuMemAddressReserve(&chunk, size, 0, 0, 0));
+    map_with_access(shadow, size, x, dev);
+    map_with_access(shadow + size, size, y, dev);
+    fill<<<64, 256>>>(reinterpret_cast<unsigned*>(shadow), words, 0xD0D0D0D0u);
+    fill<<<64, 256>>>(reinterpret_cast<unsigned*>(shadow + size), words, 0xE0E0E0E0u);
+    unsigned long long* bad7 = nullptr;
+    if (cudaMallocManaged(&bad7, sizeof(unsigned long long)) != cudaSuccess) return 2;
+    *bad7 = 0;
+    int cycles = 0;
+    for (; cycles < 40; ++cycles) {
+      const bool even = cycles % 2 == 0;
+      map_with_access(chunk, size, even ? x : y, dev);
+      read_check<<<64, 256, 0, s>>>(reinterpret_cast<const unsigned*>(chunk), words, even ? 0xD0D0D0D0u : 0xE0E0E0E0u,
+                                    bad7);
+      if (cudaStreamSynchronize(s) != cudaSuccess) {
+        std::printf("case 7 (handles mapped twice): CUDA error %s at cycle %d\n", cudaGetErrorString(cudaGetLastError()),
+                    cycles);
+        return 1;
+      }
+      CHECK_DRV(cuMemUnmap(chunk, size));
+    }
+    std::printf("case 7 (two handles, each mapped at a shadow address, taking turns at a chunk's address for %d "
+                "cycles): %llu words read wrong\n", cycles, *bad7);
+    bad[4] += *bad7;
+    cudaFree(bad7);
+    CHECK_DRV(cuMemUnmap(shadow, size));
+    CHECK_DRV(cuMemUnmap(shadow + size, size));
+    CHECK_DRV(cuMemAddressFree(shadow, 2 * size));
+    CHECK_DRV(cuMemAddressFree(chunk, size));
+    CHECK_DRV(cuMemRelease(x));
+    CHECK_DRV(cuMemRelease(y));
   }
   const int rc = (bad[0] == 0 && bad[1] == 0 && bad[2] == 0 && bad[3] == 0 && bad[4] == 0 && spin_still_running) ? 0 : 1;
   CHECK_DRV(cuMemUnmap(va, size));
