@@ -16,6 +16,7 @@ each (the step's ~220 ms became host-bound).
 
 Usage: TIERPACK_CUDA_LIB=build/lib/libtierpack_cuda.so /usr/bin/python3 bench/gpu/hook_cost.py
          [--iterations 16] [--layers 6] [--d 64] [--batch 4] [--seq 32] [--budget 0.6] [--profile 20]
+         [--profile-sort tottime|cumulative|ncalls] [--profile-only REGEX]
          [--gc off|on|freeze] [--ballast N]
 """
 
@@ -217,7 +218,7 @@ def train(a, mover=None, profile_from=None):
             h.remove()
     if prof:
         prof.disable()
-        pstats.Stats(prof).sort_stats(os.environ.get("HOOK_COST_SORT", "tottime")).print_stats(os.environ.get("HOOK_COST_FILTER", ""), a.profile)
+        pstats.Stats(prof).sort_stats(a.profile_sort).print_stats(a.profile_only, a.profile)
     return out
 
 
@@ -234,6 +235,10 @@ def main():
     ap.add_argument("--budget", type=float, default=0.6, help="of the recorded iteration's live peak")
     ap.add_argument("--min-kib", type=int, default=16, help="storages under this never move (min_bytes)")
     ap.add_argument("--profile", type=int, default=0, help="cProfile the planned iterations: print this many rows")
+    ap.add_argument("--profile-sort", default="tottime", choices=("tottime", "cumulative", "ncalls"),
+                    help="the profile's order: own time, time with callees, or calls")
+    ap.add_argument("--profile-only", default="", help="print only the functions whose file or name match this "
+                    "regular expression (e.g. tierpack)")
     ap.add_argument("--gc", choices=("off", "on", "freeze"), default="off",
                     help="Python's automatic collection: off (collected between iterations), on (as a program runs), "
                          "freeze (on, and the mover freezes what is alive at its first plan: Note [Python's collector])")

@@ -1097,11 +1097,9 @@ class StorageMover:
         per storage a pinned buffer to copy into (its last copy ordered before the compute queued so far) or None."""
         many = getattr(self.transport, "to_host_many", None)
         if len(flats) > 1 and many is not None:
-            hosts, ev = many(flats, into) if into is not None else many(flats)
+            hosts, ev = many(flats, into)
             return [(host, ev) for host in hosts]
-        if into is not None:
-            return [self.transport.to_host(f, b) for f, b in zip(flats, into)]
-        return [self.transport.to_host(f) for f in flats]
+        return [self.transport.to_host(f, b) for f, b in zip(flats, into or [None] * len(flats))]
 
     def _copy_out_many(self, recs):
         recs = [r for r in recs if not r.moving and r.storage is not None]
