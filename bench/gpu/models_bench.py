@@ -241,7 +241,8 @@ def run_child(a):
 
 def python_profile(torch, one_step, top=30):
     """One more step under cProfile: where the host's time went (the hooks' own functions, torch's calls they
-    make), the `top` functions by their own time, to stderr (the child's log)."""
+    make), the `top` functions by their own time and tierpack's `top` by their cumulative time, to stderr (the
+    child's log)."""
     import cProfile
     import pstats
 
@@ -253,7 +254,9 @@ def python_profile(torch, one_step, top=30):
     torch.cuda.synchronize()
     prof.disable()
     print("python profile: one step, %.1f ms wall under cProfile" % ((time.perf_counter() - t0) * 1e3), file=sys.stderr)
-    pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(top)
+    stats = pstats.Stats(prof, stream=sys.stderr)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats("tierpack", top)  # the hooks' functions with what they call
 
 
 def stream_profile(torch, one_step, path):
