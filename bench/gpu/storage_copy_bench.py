@@ -4,8 +4,13 @@
 Table 1: for storages of 1 MiB to 1 GiB, the bandwidth of CudaTransport.to_host / to_device (python/tierpack/
 copy_streams.py: pooled pinned buffer, stream waits, one event per copy; what a release or a fetch costs the copy
 engine) against a plain pinned copy of the same bytes on a side stream, each way; the issue's target is >= 90% of
-the plain copy from 8 MiB up. Each: median over --repeats of a batch of copies (16 MiB of copies at least), timed
-with CUDA events on the copy stream.
+the plain copy from 8 MiB up. The mover twice: its copies through torch's Python API (copies:torch) and through
+libtierpack_cuda.so (copies:raw, the default: Note [Raw copies]). Each: median over --repeats of a batch of copies
+(16 MiB of copies at least), timed with CUDA events on the copy stream.
+
+Table 1b: the host's time per copy issued (what the hooks pay), 64 KiB storages: one to_host / to_device_into per
+storage, and to_host_many / to_device_many of 8 storages a call, copies:torch against copies:raw (median over
+--repeats of 64 copies, the device idle).
 
 Table 2: both ways at once, for the same sizes: a D2H copy on one stream and an H2D copy of as many bytes on
 another, started together; the rate is the bytes of both directions over the time until both are done (what a
@@ -15,7 +20,7 @@ mover's to_host and to_device on its own two copy streams.
 Table 3: one torch.empty + free pair (host time, the allocator's cost) with PyTorch's caching allocator as it
 comes and with expandable_segments (what mechanism:storage sets), each in a fresh process.
 
-Usage: python3 bench/gpu/storage_copy_bench.py [--repeats 20] [--json out.json]
+Usage: python3 bench/gpu/storage_copy_bench.py [--repeats 20] [--lib build/lib/libtierpack_cuda.so] [--json out.json]
 """
 
 import argparse
@@ -36,7 +41,10 @@ def copies(a):
     import torch
     from tierpack.copy_streams import CudaTransport
 
-    tr = CudaTransport(torch, "cuda")
+    import ctypes
+
+    movers = {"torch": CudaTransport(torch, "cuda"), "raw": CudaTransport(torch, "cuda", ctypes.CDLL(a.lib))}
+    tr = movers["raw"]
     side = torch.cuda.Stream()
     rows = []
     for mib in (1, 2, 4, 8, 16, 64, 256, 1024):
@@ -62,15 +70,16 @@ def copies(a):
                 ts.append(s.elapsed_time(e) / 1e3)
             res[name] = n * count / statistics.median(ts)
         # The mover's copies: to_host into the pool (buffers come back once their copy is over), to_device from it.
-        for name in ("mover_d2h", "mover_h2d"):
+        for name, tr in (("torch_d2h", movers["torch"]), ("torch_h2d", movers["torch"]), ("mover_d2h", movers["raw"]),
+                         ("mover_h2d", movers["raw"])):
             ts = []
             for _ in range(a.repeats):
                 outs = []
                 torch.cuda.synchronize()
-                stream = tr.d2h if name == "mover_d2h" else tr.h2d
+                stream = tr.d2h if name.endswith("d2h") else tr.h2d
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 s.record(stream)
-                if name == "mover_d2h":
+                if name.endswith("d2h"):
                     for d in dev:
                         outs.append(tr.to_host(d))
                 else:
@@ -79,12 +88,13 @@ def copies(a):
                 e.record(stream)
                 e.synchronize()
                 ts.append(s.elapsed_time(e) / 1e3)
-                if name == "mover_d2h":
+                if name.endswith("d2h"):
                     for buf, ev in outs:
                         tr.give_back(buf, ev)
             res[name] = n * count / statistics.median(ts)
         # Both ways at once: each direction on its own stream, both started after one event and joined by another.
         back = [torch.empty(n, dtype=torch.uint8, device="cuda") for _ in range(count)]
+        tr = movers["raw"]
         for name in ("plain_both", "mover_both"):
             ts = []
             for _ in range(a.repeats):
@@ -120,7 +130,40 @@ def copies(a):
         res["ratio_h2d"] = res["mover_h2d"] / res["plain_h2d"]
         rows.append(res)
         del dev, host, host_in
-    return rows
+    return rows, host_cost(a, torch, movers)
+
+
+def host_cost(a, torch, movers, nbytes=64 << 10, count=64, batch=8):
+    """Table 1b: host microseconds per copy issued, per transport and call."""
+    dev = [torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device="cuda") for _ in range(count)]
+    back = [torch.empty(nbytes, dtype=torch.uint8, device="cuda") for _ in range(count)]
+    out = {}
+    for kind, tr in movers.items():
+        for call in ("to_host", "to_host_many", "to_device_into", "to_device_many"):
+            ts = []
+            for _ in range(a.repeats):
+                torch.cuda.synchronize()
+                hosts = [tr.host_buffer(nbytes) for _ in range(count)] if call.startswith("to_device") else None
+                t0 = time.perf_counter()
+                if call == "to_host":
+                    outs = [tr.to_host(d) for d in dev]
+                elif call == "to_host_many":
+                    outs = []
+                    for i in range(0, count, batch):
+                        hs, ev = tr.to_host_many(dev[i:i + batch])
+                        outs += [(h, ev) for h in hs]
+                elif call == "to_device_into":
+                    outs = [tr.to_device_into(h, b) for h, b in zip(hosts, back)]
+                else:
+                    outs = []
+                    for i in range(0, count, batch):
+                        outs += tr.to_device_many([(h, nbytes, None) for h in hosts[i:i + batch]])
+                ts.append((time.perf_counter() - t0) / count * 1e6)
+                torch.cuda.synchronize()
+                for (buf, ev), h in zip(outs, hosts or [None] * count):
+                    tr.give_back(h if h is not None else buf, ev)
+            out["%s_%s_us" % (kind, call)] = statistics.median(ts)
+    return out
 
 
 def alloc_child():
@@ -159,17 +202,25 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--json")
+    ap.add_argument("--lib", default=os.environ.get("TIERPACK_CUDA_LIB", os.path.join(ROOT, "build", "lib",
+                                                                                     "libtierpack_cuda.so")))
     ap.add_argument("--alloc-child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.alloc_child:
         return alloc_child()
-    rows = copies(a)
-    print("| storage | plain D2H GB/s | mover D2H GB/s | ratio | plain H2D GB/s | mover H2D GB/s | ratio |")
+    rows, host = copies(a)
+    print("| storage | plain D2H GB/s | mover D2H, torch's calls | mover D2H, raw (ratio) | plain H2D GB/s | "
+          "mover H2D, torch's calls | mover H2D, raw (ratio) |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %d MiB | %.1f | %.1f | %.2f | %.1f | %.1f | %.2f |" % (
-            r["mib"], r["plain_d2h"] / 1e9, r["mover_d2h"] / 1e9, r["ratio_d2h"], r["plain_h2d"] / 1e9,
-            r["mover_h2d"] / 1e9, r["ratio_h2d"]))
+        print("| %d MiB | %.1f | %.1f | %.1f (%.2f) | %.1f | %.1f | %.1f (%.2f) |" % (
+            r["mib"], r["plain_d2h"] / 1e9, r["torch_d2h"] / 1e9, r["mover_d2h"] / 1e9, r["ratio_d2h"],
+            r["plain_h2d"] / 1e9, r["torch_h2d"] / 1e9, r["mover_h2d"] / 1e9, r["ratio_h2d"]))
+    print("\n| call (64 KiB storages) | host us per copy, torch's calls | raw | ratio |")
+    print("|---|---|---|---|")
+    for call in ("to_host", "to_host_many", "to_device_into", "to_device_many"):
+        t, r = host["torch_%s_us" % call], host["raw_%s_us" % call]
+        print("| %s | %.1f | %.1f | %.2f |" % (call + (" (8 a call)" if call.endswith("many") else ""), t, r, r / t))
     print("\n| storage | plain both ways GB/s | mover both ways GB/s | ratio | plain both / plain D2H + H2D |")
     print("|---|---|---|---|---|")
     for r in rows:
@@ -183,7 +234,8 @@ def main():
         print("| %s B | %.2f | %.2f | %.2f |" % (k, base[k], expandable[k], expandable[k] / base[k]))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"copies": rows, "alloc_default_us": base, "alloc_expandable_us": expandable}, f, indent=1)
+            json.dump({"copies": rows, "host_us_per_copy": host, "alloc_default_us": base,
+                       "alloc_expandable_us": expandable}, f, indent=1)
 
 
 if __name__ == "__main__":

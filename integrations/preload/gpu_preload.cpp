@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +39,7 @@
 #include "core/error.hpp"
 #include "core/saved_trace.hpp"
 #include "integrations/preload/gpu_runtime.hpp"
+#include "migrate/gpu/storage_copies.hpp"
 #include "placer/saved_plan.hpp"
 
 #define TIERPACK_C_API extern "C" __attribute__((visibility("default")))
@@ -50,6 +52,7 @@ constexpr int kMaxDevices = 64;
 struct Registry {
   std::mutex m;
   std::array<std::atomic<GpuRuntime*>, kMaxDevices> devices{};
+  std::array<std::atomic<StorageCopies*>, kMaxDevices> copies{};  // the storage mover's, with a backend each
   std::optional<GpuRuntimeOptions> options;  // from tierpack_gpu_configure, else the environment
   std::string last_error;
   bool announced_failure = false;
@@ -66,25 +69,57 @@ void remember(const std::string& msg) {
   r.last_error = msg;
 }
 
-GpuRuntime& runtime(int device) {
+/// The device's backend: CUDA, or the memfd twin under TIERPACK_GPU_TEST_BACKEND=twin.
+std::unique_ptr<VmmBackend> make_backend(int device) {
+  if (const char* b = std::getenv("TIERPACK_GPU_TEST_BACKEND"); b && std::string_view(b) == "twin")
+    return std::make_unique<MemfdBackend>();
+  CudaBackendOptions bo;
+  bo.device = device;
+  return std::make_unique<CudaVmmBackend>(bo);
+}
+
+void check_device(int device) {
   if (device < 0 || device >= kMaxDevices) throw logic_error("CUDA device " + std::to_string(device) + " out of range");
+}
+
+GpuRuntime& runtime(int device) {
+  check_device(device);
   Registry& r = registry();
   if (GpuRuntime* rt = r.devices[device].load(std::memory_order_acquire)) return *rt;
   std::lock_guard lk(r.m);
   if (GpuRuntime* rt = r.devices[device].load(std::memory_order_acquire)) return *rt;
   if (!r.options) r.options = gpu_options_from_env();
-  std::unique_ptr<VmmBackend> backend;
-  if (const char* b = std::getenv("TIERPACK_GPU_TEST_BACKEND"); b && std::string_view(b) == "twin") {
-    backend = std::make_unique<MemfdBackend>();
-  } else {
-    CudaBackendOptions bo;
-    bo.device = device;
-    backend = std::make_unique<CudaVmmBackend>(bo);
-  }
-  auto* rt = new GpuRuntime(std::move(backend), *r.options, device);
+  auto* rt = new GpuRuntime(make_backend(device), *r.options, device);
   if (r.options->log != LogLevel::quiet) std::fprintf(stderr, "tierpack: %s\n", rt->describe().c_str());
   r.devices[device].store(rt, std::memory_order_release);
   return *rt;
+}
+
+/// The storage mover's copies on `device`, made at the first call (a backend of their own: the storage mechanism
+/// has no runtime; never destroyed, like the runtimes).
+StorageCopies& copies(int device) {
+  check_device(device);
+  Registry& r = registry();
+  if (StorageCopies* c = r.copies[device].load(std::memory_order_acquire)) return *c;
+  std::lock_guard lk(r.m);
+  if (StorageCopies* c = r.copies[device].load(std::memory_order_acquire)) return *c;
+  auto* c = new StorageCopies(*make_backend(device).release());
+  r.copies[device].store(c, std::memory_order_release);
+  return *c;
+}
+
+/// Runs `f` for a C entry point returning int: its value, or -1 with the error remembered for
+/// tierpack_gpu_last_error().
+template <class F>
+int status_of(const char* where, F&& f) noexcept {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    remember(std::string("tierpack: ") + where + ": " + e.what());
+  } catch (...) {
+    remember(std::string("tierpack: ") + where + ": unknown exception");
+  }
+  return -1;
 }
 
 template <class F>
@@ -334,7 +369,7 @@ TIERPACK_C_API std::uint64_t tierpack_gpu_memory_stat(int device, int which) {
 /// The options the Python side acts on, parsed once here from TIERPACK_CONF and TIERPACK_GPU (or
 /// tierpack_gpu_configure), as JSON read by name: mechanism ("storage" or "vmm"), budget_bytes and
 /// budget_fraction (one of them, or both null: no budget), fill, fits_fraction, hard_limit, recompute, gc_freeze,
-/// stream_step, autocast_cache, warmup_iterations, divergences, stats_out. nullptr with tierpack_gpu_last_error()
+/// stream_step, autocast_cache, copies, warmup_iterations, divergences, stats_out. nullptr with tierpack_gpu_last_error()
 /// naming the bad key when the options cannot be read.
 TIERPACK_C_API const char* tierpack_gpu_options_json(void) {
   thread_local std::string out;
@@ -353,6 +388,7 @@ TIERPACK_C_API const char* tierpack_gpu_options_json(void) {
                      {"gc_freeze", o.gc_freeze},
                      {"stream_step", o.stream_step},
                      {"autocast_cache", o.autocast_cache},
+                     {"copies", o.raw_copies ? "raw" : "torch"},
                      {"warmup_iterations", o.warmup_iterations},
                      {"divergences", o.max_divergences},
                      {"stats_out", o.stats_out}};
@@ -397,4 +433,65 @@ TIERPACK_C_API const char* tierpack_plan_saved(const char* trace_json, const cha
     remember(e.what());
     return nullptr;
   }
+}
+
+// The storage mover's copies (migrate/gpu/storage_copies.hpp; python/tierpack/copy_streams.py, Note [Raw copies]).
+// Streams are CUDA stream handles (torch.cuda.Stream.cuda_stream; 0 is CUDA's default stream), events come from
+// tierpack_copy_event_new. Each int-returning call returns -1 on failure, with tierpack_gpu_last_error() saying why.
+
+/// Makes device `device`'s copies ready (loads the driver). 0, or -1 (no CUDA device, ...).
+TIERPACK_C_API int tierpack_copies_open(int device) {
+  return status_of("storage copies", [&] {
+    copies(device);
+    return 0;
+  });
+}
+
+/// A new event (no timing), or 0 with tierpack_gpu_last_error() saying why.
+TIERPACK_C_API std::uint64_t tierpack_copy_event_new(int device) {
+  std::uint64_t e = 0;
+  status_of("copy event", [&] {
+    e = copies(device).new_event();
+    return 0;
+  });
+  return e;
+}
+
+TIERPACK_C_API void tierpack_copy_event_free(int device, std::uint64_t event) {
+  status_of("copy event", [&] {
+    if (event != 0) copies(device).free_event(event);
+    return 0;
+  });
+}
+
+/// 1 when the work `event` was recorded after has run (or it was never recorded), 0 when not yet, -1 on failure.
+TIERPACK_C_API int tierpack_copy_event_done(int device, std::uint64_t event) {
+  return status_of("copy event query", [&] { return copies(device).done(event) ? 1 : 0; });
+}
+
+/// `stream` waits on the device for `event` (the host does not wait). 0, or -1.
+TIERPACK_C_API int tierpack_copy_stream_wait(int device, std::uint64_t stream, std::uint64_t event) {
+  return status_of("stream wait", [&] {
+    copies(device).wait(stream, event);
+    return 0;
+  });
+}
+
+/// Queues `n` copies (dst[i] <- src[i], bytes[i] bytes, in order) on `copy_stream`, after the work queued so far on
+/// `after` when `after_set` (else no such wait) and after each of the `n_waits` events of `waits` (0 entries
+/// skipped), then records `done` (0: none) on `copy_stream`. 0, or -1 (nothing queued when an address is null).
+TIERPACK_C_API int tierpack_copy_batch(int device, int after_set, std::uint64_t after, std::uint64_t copy_stream,
+                                       const std::uint64_t* waits, int n_waits, const std::uint64_t* dst,
+                                       const std::uint64_t* src, const std::uint64_t* bytes, int n,
+                                       std::uint64_t done) {
+  return status_of("storage copies", [&] {
+    if (n < 0 || n_waits < 0 || (n > 0 && (!dst || !src || !bytes)) || (n_waits > 0 && !waits))
+      throw tierpack::logic_error("tierpack_copy_batch: " + std::to_string(n) + " copies and " +
+                                  std::to_string(n_waits) + " waits without their arrays");
+    std::vector<StorageCopy> batch(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) batch[static_cast<std::size_t>(i)] = {dst[i], src[i], bytes[i]};
+    std::vector<EventHandle> w(waits, waits + n_waits);
+    copies(device).copy(after_set ? std::optional<StreamHandle>(after) : std::nullopt, copy_stream, w, batch, done);
+    return 0;
+  });
 }

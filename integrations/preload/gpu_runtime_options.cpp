@@ -196,6 +196,10 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
       else bad(key, value, "whole, stream");
     } else if (key == "autocast_cache") {
       o.autocast_cache = parse_switch(key, value);
+    } else if (key == "copies") {
+      if (value == "raw") o.raw_copies = true;
+      else if (value == "torch") o.raw_copies = false;
+      else bad(key, value, "raw, torch");
     } else if (key == "budget") {  // convenience: same as TIERPACK_CONF's gpu_budget
       try {
         o.budget = parse_budget(value);
@@ -207,7 +211,7 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
                         "' (accepted keys: chunk, host_limit, spill, migrate, persistent, resident, group, headroom, "
                         "min_move, evict_lag, prewarm_threads, plan_out, profile_out, remap_threads, remap, remap_delay, "
                         "copy_piece, divergences, verify, gate, mechanism, fill, limit, recompute, gc, step, "
-                        "autocast_cache, budget)");
+                        "autocast_cache, copies, budget)");
     }
   }
   return o;

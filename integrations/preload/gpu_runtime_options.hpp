@@ -67,6 +67,10 @@ struct GpuRuntimeOptions {
   /// forward (python/tierpack/cuda.py autocast_cache; 1.36 GiB held through forward on the Llama-style decoder,
   /// its recorded step 171.5 ms without the cache, 171.2 with it: bench/results/gpu-h200-2026-12-06-1, calls 2-3)
   bool autocast_cache = false;
+  /// storage: true (TIERPACK_GPU copies:raw, the default): the mover's copies, their waits and events are one call
+  /// into libtierpack_cuda.so per batch (migrate/gpu/storage_copies.hpp); false (copies:torch): through torch's
+  /// Python API (python/tierpack/copy_streams.py, Note [Raw copies])
+  bool raw_copies = true;
   /// storage: once a plan fits, the budget is PyTorch's memory limit: the allocator gives its cached pages
   /// back when it would pass it (Note [Reserved memory]), and raises out of memory past it; false (the
   /// default): soft

@@ -21,17 +21,115 @@ queued at its fetch; the plan fetches early enough for that (Note [Storage move 
 it on the copy stream instead, with record_stream for the compute stream, was no faster on GPT-2 large and
 raised PyTorch's reserved peak by 3-8 GiB: the copy stream's blocks form a second pool
 (bench/results/gpu-h200-2026-11-30-4).
+
+Note [Raw copies]
+Through torch's Python API each copy costs the host a stream switch (``with torch.cuda.stream``), a wait
+(``wait_stream``: an event made and recorded), the copy's dispatch and an event made and recorded: the hooks
+spent 80 us of host time per copy issued on the T5-style model (bench/results/gpu-h200-2026-12-07-1, call 2),
+and the mover's copies of 1 MiB storages reached 0.47 of plain pinned copies. With ``copies:raw`` (the default,
+TIERPACK_GPU) a batch of copies is one call into libtierpack_cuda.so (``RawCopies``, migrate/gpu/storage_copies.hpp):
+the copy stream waits for the compute stream and the copies out the batch needs, the copies run in order, one
+event (a CUDA event of the library's, not torch's) is recorded after them. Torch's copy marks the pinned block it
+used so that its host allocator does not hand it out again before the copy ends; a raw copy does not, so the
+transport holds every pinned buffer of a batch until its event has passed (``_in_flight``), whatever the mover
+does with it. Device memory is ordered as before: a copy out's source is freed on the compute stream after it
+waited for the copy, a copy back's destination is used after the compute stream waited for it.
 """
 
 from __future__ import annotations
 
+import collections
+import ctypes
 import threading
+
+
+class RawEvent:
+    """A CUDA event of libtierpack_cuda.so's (no timing): ``query()`` as torch's events have, freed with the object."""
+
+    __slots__ = ("handle", "_copies", "__weakref__")
+
+    def __init__(self, copies, handle):
+        self._copies, self.handle = copies, handle
+
+    def query(self):
+        return self._copies.done(self)
+
+    def __del__(self):
+        try:
+            self._copies.release(self.handle)
+        except Exception:  # noqa: BLE001 - interpreter shutdown: the library may be gone
+            pass
+
+
+class RawCopies:
+    """Stream-ordered copies through libtierpack_cuda.so's C ABI (Note [Raw copies]): one call per batch. Streams are
+    CUDA stream handles (``torch.cuda.Stream.cuda_stream``; 0 is CUDA's default stream)."""
+
+    def __init__(self, lib, device_index):
+        u64, i32 = ctypes.c_uint64, ctypes.c_int
+        p64 = ctypes.POINTER(u64)
+        lib.tierpack_gpu_last_error.restype = ctypes.c_char_p
+        lib.tierpack_copies_open.argtypes, lib.tierpack_copies_open.restype = [i32], i32
+        lib.tierpack_copy_event_new.argtypes, lib.tierpack_copy_event_new.restype = [i32], u64
+        lib.tierpack_copy_event_free.argtypes, lib.tierpack_copy_event_free.restype = [i32, u64], None
+        lib.tierpack_copy_event_done.argtypes, lib.tierpack_copy_event_done.restype = [i32, u64], i32
+        lib.tierpack_copy_stream_wait.argtypes, lib.tierpack_copy_stream_wait.restype = [i32, u64, u64], i32
+        lib.tierpack_copy_batch.argtypes = [i32, i32, u64, u64, p64, i32, p64, p64, p64, i32, u64]
+        lib.tierpack_copy_batch.restype = i32
+        self._lib, self._device = lib, device_index
+        self._spare = []  # events whose objects died: made again from here (Note [Raw copies])
+        self._m = threading.Lock()
+        if lib.tierpack_copies_open(device_index) != 0:
+            raise RuntimeError(self._error("storage copies"))
+
+    def _error(self, what):
+        return "tierpack: %s on device %d failed: %s" % (what, self._device, self._lib.tierpack_gpu_last_error().decode())
+
+    def event(self):
+        with self._m:
+            handle = self._spare.pop() if self._spare else 0
+        if handle == 0:
+            handle = self._lib.tierpack_copy_event_new(self._device)
+            if handle == 0:
+                raise RuntimeError(self._error("a copy event"))
+        return RawEvent(self, handle)
+
+    def release(self, handle):
+        """An event no object holds any more: kept for the next one (recording it again is safe: a wait takes the
+        record made before it)."""
+        with self._m:
+            if len(self._spare) < 256:
+                self._spare.append(handle)
+                return
+        self._lib.tierpack_copy_event_free(self._device, handle)
+
+    def done(self, ev):
+        r = self._lib.tierpack_copy_event_done(self._device, ev.handle)
+        if r < 0:
+            raise RuntimeError(self._error("a copy event's query"))
+        return r == 1
+
+    def wait(self, stream, ev):
+        """`stream` waits on the device for `ev`."""
+        if self._lib.tierpack_copy_stream_wait(self._device, stream, ev.handle) != 0:
+            raise RuntimeError(self._error("a stream's wait"))
+
+    def copy(self, after, stream, waits, dst, src, nbytes, done):
+        """Copies dst[i] <- src[i] (nbytes[i] bytes each, addresses as ints) on `stream`, after the work queued so far
+        on stream `after` (None: no such wait) and after each RawEvent of `waits`, then records `done` there."""
+        n, arr = len(dst), ctypes.c_uint64 * len(dst)
+        w = (ctypes.c_uint64 * len(waits))(*[e.handle for e in waits]) if waits else None
+        r = self._lib.tierpack_copy_batch(self._device, after is not None, after or 0, stream, w, len(waits),
+                                          arr(*dst), arr(*src), arr(*nbytes), n, done.handle)
+        if r != 0:
+            raise RuntimeError(self._error("%d storage copies" % n))
 
 
 class CudaTransport:
     """Copies of flat uint8 storages between one CUDA device and pinned host memory."""
 
-    def __init__(self, torch, device):
+    def __init__(self, torch, device, lib=None):
+        """`lib`: libtierpack_cuda.so (ctypes) for raw copies (Note [Raw copies]); None: torch's calls."""
         self.torch = torch
         self.device = torch.device(device)
         self.d2h = torch.cuda.Stream(self.device)
@@ -45,6 +143,8 @@ class CudaTransport:
         self._raw_current = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         self._index = self.device.index if self.device.index is not None else torch.cuda.current_device()
         self._streams = {}
+        self.raw = RawCopies(lib, self._index) if lib is not None and self._raw_current is not None else None
+        self._in_flight = collections.deque()  # (event, pinned buffers) of raw batches not known to be done
 
     # ----------------------------------------------------------------------------- pinned buffers
     def host_buffer(self, nbytes):
@@ -74,10 +174,23 @@ class CudaTransport:
             stream = self._streams[raw] = self.torch.cuda.current_stream(self.device)
         return stream
 
+    def _raw_batch(self, copy_stream, waits, dst, src, nbytes, pinned):
+        """One raw batch after the compute queued so far (Note [Raw copies]): its event, its pinned buffers held
+        until the event has passed."""
+        ev = self.raw.event()
+        self.raw.copy(self._raw_current(self._index), copy_stream.cuda_stream, waits, dst, src, nbytes, ev)
+        q = self._in_flight
+        while q and q[0][0].query():
+            q.popleft()
+        q.append((ev, pinned))
+        return ev
+
     def to_host(self, flat, into=None):
         """`into`: a pinned buffer of flat's size to copy into instead of one from the pool (its last copy must be
         ordered before the compute queued so far: the copy waits for that compute, not for the buffer's event)."""
         host = into if into is not None else self.host_buffer(flat.numel())
+        if self.raw is not None:
+            return host, self._raw_batch(self.d2h, (), [host.data_ptr()], [flat.data_ptr()], [flat.numel()], (host,))
         self.d2h.wait_stream(self.compute())
         with self.torch.cuda.stream(self.d2h):
             host.copy_(flat, non_blocking=True)
@@ -90,6 +203,9 @@ class CudaTransport:
         compute queued so far, one event after them all. Returns (host buffers, event). `into`: per storage, a
         buffer to copy into or None (as to_host's)."""
         hosts = [b if b is not None else self.host_buffer(f.numel()) for f, b in zip(flats, into or [None] * len(flats))]
+        if self.raw is not None:
+            return hosts, self._raw_batch(self.d2h, (), [h.data_ptr() for h in hosts], [f.data_ptr() for f in flats],
+                                          [f.numel() for f in flats], hosts)
         self.d2h.wait_stream(self.compute())
         with self.torch.cuda.stream(self.d2h):
             for host, flat in zip(hosts, flats):
@@ -103,6 +219,11 @@ class CudaTransport:
         destinations allocated on the compute stream, one wait for the compute queued so far, one event."""
         torch = self.torch
         flats = [torch.empty(nbytes, dtype=torch.uint8, device=self.device) for _, nbytes, _ in items]
+        if self.raw is not None:
+            waits = list({id(a): a for _, _, a in items if a is not None}.values())
+            ev = self._raw_batch(self.h2d, waits, [f.data_ptr() for f in flats], [h.data_ptr() for h, _, _ in items],
+                                 [f.numel() for f in flats], [h for h, _, _ in items])
+            return [(flat, ev) for flat in flats]
         self.h2d.wait_stream(self.compute())
         with torch.cuda.stream(self.h2d):
             waited = set()
@@ -121,6 +242,9 @@ class CudaTransport:
     def to_device_into(self, host, flat, after=None):
         """Fills `flat` (device bytes allocated on the compute stream) from `host`, after `after`."""
         torch = self.torch
+        if self.raw is not None:
+            return flat, self._raw_batch(self.h2d, (after,) if after is not None else (), [flat.data_ptr()],
+                                         [host.data_ptr()], [flat.numel()], (host,))
         self.h2d.wait_stream(self.compute())
         with torch.cuda.stream(self.h2d):
             if after is not None:
@@ -131,7 +255,10 @@ class CudaTransport:
         return flat, ev
 
     def compute_wait(self, ev):
-        self.compute().wait_event(ev)
+        if self.raw is not None:
+            self.raw.wait(self._raw_current(self._index), ev)
+        else:
+            self.compute().wait_event(ev)
 
     @staticmethod
     def done(ev):

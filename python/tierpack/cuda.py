@@ -296,7 +296,9 @@ def _install_storage_mover(torch, lib, options):
                 "segments": st.get("segment.all.current", 0)}
 
     _offloader = StorageMover(
-        torch, lambda device: CudaTransport(torch, device), plan_with_library(lib),
+        # Note [Raw copies] (copy_streams.py): copies:raw, the default, issues each batch through the library
+        torch, lambda device: CudaTransport(torch, device, lib if options.get("copies", "raw") == "raw" else None),
+        plan_with_library(lib),
         budget_bytes=options["budget_bytes"], budget_fraction=options["budget_fraction"],
         allocated=allocated, max_allocated=max_allocated, reset_peak=reset_peak, set_limit=set_limit,
         max_reserved=max_reserved,

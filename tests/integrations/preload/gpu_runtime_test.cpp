@@ -525,6 +525,10 @@ TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
   EXPECT_FALSE(parse_gpu_options("autocast_cache:off", {}).autocast_cache);
   EXPECT_TRUE(parse_gpu_options("autocast_cache:on", {}).autocast_cache);
   EXPECT_NE(message("autocast_cache:no").find("autocast_cache"), std::string::npos) << message("autocast_cache:no");
+  EXPECT_TRUE(GpuRuntimeOptions{}.raw_copies) << "the default (Note [Raw copies])";
+  EXPECT_FALSE(parse_gpu_options("copies:torch", {}).raw_copies);
+  EXPECT_TRUE(parse_gpu_options("copies:raw", {}).raw_copies);
+  EXPECT_NE(message("copies:fast").find("accepted: raw, torch"), std::string::npos) << message("copies:fast");
   EXPECT_NE(message("activations:offload").find("unknown key 'activations'"), std::string::npos)
       << message("activations:offload");
 }
