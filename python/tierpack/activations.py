@@ -1073,7 +1073,7 @@ class StorageMover:
     def _copy_out(self, rec):
         if rec.moving or rec.storage is None:
             return
-        rec.host, rec.d2h = self.transport.to_host(_flat_bytes(self.torch, rec.storage, self.device))
+        rec.host, rec.d2h = self.transport.to_host(self._source(rec.storage))
         self._copied(rec)
 
     def _copied(self, rec):
@@ -1092,6 +1092,12 @@ class StorageMover:
     # them; a call's releases wait for the newest of their copies out only (the device-to-host stream runs its copies
     # in order, so the others are done by then). A transport without the batch calls (to_host_many,
     # to_device_many) gets them one by one.
+    def _source(self, storage):
+        """What the transport copies out of a device storage (CudaTransport.source; a flat uint8 tensor for one
+        without it)."""
+        source = getattr(self.transport, "source", None)
+        return source(storage) if source is not None else _flat_bytes(self.torch, storage, self.device)
+
     def _copies_out(self, flats, into=None):
         """Copies of `flats` out at one call: [(host buffer, event)], one batch where the transport has one. `into`:
         per storage a pinned buffer to copy into (its last copy ordered before the compute queued so far) or None."""
@@ -1103,7 +1109,7 @@ class StorageMover:
 
     def _copy_out_many(self, recs):
         recs = [r for r in recs if not r.moving and r.storage is not None]
-        for r, (host, ev) in zip(recs, self._copies_out([_flat_bytes(self.torch, r.storage, self.device) for r in recs])):
+        for r, (host, ev) in zip(recs, self._copies_out([self._source(r.storage) for r in recs])):
             r.host, r.d2h = host, ev
             self._copied(r)
 
@@ -1392,8 +1398,7 @@ class StorageMover:
             # waited for the copy in. (Taking new buffers, while those given back were still in flight, grew the
             # pinned pool by 9-28 MB a step on the Llama-style decoder: bench/results/gpu-h200-2026-12-06-1.)
             into = [r.host if r.host is not None and r.host.numel() == r.nbytes else None for r in recs]
-            copies = self._copies_out([_flat_bytes(self.torch, self._storage_of(r.tensor), self.device) for r in recs],
-                                      into)
+            copies = self._copies_out([self._source(self._storage_of(r.tensor)) for r in recs], into)
             for r, b, (host, ev) in zip(recs, into, copies):
                 if r.host is not None and b is None:
                     self.transport.give_back(r.host, r.h2d if r.h2d is not None else r.d2h)

@@ -42,6 +42,8 @@ import collections
 import ctypes
 import threading
 
+from tierpack._storage import flat_bytes
+
 
 class RawEvent:
     """A CUDA event of libtierpack_cuda.so's (no timing): ``query()`` as torch's events have, freed with the object."""
@@ -59,6 +61,21 @@ class RawEvent:
             self._copies.release(self.handle)
         except Exception:  # noqa: BLE001 - interpreter shutdown: the library may be gone
             pass
+
+
+class _Span:
+    """A storage's address and size: all a raw copy out needs of it (no tensor made: Note [Raw copies])."""
+
+    __slots__ = ("ptr", "n")
+
+    def __init__(self, ptr, n):
+        self.ptr, self.n = ptr, n
+
+    def data_ptr(self):
+        return self.ptr
+
+    def numel(self):
+        return self.n
 
 
 class RawCopies:
@@ -173,6 +190,13 @@ class CudaTransport:
         if stream is None:
             stream = self._streams[raw] = self.torch.cuda.current_stream(self.device)
         return stream
+
+    def source(self, storage):
+        """What to_host / to_host_many copy out of `storage` (an UntypedStorage on the device): with raw copies its
+        address and size, else a flat uint8 tensor over it."""
+        if self.raw is not None:
+            return _Span(storage.data_ptr(), storage.nbytes())
+        return flat_bytes(self.torch, storage, self.device)
 
     def _raw_batch(self, copy_stream, waits, dst, src, nbytes, pinned):
         """One raw batch after the compute queued so far (Note [Raw copies]): its event, its pinned buffers held
