@@ -17,9 +17,13 @@
 // A sixth closes the gate as CudaVmmBackend::close_gate does, behind a long reader already queued: an event, then one
 // cuStreamBatchMemOp that writes a `reached` word and waits for a `release` word; the host remaps once `reached` is
 // written and the event is done, and says whether the reader had finished when `reached` was written.
+// A seventh maps two handles twice each, at shadow addresses and by turns at a chunk's (as migrate/gpu/handle_pool.hpp
+// does), 40 cycles. An eighth launches the reader while the chunk's range is unmapped, behind a host-word wait, and
+// maps it from another thread before opening the wait (a kernel reaching a closed gate inside a remap's window).
 // Exit 0 when the reader read the pattern mapped when it ran in every case; run it with and without
 // `compute-sanitizer --tool memcheck`. Cases 1-6 ran in bench/results/gpu-h200-2026-12-07-1 (calls 1-5: clean under
-// memcheck); case 7 was written after, not run yet. Build: CMake target memcheck_remap_probe (CUDA builds only).
+// memcheck), case 7 in gpu-h200-2026-12-08-1 (call 1: clean); case 8 was written after. Build: CMake target
+// memcheck_remap_probe (CUDA builds only).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -306,6 +310,39 @@ int main() {
     std::printf("case 7 (two handles, each mapped at a shadow address, taking turns at a chunk's address for %d "
                 "cycles): %llu words read wrong\n", cycles, *bad7);
     bad[4] += *bad7;
+    // Case 8: a reader launched while the chunk's range is unmapped (behind a host-word wait, as a kernel reaching a
+    // closed gate between a remap's unmap and its map); another thread maps handle x there, then opens the wait.
+    {
+      void* wh = nullptr;
+      CHECK_DRV(cuMemHostAlloc(&wh, sizeof(unsigned), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+      auto* go = static_cast<volatile unsigned*>(wh);
+      *go = 0;
+      CUdeviceptr go_dev = 0;
+      CHECK_DRV(cuMemHostGetDevicePointer(&go_dev, wh, 0));
+      *bad7 = 0;
+      CHECK_DRV(cuStreamWaitValue32(reinterpret_cast<CUstream>(s), go_dev, 1, CU_STREAM_WAIT_VALUE_GEQ));
+      std::thread mapper([=] {
+        CUcontext ctx = nullptr;
+        CHECK_DRV(cuDevicePrimaryCtxRetain(&ctx, dev));
+        CHECK_DRV(cuCtxSetCurrent(ctx));
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        map_with_access(chunk, size, x, dev);
+        __atomic_store_n(const_cast<unsigned*>(go), 1u, __ATOMIC_SEQ_CST);
+        CHECK_DRV(cuDevicePrimaryCtxRelease(dev));
+      });
+      read_check<<<64, 256, 0, s>>>(reinterpret_cast<const unsigned*>(chunk), words, 0xD0D0D0D0u, bad7);
+      mapper.join();
+      if (cudaStreamSynchronize(s) != cudaSuccess) {
+        std::printf("case 8 (a reader launched while its range was unmapped): CUDA error %s\n",
+                    cudaGetErrorString(cudaGetLastError()));
+        return 1;
+      }
+      std::printf("case 8 (a reader launched while its range was unmapped, the range mapped before it ran): %llu words "
+                  "read wrong\n", *bad7);
+      bad[4] += *bad7;
+      CHECK_DRV(cuMemUnmap(chunk, size));
+      cuMemFreeHost(wh);
+    }
     cudaFree(bad7);
     CHECK_DRV(cuMemUnmap(shadow, size));
     CHECK_DRV(cuMemUnmap(shadow + size, size));
