@@ -75,6 +75,18 @@ void map_with_access(CUdeviceptr va, std::size_t size, CUmemGenericAllocationHan
 
 // A thread that, 300 ms from now, maps `h` at `va` in place of what is there and then writes 1 to `word` (what a
 // stream waits for: the gate's release).
+// Stream `s` waits (cuStreamWaitValue32) until the host writes 1 to the returned word of mapped pinned memory, as
+// tierpack's gate waits; *mem is what to free with cuMemFreeHost.
+volatile unsigned* wait_for_host_word(cudaStream_t s, void** mem) {
+  CHECK_DRV(cuMemHostAlloc(mem, sizeof(unsigned), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+  auto* word = static_cast<volatile unsigned*>(*mem);
+  *word = 0;
+  CUdeviceptr word_dev = 0;
+  CHECK_DRV(cuMemHostGetDevicePointer(&word_dev, *mem, 0));
+  CHECK_DRV(cuStreamWaitValue32(reinterpret_cast<CUstream>(s), word_dev, 1, CU_STREAM_WAIT_VALUE_GEQ));
+  return word;
+}
+
 std::thread remap_then_open(CUdeviceptr va, std::size_t size, CUmemGenericAllocationHandle h, CUdevice dev,
                             volatile unsigned* word) {
   return std::thread([=] {
@@ -151,12 +163,7 @@ int main() {
 
   // Case 3, the gate as tierpack closes it: a wait on a host word; a second thread remaps to A, then opens it.
   void* words_host = nullptr;
-  CHECK_DRV(cuMemHostAlloc(&words_host, sizeof(unsigned), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
-  auto* release = static_cast<volatile unsigned*>(words_host);
-  *release = 0;
-  CUdeviceptr release_dev = 0;
-  CHECK_DRV(cuMemHostGetDevicePointer(&release_dev, words_host, 0));
-  CHECK_DRV(cuStreamWaitValue32(reinterpret_cast<CUstream>(s), release_dev, 1, CU_STREAM_WAIT_VALUE_GEQ));
+  volatile unsigned* release = wait_for_host_word(s, &words_host);
   std::thread remapper = remap_then_open(va, size, a, dev, release);
   const auto launched = std::chrono::steady_clock::now();
   read_check<<<64, 256, 0, s>>>(reinterpret_cast<const unsigned*>(va), words, 0xA0A0A0A0u, &bad[2]);
@@ -202,13 +209,8 @@ int main() {
     fill<<<64, 256, 0, s>>>(reinterpret_cast<unsigned*>(va), words, 0xC0C0C0C0u);  // A gets the host's pattern
     if (cudaDeviceSynchronize() != cudaSuccess) return 2;
     void* word5 = nullptr;
-    CHECK_DRV(cuMemHostAlloc(&word5, sizeof(unsigned), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
-    auto* open5 = static_cast<volatile unsigned*>(word5);
-    *open5 = 0;
-    CUdeviceptr open5_dev = 0;
-    CHECK_DRV(cuMemHostGetDevicePointer(&open5_dev, word5, 0));
     bad[4] = 0;
-    CHECK_DRV(cuStreamWaitValue32(reinterpret_cast<CUstream>(s), open5_dev, 1, CU_STREAM_WAIT_VALUE_GEQ));
+    volatile unsigned* open5 = wait_for_host_word(s, &word5);
     std::thread evictor = remap_then_open(va, size, h, dev, open5);
     read_check<<<64, 256, 0, s>>>(reinterpret_cast<const unsigned*>(va), words, 0xC0C0C0C0u, &bad[4]);
     evictor.join();
@@ -314,13 +316,8 @@ int main() {
     // closed gate between a remap's unmap and its map); another thread maps handle x there, then opens the wait.
     {
       void* wh = nullptr;
-      CHECK_DRV(cuMemHostAlloc(&wh, sizeof(unsigned), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
-      auto* go = static_cast<volatile unsigned*>(wh);
-      *go = 0;
-      CUdeviceptr go_dev = 0;
-      CHECK_DRV(cuMemHostGetDevicePointer(&go_dev, wh, 0));
       *bad7 = 0;
-      CHECK_DRV(cuStreamWaitValue32(reinterpret_cast<CUstream>(s), go_dev, 1, CU_STREAM_WAIT_VALUE_GEQ));
+      volatile unsigned* go = wait_for_host_word(s, &wh);
       std::thread mapper([=] {
         CUcontext ctx = nullptr;
         CHECK_DRV(cuDevicePrimaryCtxRetain(&ctx, dev));
