@@ -1,5 +1,5 @@
 // Does compute-sanitizer's memcheck judge a kernel's accesses against the mappings of its launch, not of the time it
-// runs? The VMM mechanism's gate (Note [Remap gate]) holds a stream with a stream-ordered wait while a chunk's
+// runs? (Yes, case 8 below.) The VMM mechanism's gate (Note [Remap gate]) holds a stream with a stream-ordered wait while a chunk's
 // virtual range is unmapped and mapped to another physical handle; kernels queued behind the gate were launched
 // while the old mapping stood and run after the new one is in place. GroupMoverTest/cuda.HiddenKernelDuring-
 // MovesNeverFaults passes on the H200 and memcheck reports "Invalid __global__ read ... out of bounds" in it.
@@ -22,8 +22,10 @@
 // maps it from another thread before opening the wait (a kernel reaching a closed gate inside a remap's window).
 // Exit 0 when the reader read the pattern mapped when it ran in every case; run it with and without
 // `compute-sanitizer --tool memcheck`. Cases 1-6 ran in bench/results/gpu-h200-2026-12-07-1 (calls 1-5: clean under
-// memcheck), case 7 in gpu-h200-2026-12-08-1 (call 1: clean); case 8 was written after. Build: CMake target
-// memcheck_remap_probe (CUDA builds only).
+// memcheck), case 7 in gpu-h200-2026-12-08-1 (call 1: clean). Case 8 (call 2) reads right without the sanitizer and
+// under memcheck gets GroupMoverTest/cuda.HiddenKernelDuringMovesNeverFaults's report ("out of bounds and is inside
+// the nearest allocation") and is aborted: memcheck judges a kernel by the mappings at its launch, which is what the
+// test's errors are. Build: CMake target memcheck_remap_probe (CUDA builds only).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
