@@ -1,7 +1,9 @@
 #!/bin/bash
 # Session 34, device call 3 (commit COMMIT3, the runtime of calls 1-2): the T5-style model at 75% of the default peak
 # with recompute:off and limit:hard (copies only: 14.2 GB each way, ~2500 copies issued a step in call 2), copies:torch
-# and copies:raw side by side (one bench run each, in this order). Everything under /tmp/call3 goes back as call3.tgz.
+# and copies:raw side by side (one bench run each, in this order); then the Llama-style decoder at 75% with the default
+# options again (call 2's row repeated: how far one run's plan path moves the step). Everything under /tmp/call3 goes
+# back as call3.tgz.
 set -o pipefail
 export PYTHONUNBUFFERED=1 TIERPACK_CUDA_LIB=$PWD/.devcarry/lib/libtierpack_cuda.so
 D=bench/results/gpu-h200-2026-12-08-1
@@ -19,4 +21,5 @@ run() {  # name model modes budgets timeout [more options]
 }
 run t5_copies_torch t5 tierpack 75 120 "--gpu-options recompute:off,limit:hard,copies:torch"
 run t5_copies_raw t5 tierpack 75 120 "--gpu-options recompute:off,limit:hard,copies:raw"
+run llama llama tierpack 75 100
 grep -h "host's time" /tmp/logs/*/*tierpack*.log | cut -c1-220
