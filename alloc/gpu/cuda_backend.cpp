@@ -10,6 +10,7 @@
 namespace tierpack::gpu {
 
 CudaVmmBackend::CudaVmmBackend(CudaBackendOptions options) : api_(CudaDriverApi::load()) {
+  const std::uintptr_t caller = current_context();  // given back at the end (the thread's device stays the caller's)
   api_.check(api_.device_get(&device_, options.device), "cuDeviceGet");
   api_.check(api_.primary_ctx_retain(&ctx_, device_), "cuDevicePrimaryCtxRetain");
   bind();
@@ -38,6 +39,7 @@ CudaVmmBackend::CudaVmmBackend(CudaBackendOptions options) : api_(CudaDriverApi:
   if (api_.mem_get_allocation_granularity(&g_host, &ph, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS)
     g_host = g_dev;
   info_.granularity = std::max(g_dev, g_host);
+  if (caller != 0 && caller != reinterpret_cast<std::uintptr_t>(ctx_)) set_current_context(caller);
 }
 
 CudaVmmBackend::~CudaVmmBackend() {
@@ -51,6 +53,15 @@ CudaVmmBackend::~CudaVmmBackend() {
 void CudaVmmBackend::bind() const {
   CUcontext cur = nullptr;
   if (api_.ctx_get_current(&cur) != CUDA_SUCCESS || cur != ctx_) api_.check(api_.ctx_set_current(ctx_), "cuCtxSetCurrent");
+}
+
+std::uintptr_t CudaVmmBackend::current_context() {
+  CUcontext cur = nullptr;
+  return api_.ctx_get_current(&cur) == CUDA_SUCCESS ? reinterpret_cast<std::uintptr_t>(cur) : 0;
+}
+
+void CudaVmmBackend::set_current_context(std::uintptr_t ctx) {
+  api_.check(api_.ctx_set_current(reinterpret_cast<CUcontext>(ctx)), "cuCtxSetCurrent");
 }
 
 CUmemAllocationProp CudaVmmBackend::prop(Residence where) const {

@@ -51,6 +51,8 @@ class CudaVmmBackend final : public VmmBackend {
   void open_gate(GateHandle g) noexcept override;
   void read(void* dst, std::uintptr_t src, std::size_t bytes) override;
   void write(std::uintptr_t dst, const void* src, std::size_t bytes) override;
+  std::uintptr_t current_context() override;
+  void set_current_context(std::uintptr_t ctx) override;
 
   const CudaDriverApi& api() const { return api_; }
   /// Makes the device's primary context current on the calling thread.

@@ -110,6 +110,12 @@ class VmmBackend {
   /// Lets the stream go on and forgets the gate. Exactly once per gate, reached or not.
   virtual void open_gate(GateHandle g) noexcept = 0;
 
+  // ---- the calling thread's context (CUDA: the calls above make the device's primary context current)
+  /// The calling thread's current context; 0 when it has none, or for a backend without contexts (the twin).
+  virtual std::uintptr_t current_context() { return 0; }
+  /// Makes `ctx` (from current_context, not 0) current again on the calling thread.
+  virtual void set_current_context(std::uintptr_t /*ctx*/) {}
+
   // ---- host access, for tests and tools: synchronous copies; callers synchronise the streams that
   // wrote the range first
   virtual void read(void* dst, std::uintptr_t src, std::size_t bytes) = 0;

@@ -1,7 +1,8 @@
 // StorageCopies: the storage mover's copies (python/tierpack/copy_streams.py, Note [Raw copies]) as one call per
 // batch: whole-storage copies queued on a copy stream after the work queued so far on another stream and after
 // given events, with one event recorded after them. Through torch's Python API each copy costs the host a stream
-// switch, a copy dispatch, an event and its record; here a batch is one call into the backend's thin layer.
+// switch, a copy dispatch, an event and its record; here a batch is one call into the backend's thin layer. Every
+// call leaves the calling thread's current context as it found it (Note [The caller's context] in the .cpp).
 #pragma once
 
 #include <cstddef>
@@ -34,14 +35,14 @@ class StorageCopies {
   void copy(std::optional<StreamHandle> after, StreamHandle copy_stream, std::span<const EventHandle> waits,
             std::span<const StorageCopy> copies, EventHandle done);
 
-  EventHandle new_event() { return backend_.create_event(); }
-  void free_event(EventHandle e) noexcept { backend_.destroy_event(e); }
+  EventHandle new_event();
+  void free_event(EventHandle e) noexcept;
   /// Whether the work `e` was recorded after has run (an event never recorded counts as done).
-  bool done(EventHandle e) { return backend_.query(e); }
+  bool done(EventHandle e);
   /// `s` waits on the device (not the host) for what `e` was recorded after.
-  void wait(StreamHandle s, EventHandle e) { backend_.wait(s, e); }
+  void wait(StreamHandle s, EventHandle e);
   /// The host waits for `e`: for tests and shutdown, never on the hooks' path.
-  void synchronize(EventHandle e) { backend_.synchronize(e); }
+  void synchronize(EventHandle e);
 
  private:
   VmmBackend& backend_;

@@ -35,7 +35,8 @@ step against 680.7 ms, the hooks spending 33 against 78 us per copy issued (benc
 calls 1 and 3). Torch's copy marks the pinned block it
 used so that its host allocator does not hand it out again before the copy ends; a raw copy does not, so the
 transport holds every pinned buffer of a batch until its event has passed (``_in_flight``), whatever the mover
-does with it. Device memory is ordered as before: a copy out's source is freed on the compute stream after it
+does with it. Each call leaves the calling thread's CUDA context as it found it (migrate/gpu/storage_copies.cpp,
+Note [The caller's context]: torch's device guards do so for its own copies). Device memory is ordered as before: a copy out's source is freed on the compute stream after it
 waited for the copy, a copy back's destination is used after the compute stream waited for it.
 """
 

@@ -5,7 +5,9 @@
 #include <array>
 #include <chrono>
 #include <optional>
+#include <vector>
 
+#include "alloc/gpu/memfd_backend.hpp"
 #include "core/error.hpp"
 #include "tests/migrate/gpu/mover_fixture.hpp"
 
@@ -108,6 +110,79 @@ TYPED_TEST(StorageCopiesTest, TheDefaultStreamCanBeTheOneABatchIsOrderedAfter) {
   this->sync_all();  // the twin counts mismatches when its streams have run
   EXPECT_EQ(this->dev_->take_mismatches(), 0u);
   this->copies_->free_event(done);
+}
+
+
+// A backend that makes "its device's context" current on every call, as the CUDA backend does (bind()), over the twin.
+class BindingBackend final : public VmmBackend {
+ public:
+  static constexpr std::uintptr_t kDeviceContext = 0xD0;
+  static thread_local std::uintptr_t current;
+
+  const BackendInfo& info() const noexcept override { return twin_.info(); }
+  std::uintptr_t reserve(std::size_t bytes) override { return bind(), twin_.reserve(bytes); }
+  void unreserve(std::uintptr_t va, std::size_t bytes) noexcept override { twin_.unreserve(va, bytes); }
+  PhysHandle create(Residence where, std::size_t bytes) override { return bind(), twin_.create(where, bytes); }
+  void release(PhysHandle h) noexcept override { twin_.release(h); }
+  void map(std::uintptr_t va, PhysHandle h) override { bind(), twin_.map(va, h); }
+  void unmap(std::uintptr_t va, std::size_t bytes) override { bind(), twin_.unmap(va, bytes); }
+  StreamHandle create_stream() override { return bind(), twin_.create_stream(); }
+  void destroy_stream(StreamHandle s) noexcept override { twin_.destroy_stream(s); }
+  EventHandle create_event() override { return bind(), twin_.create_event(); }
+  void destroy_event(EventHandle e) noexcept override { bind(), twin_.destroy_event(e); }
+  void record(EventHandle e, StreamHandle s) override { bind(), twin_.record(e, s); }
+  bool query(EventHandle e) override { return bind(), twin_.query(e); }
+  void synchronize(EventHandle e) override { bind(), twin_.synchronize(e); }
+  void wait(StreamHandle s, EventHandle e) override { bind(), twin_.wait(s, e); }
+  void synchronize_stream(StreamHandle s) override { bind(), twin_.synchronize_stream(s); }
+  void copy_async(std::uintptr_t dst, std::uintptr_t src, std::size_t bytes, StreamHandle s) override {
+    bind(), twin_.copy_async(dst, src, bytes, s);
+  }
+  void checksum_async(std::uintptr_t va, std::size_t bytes, std::size_t stride, std::uint64_t* out,
+                      StreamHandle s) override {
+    bind(), twin_.checksum_async(va, bytes, stride, out, s);
+  }
+  std::uint64_t* host_words(std::size_t n) override { return twin_.host_words(n); }
+  GateHandle close_gate(StreamHandle s) override { return bind(), twin_.close_gate(s); }
+  bool gate_reached(GateHandle g) override { return twin_.gate_reached(g); }
+  void open_gate(GateHandle g) noexcept override { twin_.open_gate(g); }
+  void read(void* dst, std::uintptr_t src, std::size_t bytes) override { twin_.read(dst, src, bytes); }
+  void write(std::uintptr_t dst, const void* src, std::size_t bytes) override { twin_.write(dst, src, bytes); }
+  std::uintptr_t current_context() override { return current; }
+  void set_current_context(std::uintptr_t ctx) override { current = ctx; }
+
+ private:
+  static void bind() { current = kDeviceContext; }
+  MemfdBackend twin_;
+};
+thread_local std::uintptr_t BindingBackend::current = 0;
+
+TEST(StorageCopiesContext, EveryCallLeavesTheCallersContextCurrent) {
+  BindingBackend backend;
+  const std::uintptr_t callers = 0xC1;  // a thread driving another device (torch's current device is not the copies')
+  BindingBackend::current = callers;
+  StorageCopies copies(backend);
+  EXPECT_EQ(BindingBackend::current, callers) << "making the fence event";
+  std::vector<std::uint64_t> a(64, 7), b(64, 0);
+  const EventHandle done = copies.new_event();
+  EXPECT_EQ(BindingBackend::current, callers) << "new_event";
+  const StorageCopy c{reinterpret_cast<std::uintptr_t>(b.data()), reinterpret_cast<std::uintptr_t>(a.data()),
+                      a.size() * sizeof(a[0])};
+  copies.copy(StreamHandle{0}, StreamHandle{0}, {}, std::span(&c, 1), done);
+  EXPECT_EQ(BindingBackend::current, callers) << "copy";
+  copies.wait(StreamHandle{0}, done);
+  EXPECT_EQ(BindingBackend::current, callers) << "wait";
+  copies.synchronize(done);
+  EXPECT_TRUE(copies.done(done));
+  EXPECT_EQ(BindingBackend::current, callers) << "done";
+  EXPECT_EQ(b, a);
+  copies.free_event(done);
+  EXPECT_EQ(BindingBackend::current, callers) << "free_event";
+  const EventHandle more = copies.new_event();
+  BindingBackend::current = 0;  // a thread with no context keeps the device's (nothing to give back)
+  EXPECT_TRUE(copies.done(more));
+  EXPECT_EQ(BindingBackend::current, BindingBackend::kDeviceContext);
+  copies.free_event(more);
 }
 
 }  // namespace
