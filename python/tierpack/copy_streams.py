@@ -32,12 +32,12 @@ the copy stream waits for the compute stream and the copies out the batch needs,
 event (a CUDA event of the library's, not torch's) is recorded after them. The host's time per copy fell to 0.47x
 (one a call) and 0.70x (eight a call); on the T5-style model copying 14.2 GB each way the same plan ran 541.5 ms a
 step against 680.7 ms, the hooks spending 33 against 78 us per copy issued (bench/results/gpu-h200-2026-12-08-1,
-calls 1 and 3). Torch's copy marks the pinned block it
-used so that its host allocator does not hand it out again before the copy ends; a raw copy does not, so the
-transport holds every pinned buffer of a batch until its event has passed (``_in_flight``), whatever the mover
-does with it. Each call leaves the calling thread's CUDA context as it found it (migrate/gpu/storage_copies.cpp,
-Note [The caller's context]: torch's device guards do so for its own copies). Device memory is ordered as before: a copy out's source is freed on the compute stream after it
-waited for the copy, a copy back's destination is used after the compute stream waited for it.
+calls 1 and 3). Torch's copy marks the pinned block it used so that its host allocator does not hand it out again
+before the copy ends; a raw copy does not, so the transport holds every pinned buffer of a batch until its event has
+passed (``_in_flight``), whatever the mover does with it. Each call leaves the calling thread's CUDA context as it
+found it (migrate/gpu/storage_copies.cpp, Note [The caller's context]: torch's device guards do so for its own
+copies). Device memory is ordered as before: a copy out's source is freed on the compute stream after it waited for
+the copy, a copy back's destination is used after the compute stream waited for it.
 """
 
 from __future__ import annotations
