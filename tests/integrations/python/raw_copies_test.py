@@ -1,7 +1,9 @@
 """The storage mover's raw copies (python/tierpack/copy_streams.py RawCopies, Note [Raw copies]) through
 libtierpack_cuda.so's C ABI on the memfd twin (TIERPACK_GPU_TEST_BACKEND=twin: streams are worker threads, copies
 memcpy): the ctypes binding passes addresses, sizes, waits and events as the library reads them; a bad copy is an
-error naming it, with nothing queued; events of dead objects are reused. No torch needed. The ordering against
+error naming it, with nothing queued; events of dead objects are reused. No torch needed for those; with torch,
+CudaTransport's raw mode copies storages out and back through it (CPU tensors standing in for the device's, every
+stream the twin's default one). The ordering against
 other streams is tested in C++ (tests/migrate/gpu/storage_copies_test.cpp, twin and CUDA) and the transport on the
 H200 (storage_mover_cuda_test.py).
 
@@ -84,6 +86,71 @@ class RawCopiesTest(unittest.TestCase):
         self.copies.wait(DEFAULT_STREAM, ev)
         settle(ev)
         self.assertEqual(dst[0].raw, src[0].raw)
+
+
+try:
+    import torch  # noqa: E402
+except ImportError:
+    torch = None
+
+
+class _TwinCuda:
+    """torch.cuda as CudaTransport uses it, over the twin's default stream (handle 0)."""
+
+    class Stream:
+        cuda_stream = DEFAULT_STREAM
+
+        def __init__(self, device=None):
+            pass
+
+    @staticmethod
+    def current_device():
+        return 0
+
+    @staticmethod
+    def current_stream(device=None):
+        return _TwinCuda.Stream()
+
+
+class _TwinTorch:
+    """The torch CudaTransport sees: CPU tensors for the device's and the pinned ones."""
+
+    def __init__(self):
+        self.uint8, self.device, self.cuda = torch.uint8, torch.device, _TwinCuda
+        self._C = type("C", (), {"_cuda_getCurrentRawStream": staticmethod(lambda index: DEFAULT_STREAM)})
+
+    @staticmethod
+    def empty(n, dtype=None, device=None, pin_memory=False):
+        return torch.empty(n, dtype=dtype)
+
+
+@unittest.skipUnless(LIB and os.path.exists(LIB) and torch is not None, "needs TIERPACK_CUDA_LIB and torch")
+class RawTransportTest(unittest.TestCase):
+    def test_storages_go_out_and_come_back_bit_identical_and_pinned_buffers_stay_held_until_their_copy_ends(self):
+        from tierpack.copy_streams import CudaTransport
+
+        tr = CudaTransport(_TwinTorch(), "cuda:0", ctypes.CDLL(LIB))
+        self.assertIsNotNone(tr.raw)
+        src = [torch.randint(0, 255, (n,), dtype=torch.uint8) for n in (4096, 1000, 77)]
+        one = tr.to_host(tr.source(src[0].untyped_storage() if hasattr(src[0], "untyped_storage")
+                                   else src[0].storage().untyped()))
+        many, ev = tr.to_host_many(src[1:])
+        settle(one[1])
+        settle(ev)
+        outs = [one[0]] + many
+        self.assertTrue(all(torch.equal(o, s) for o, s in zip(outs, src)))
+        self.assertTrue(all(any(o is h for _, hs in tr._in_flight for h in hs) for o in outs[-2:]),
+                        "a batch's pinned buffers are held while it may still run")
+        back = tr.to_device_many([(o, o.numel(), e) for o, e in zip(outs, (one[1], ev, ev))])
+        into = torch.zeros(4096, dtype=torch.uint8)
+        flat, ev2 = tr.to_device_into(outs[0], into, one[1])
+        settle(back[0][1])
+        settle(ev2)
+        self.assertTrue(all(torch.equal(f, s) for (f, _), s in zip(back, src)))
+        self.assertTrue(flat is into and torch.equal(into, src[0]))
+        tr.compute_wait(ev2)
+        tr.to_host(src[2])  # a later batch lets go of the finished ones
+        self.assertEqual(len(tr._in_flight), 1)
 
 
 if __name__ == "__main__":
