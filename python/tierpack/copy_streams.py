@@ -52,7 +52,7 @@ from tierpack._storage import flat_bytes
 class RawEvent:
     """A CUDA event of libtierpack_cuda.so's (no timing): ``query()`` as torch's events have, freed with the object."""
 
-    __slots__ = ("handle", "_copies", "__weakref__")
+    __slots__ = ("handle", "_copies")
 
     def __init__(self, copies, handle):
         self._copies, self.handle = copies, handle
@@ -216,15 +216,8 @@ class CudaTransport:
     def to_host(self, flat, into=None):
         """`into`: a pinned buffer of flat's size to copy into instead of one from the pool (its last copy must be
         ordered before the compute queued so far: the copy waits for that compute, not for the buffer's event)."""
-        host = into if into is not None else self.host_buffer(flat.numel())
-        if self.raw is not None:
-            return host, self._raw_batch(self.d2h, (), [host.data_ptr()], [flat.data_ptr()], [flat.numel()], (host,))
-        self.d2h.wait_stream(self.compute())
-        with self.torch.cuda.stream(self.d2h):
-            host.copy_(flat, non_blocking=True)
-            ev = self.torch.cuda.Event()
-            ev.record(self.d2h)
-        return host, ev
+        hosts, ev = self.to_host_many([flat], [into])
+        return hosts[0], ev
 
     def to_host_many(self, flats, into=None):
         """Copies of several storages out at one call (Note [Batched moves] in activations.py): one wait for the
@@ -247,21 +240,7 @@ class CudaTransport:
         destinations allocated on the compute stream, one wait for the compute queued so far, one event."""
         torch = self.torch
         flats = [torch.empty(nbytes, dtype=torch.uint8, device=self.device) for _, nbytes, _ in items]
-        if self.raw is not None:
-            waits = list({id(a): a for _, _, a in items if a is not None}.values())
-            ev = self._raw_batch(self.h2d, waits, [f.data_ptr() for f in flats], [h.data_ptr() for h, _, _ in items],
-                                 [f.numel() for f in flats], [h for h, _, _ in items])
-            return [(flat, ev) for flat in flats]
-        self.h2d.wait_stream(self.compute())
-        with torch.cuda.stream(self.h2d):
-            waited = set()
-            for (host, _, after), flat in zip(items, flats):
-                if after is not None and id(after) not in waited:
-                    waited.add(id(after))
-                    self.h2d.wait_event(after)
-                flat.copy_(host, non_blocking=True)
-            ev = torch.cuda.Event()
-            ev.record(self.h2d)
+        ev = self._into_device([(host, flat, after) for (host, _, after), flat in zip(items, flats)])
         return [(flat, ev) for flat in flats]
 
     def to_device(self, host, nbytes, after=None):
@@ -269,18 +248,28 @@ class CudaTransport:
 
     def to_device_into(self, host, flat, after=None):
         """Fills `flat` (device bytes allocated on the compute stream) from `host`, after `after`."""
+        return flat, self._into_device([(host, flat, after)])
+
+    def _into_device(self, items):
+        """[(pinned host, device bytes, the copy out to wait for or None)]: the copies back, after the compute queued
+        so far and each copy out named once; their one event."""
         torch = self.torch
         if self.raw is not None:
-            return flat, self._raw_batch(self.h2d, (after,) if after is not None else (), [flat.data_ptr()],
-                                         [host.data_ptr()], [flat.numel()], (host,))
+            afters = list({id(a): a for _, _, a in items if a is not None}.values())
+            return self._raw_batch(self.h2d, afters, [f.data_ptr() for _, f, _ in items],
+                                   [h.data_ptr() for h, _, _ in items], [f.numel() for _, f, _ in items],
+                                   [h for h, _, _ in items])
         self.h2d.wait_stream(self.compute())
         with torch.cuda.stream(self.h2d):
-            if after is not None:
-                self.h2d.wait_event(after)
-            flat.copy_(host, non_blocking=True)
+            waited = set()
+            for host, flat, after in items:
+                if after is not None and id(after) not in waited:  # each copy after its own copy out
+                    waited.add(id(after))
+                    self.h2d.wait_event(after)
+                flat.copy_(host, non_blocking=True)
             ev = torch.cuda.Event()
             ev.record(self.h2d)
-        return flat, ev
+        return ev
 
     def compute_wait(self, ev):
         if self.raw is not None:
