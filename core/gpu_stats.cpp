@@ -1,5 +1,6 @@
 #include "core/gpu_stats.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -21,6 +22,42 @@ std::vector<std::pair<int, std::string>> gpu_stats_files(const std::string& stat
   return out;
 }
 
+namespace {
+
+// "predicted step 421.3 ms, measured 540.1 ms (median of 6 steps, +28.2%)": the plan's predicted step beside the
+// steps it ran (Note [Measured plans] in python/tierpack/activations.py), where the plan has both.
+std::string measured_step(const nlohmann::json& plan) {
+  const auto steps = plan.value("step_ms_measured", nlohmann::json::array());
+  std::vector<double> ms;
+  for (const auto& s : steps)
+    if (s.is_number()) ms.push_back(s.get<double>());
+  const double predicted = plan.value("predicted_ms", 0.0);
+  if (ms.empty() || predicted <= 0) return {};
+  std::sort(ms.begin(), ms.end());
+  const std::size_t n = ms.size();
+  const double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  char out[128];
+  std::snprintf(out, sizeof out, ", predicted step %.1f ms, measured %.1f ms (median of %zu step(s), %+.1f%%)",
+                predicted, median, n, (median / predicted - 1) * 100);
+  return out;
+}
+
+// "; a plan made for the hooks' host time ran 812.0 ms a step against 540.3 ms: the plan from iteration 12 came
+// back": the last trial of a plan made for a measured cost (Note [Measured plans]).
+std::string last_trial(const nlohmann::json& st) {
+  if (!st.contains("trials") || !st["trials"].is_array() || st["trials"].empty() || !st["trials"].back().is_object())
+    return {};
+  const auto& t = st["trials"].back();
+  char ms[96];
+  std::snprintf(ms, sizeof ms, " ran %.1f ms a step against %.1f ms: ", t.value("step_ms", 0.0),
+                t.value("before_ms", 0.0));
+  return "; a plan made for " + t.value("why", std::string("?")) + ms +
+         (t.value("kept", true) ? std::string("it stayed")
+                                : "the plan from iteration " + std::to_string(t.value("before_from", 0)) + " came back");
+}
+
+}  // namespace
+
 std::string gpu_stats_line(const nlohmann::json& st) {
   const std::uint64_t budget = st.value("budget", std::uint64_t{0});
   std::string line = "GPU tier gpu" + std::to_string(st.value("device", 0)) + ": phase " +
@@ -38,7 +75,7 @@ std::string gpu_stats_line(const nlohmann::json& st) {
                  ? ", the optimizer step streams " + format_bytes(st["plan"].value("bytes_streamed", std::uint64_t{0})) +
                        " of its state each way"
                  : std::string()) +
-            (st["plan"].value("fits", true) ? "" : " (the plan does not fit the budget)");
+            (st["plan"].value("fits", true) ? "" : " (the plan does not fit the budget)") + measured_step(st["plan"]);
   else if (st.contains("plan") && st["plan"].is_object())
     line += ", " + std::to_string(st["plan"].value("groups", 0)) + " page group(s) in the plan";
   const auto its = st.value("iterations", nlohmann::json::array());
@@ -92,6 +129,7 @@ std::string gpu_stats_line(const nlohmann::json& st) {
             format_bytes(oom.value("free_mapped", std::uint64_t{0})) + " free in " +
             std::to_string(oom.value("gaps", 0)) + " gap(s) the allocator could not give back)";
   }
+  line += last_trial(st);
   if (st.contains("verify"))
     line += "; " + std::to_string(st["verify"].value("rewrites", 0)) +
             " chunk(s) written behind the plan's back, copied again";

@@ -232,7 +232,7 @@ def run_child(a):
                            "peak_reserved_per_step": max(h.get("peak_reserved", 0) for h in timed),
                            "divergences": sum(h["divergences"] for h in timed),
                            "modes": [h["mode"] for h in st["iterations"]],
-                           "iterations": st["iterations"]}
+                           "iterations": st["iterations"], "trials": st.get("trials", [])}
     if a.mode == "default":
         res["pinned_d2h_Bps"], res["pinned_h2d_Bps"] = pinned_bandwidth(torch)
     sampler.stop = True
@@ -429,6 +429,12 @@ def step_notes(rows):
             r["mode"], budget_label(r), [round(t * 1e3) for t in r["step_s"]], [round(h["host_ms"]) for h in timed],
             [round(h.get("gc_ms", 0)) for h in timed], [h.get("gc_full", 0) for h in timed],
             [round(h.get("pinned_new", 0) / 1e6) for h in timed]))
+    for r in rows:  # Note [Measured plans]: plans made for a measured cost, against the plan each replaced
+        for t in (r.get("tierpack") or {}).get("trials") or []:
+            lines.append("- %s %s: the plan from iteration %d (made for %s) ran %.1f ms a step against %.1f ms for "
+                         "the plan from iteration %d: %s" % (
+                             r["mode"], budget_label(r), t["plan_from"], t["why"], t["step_ms"], t["before_ms"],
+                             t["before_from"], "kept" if t["kept"] else "went back to that plan"))
     return lines
 
 

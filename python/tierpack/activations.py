@@ -208,6 +208,26 @@ first such iteration at 60% of checkpointing's peak measured 226 storages at 173
 pinned memory, measured 67.7 ms; scaled by the first (10.54x) the plan moved 8.59 instead of 3.23 GiB each way and
 ran 440.6 ms a step (bench/results/gpu-h200-2026-12-07-1, call 3).
 
+Note [Measured plans]
+~~~~~~~~~~~~~~~~~~~~
+Two replans change the plan for a cost the hooks measured, not for the budget: the hooks' host time (Note [Host
+time] in placer/saved_plan.cpp) and the recipes' measured times (Note [Measured recomputation]). Each is a guess of
+the cost model, and on the H200 one guessed wrong: the T5-style model at 75% of its peak, planned again with 53 us
+of host time per copy, stopped copying and ran its 24 blocks again, predicted 491 ms a step and measured 745-1084
+ms, where the plan it replaced was predicted 447 ms (bench/results/gpu-h200-2026-12-08-1, call 1; the blocks'
+runs took 182 ms against 71 predicted). So such a plan is on trial. Every iteration's GPU span (a mark on the
+compute stream at its start and at its end, the step as the GPU saw it, idle time included: on a host-bound model
+the host's time too) is read one iteration later, so nothing waits for it, and goes into the statistics'
+``step_ms``; a planned iteration after its plan's first, matching the recorded one and taking no new pinned memory,
+also counts for its plan (the plan summary's ``step_ms_measured``). Once the plan on trial (or the one the budget's
+replans made of it: a passed peak, held storages, the allocator's reserved bytes) has ``TRIAL_STEPS`` (2) such steps,
+their median is compared with the replaced plan's: longer by more than ``TRIAL_MARGIN`` (3%), the replaced plan
+comes back as it was (its moves, its summary, its .saved.json), and stays. The log says which way it went
+(``the plan made for the hooks' host time runs 812.0 ms a step (measured, 2 steps) against 540.3 ms for the plan
+from iteration 12: going back to that plan``) and the statistics' ``trials`` list each decision. A plan with no
+measured step (replaced in its first iteration after the check) is not compared: the new one stays. The trial
+costs the new plan's first iteration and two more; each cost replan happens once per recorded trace.
+
 Note [Python's collector]
 ~~~~~~~~~~~~~~~~~~~~~~~~
 The hooks keep a handle per saved tensor and a record per storage for the length of an iteration, so
@@ -400,6 +420,12 @@ def _find_recipe(torch, node, t, storage, made_by, remake=None):
     return (lambda: _checked(param, version, "a parameter").detach().to(dtype)), [], param.numel() * param.element_size()
 
 
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2.0
+
+
 class _Counters:
     FIELDS = ("saved_storages", "saved_bytes", "bytes_out", "bytes_in", "released", "fetched_late", "divergences",
               "peak_live", "peak_reserved", "calls", "host_ms", "recomputed", "bytes_recomputed", "gc_ms", "gc_full",
@@ -468,6 +494,11 @@ class StorageMover:
     # Room under the budget (a fraction of it) in what the allocator holds that raises a lowered limit (Note [Reserved
     # memory]): less is the allocator's rounding from one iteration to the next
     ROOM_FRACTION = 0.05
+    # Note [Measured plans]: a plan made for a cost the hooks measured runs this many measured iterations before it is
+    # compared with the plan it replaced, and is given up when its median step is longer than that plan's by more than
+    # TRIAL_MARGIN of it
+    TRIAL_STEPS = 2
+    TRIAL_MARGIN = 0.03
 
     def __init__(self, torch, transport, planner, budget_bytes, allocated, max_allocated, reset_peak,
                  set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.95,
@@ -554,6 +585,12 @@ class StorageMover:
         self._host_start = None        # the host's clock at the iteration's start (Note [Host time])
         self._host_costs = None        # (ms per copy issued, ms per recomputation), measured once per trace
         self._optimizer_start = None
+        # Note [Measured plans]: the GPU span of the last iteration (its summary when it counts for its plan, its
+        # history entry, the marks at its start and end), read at the next iteration's end; the plan a cost replan
+        # replaced, while its successor is on trial; the trials decided so far
+        self._span = None
+        self._incumbent = None
+        self.trials = []
         self._modules = ModuleRecompute(self)  # Note [Module recompute]
         self._module_hooks = []
         self._begin_iteration()
@@ -627,6 +664,7 @@ class StorageMover:
             # Note [Host time]: a planned iteration's hooks measure the host time of a copy and of a recomputation
             # (once per trace); the plan is made again with them unless a replan below does so anyway
             plan_before = self.plan
+            measured = self._read_span(end)
             host_new = self.plan is not None and not self._diverged and self._measure_host_costs()
             if self._recording and self._events:
                 self._finish_trace(end)
@@ -649,7 +687,7 @@ class StorageMover:
             elif self.plan is not None and not self._diverged:
                 self._check_reserved()
             if host_new and self.plan is plan_before:
-                self._make_plan(self.plan["limit_bytes"])
+                self._make_plan(self.plan["limit_bytes"], trial="the hooks' host time")
             if self.plan is not None and self._diverged:
                 self._diverged_in_a_row += 1
                 if self._diverged_in_a_row >= self.max_divergences:
@@ -665,7 +703,10 @@ class StorageMover:
             d = self.counters.as_dict()
             d.update(iteration=self.iteration, mode=mode, diverged=self._diverged)
             self.history.append(d)
+            self._span = (measured, d, self._iteration_start, end)
             self._read_remake_times()
+            if self.plan is plan_before:
+                self._judge_trial()
             if self._remake_marks:
                 # A module call's members carry the whole run's time, spent once (Note [Recompute cost]):
                 # the first of them made in this iteration is predicted at it, the others at nothing.
@@ -691,6 +732,60 @@ class StorageMover:
             self._iteration_start = self.transport.mark() if self.transport is not None else None
             self._host_start = _clock()
             self._begin_iteration()
+
+    def _read_span(self, end):
+        """Note [Measured plans]: the GPU span of the iteration before this one (start mark to end mark: its step as
+        the compute stream saw it, idle time included) goes into its history entry (``step_ms``) and, when it
+        counts for the plan it ran (a planned iteration after the plan's first, matching the recorded one, that
+        took no new pinned memory), into that plan's ``step_ms_measured``. Read one iteration late, so nothing
+        waits for it. Returns whether this iteration counts for the plan in force (read at the next one's end)."""
+        if self._span is not None:
+            summary, entry, a, b = self._span
+            self._span = None
+            if a is not None and b is not None:
+                ms = self.transport.elapsed_ms(a, b)
+                entry["step_ms"] = ms
+                if summary is not None:
+                    steps = summary.setdefault("step_ms_measured", [])
+                    steps.append(ms)
+                    del steps[:-16]
+        if self.plan is None or self._diverged or self.plan_summary is None or end is None or \
+                self.iteration <= self.plan_summary["iteration"] + 1 or \
+                self.counters.pinned_new > 0:
+            return None
+        return self.plan_summary
+
+    def _judge_trial(self):
+        """Note [Measured plans]: once the plan in force has TRIAL_STEPS measured steps, it is compared with the plan
+        that the cost replan replaced; longer than that one's by more than TRIAL_MARGIN, that plan comes back."""
+        inc = self._incumbent
+        if inc is None or self.plan is None:
+            return
+        mine = self.plan_summary.get("step_ms_measured", [])
+        if len(mine) < self.TRIAL_STEPS:
+            return
+        self._incumbent = None
+        kept, why = inc["kept"], inc["why"]
+        theirs = kept[3].get("step_ms_measured", [])
+        if not theirs:
+            return  # (nothing measured to compare with: the new plan stays)
+        ms, before = _median(mine), _median(theirs)
+        back = ms > before * (1 + self.TRIAL_MARGIN)
+        self.trials.append({"iteration": self.iteration, "why": why, "plan_from": self.plan_summary["iteration"],
+                            "step_ms": ms, "before_from": kept[3]["iteration"], "before_ms": before,
+                            "kept": not back})
+        if not back:
+            self.log("storage mover: the plan made for %s runs %.1f ms a step (measured, %d steps) against %.1f ms "
+                     "before it: it stays (Note [Measured plans])" % (why, ms, len(mine), before))
+            return
+        self.plan, self._actions, self._idle, self.plan_summary, options = kept
+        self._set_remade(self.plan)
+        self._check_plan = False
+        self._measure_remakes = False
+        self._write_saved(options)
+        self.log("storage mover: the plan made for %s runs %.1f ms a step (measured, %d steps) against %.1f ms for the "
+                 "plan from iteration %d: going back to that plan (Note [Measured plans])"
+                 % (why, ms, len(mine), before, kept[3]["iteration"]))
 
     def _measure_host_costs(self):
         """Note [Host time] (placer/saved_plan.cpp): the host time this planned iteration's hooks spent per copy
@@ -757,7 +852,7 @@ class StorageMover:
                 st["recompute_ms"] *= ratio
         self.log("storage mover: making storages again by their recipes took %.2fx the plan's estimate: planning again "
                  "with every recipe's time scaled by that" % ratio)
-        self._make_plan(self.plan["limit_bytes"])
+        self._make_plan(self.plan["limit_bytes"], trial="the recipes' measured times")
 
     def _release_all(self):
         for rec in self._by_index:
@@ -808,6 +903,7 @@ class StorageMover:
 
     def _drop_plan(self):
         self.plan = None
+        self._incumbent = None
         self._set_remade(None)
         self._idle = False
         self.phase = "reactive"
@@ -1556,7 +1652,13 @@ class StorageMover:
         return {"t_ms": out, "step_ms": step, "optimizer_ms": opt}
 
     # ----------------------------------------------------------------------------------- planning
-    def _make_plan(self, limit=None):
+    def _make_plan(self, limit=None, trial=None):
+        """Plans from the trace under `limit` (None: the budget's). trial: why, when the plan is made again for a cost
+        the hooks measured rather than for the budget; the plan it replaces comes back if the new one measures longer
+        (Note [Measured plans])."""
+        if trial is not None and self.plan is not None and self._incumbent is None:
+            self._incumbent = {"why": trial, "kept": (self.plan, self._actions, self._idle, self.plan_summary,
+                                                      self._saved_options)}
         if self._bandwidth is None:
             self._bandwidth = self.transport.bandwidth()
         if self.budget is None and self.fraction is not None:  # "60%": of the recorded live peak
@@ -1759,7 +1861,8 @@ class StorageMover:
             return {"mechanism": "storage", "phase": self.phase, "budget": self.budget, "limit": self.limit,
                     "plan": self.plan_summary, "iterations": list(self.history), "current": self.counters.as_dict(),
                     "out_of_memory": self.out_of_memory_state, "over_planned": self.over_planned,
-                    "held": self.held, "held_replans": self.HELD_REPLANS - self.held_replans_left}
+                    "held": self.held, "held_replans": self.HELD_REPLANS - self.held_replans_left,
+                    "trials": list(self.trials)}
 
     def _stats_path(self, suffix):
         """<stats without its extension>.gpu<N><suffix>: the files beside `tierpack run --stats`."""
@@ -1808,7 +1911,7 @@ class StorageMover:
                                "peak_reserved": h["peak_reserved"], "recomputed": h["recomputed"],
                                "bytes_recomputed": h["bytes_recomputed"], "host_ms": h["host_ms"],
                                "gc_ms": h["gc_ms"], "gc_full": h["gc_full"], "pinned_new": h["pinned_new"],
-                               "step_chunks": h["step_chunks"],
+                               "step_chunks": h["step_chunks"], "step_ms": h.get("step_ms"),
                                **{k: h[k] for k in ("move_host_ms", "copies_issued", "remake_host_ms", "remakes",
                                                     "block_host_ms", "block_runs")}}
                               for h in self.history]}
@@ -1822,6 +1925,8 @@ class StorageMover:
             doc["over_planned"] = [list(w) for w in self.over_planned]  # Note [Budget]
         if self.held:
             doc["held"] = {str(k): v for k, v in self.held.items()}  # Note [Held storages]
+        if self.trials:
+            doc["trials"] = self.trials  # Note [Measured plans]
         self._write_json(path, doc)
 
     def trace(self):

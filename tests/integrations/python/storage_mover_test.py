@@ -684,6 +684,55 @@ class StorageMoverTest(unittest.TestCase):
         self.assertIn("iteration %d: the hooks spent" % (made + 2), said[0])
         self.assertGreaterEqual(mover.plan_summary["iteration"], made + 2)
 
+    def test_a_plan_made_for_a_measured_cost_that_runs_longer_gives_way_to_the_plan_before(self):
+        # Note [Measured plans]: the plan made again with the hooks' host time is on trial; here the planner gives it
+        # more bytes to copy (a lower limit), and each copy takes the pretend GPU `copy_ms` (between two marks).
+        # Slower than the plan it replaced by more than 3%, that plan comes back, bit-identical; as fast, it stays.
+        class Costed(SlowTransport):
+            def __init__(self, copy_ms):
+                SlowTransport.__init__(self)
+                self.copy_ms, self.seen = copy_ms, 0
+
+            def mark(self):
+                done = self.out + self.back
+                self.clock += 0.25 + self.copy_ms * (done - self.seen)
+                self.seen = done
+                return _Mark(self.clock)
+        peak = self.saved_peak()
+        ref = train(16)
+        lib = ctypes.CDLL(LIB)
+        plan = plan_with_library(lib)
+
+        def planner(trace, options):  # the cost replan asks to copy more
+            if "host_ms_per_copy" in options:
+                options = dict(options, limit_bytes=int(options["limit_bytes"] * 0.7))
+            return plan(trace, options)
+        for copy_ms, back in ((1.0, True), (0.0, False)):
+            with self.subTest(copy_ms=copy_ms):
+                logs = []
+                mover, dev = make_mover(int(peak * 0.6), recompute=False, log=logs.append, host_time=True,
+                                        transport=Costed(copy_ms))
+                mover._planner = planner
+                self.check_same(ref, train(16, mover))
+                self.assertEqual(len(mover.trials), 1, logs)
+                t = mover.trials[0]
+                self.assertEqual(t["why"], "the hooks' host time")
+                self.assertEqual(t["kept"], not back, t)
+                self.assertEqual(sum("Note [Measured plans]" in m for m in logs), 1, logs)
+                steps = [h for h in mover.history if h["mode"] == "planned"]
+                self.assertTrue(all(h["step_ms"] > 0 for h in steps[:-1]), steps)  # (the last one's is read later)
+                if back:
+                    self.assertGreater(t["step_ms"], t["before_ms"] * 1.03, t)
+                    self.assertEqual(mover.plan_summary["iteration"], t["before_from"])
+                    self.assertIn("going back to that plan", logs[-1] if "Note [Measured" in logs[-1] else
+                                  [m for m in logs if "Note [Measured plans]" in m][0])
+                    after = [h for h in mover.history if h["iteration"] > t["iteration"]]
+                    self.assertTrue(after and all(h["bytes_out"] == mover.plan["bytes_out"] for h in after), after)
+                else:
+                    self.assertLessEqual(t["step_ms"], t["before_ms"] * 1.03, t)
+                    self.assertEqual(mover.plan_summary["iteration"], t["plan_from"])
+                self.assertEqual(mover.stats()["trials"], mover.trials)
+
     def test_warm_up_moves_reactively_under_the_budget(self):
         peak = self.saved_peak()
         transport = SlowTransport()
@@ -787,8 +836,8 @@ class StorageMoverTest(unittest.TestCase):
         mover, dev = make_mover(budget, device=dev, max_reserved=lambda d: dev.max_allocated() + int(budget * 0.07))
         make_plan = mover._make_plan
 
-        def planning(limit=None):
-            make_plan(limit)
+        def planning(limit=None, **kw):
+            make_plan(limit, **kw)
             limits.append(mover.plan["limit_bytes"])
         mover._make_plan = planning
         self.check_same(self.reference(), train(self.ITER, mover))
@@ -808,8 +857,8 @@ class StorageMoverTest(unittest.TestCase):
                                 (int(budget * 0.15) if mover.iteration < 9 else 0))
         make_plan = mover._make_plan
 
-        def planning(limit=None):
-            make_plan(limit)
+        def planning(limit=None, **kw):
+            make_plan(limit, **kw)
             limits.append((mover.iteration, mover.plan["limit_bytes"]))
         mover._make_plan = planning
         ref = self.reference()
