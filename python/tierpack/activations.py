@@ -222,9 +222,13 @@ the host's time too) is read one iteration later, so nothing waits for it, and g
 also counts for its plan (the plan summary's ``step_ms_measured``). Once the plan on trial (or the one the budget's
 replans made of it: a passed peak, held storages, the allocator's reserved bytes) has ``TRIAL_STEPS`` (2) such steps,
 their median is compared with the replaced plan's: longer by more than ``TRIAL_MARGIN`` (3%), the replaced plan
-comes back as it was (its moves, its summary, its .saved.json), and stays. The log says which way it went
-(``the plan made for the hooks' host time runs 812.0 ms a step (measured, 2 steps) against 540.3 ms for the plan
-from iteration 12: going back to that plan``) and the statistics' ``trials`` list each decision. A plan with no
+comes back as it was (its moves, its summary, its .saved.json), and the costs that made the new one leave the plans
+made later for the budget (the host's time is not counted nor measured again; the recipes' times are scaled back):
+the first H200 run went back to the plan from iteration 12 and then, planning again for the allocator's reserved
+bytes with the host's time still counted, chose the blocks' runs again (638-1169 ms a step; bench/results/
+gpu-h200-2026-12-09-1, call 1). The log says which way it went (``the plan made for the hooks' host time runs
+812.0 ms a step (measured, 2 steps) against 540.3 ms for the plan from iteration 12: going back to that plan,
+...``) and the statistics' ``trials`` list each decision. A plan with no
 measured step (replaced in its first iteration after the check) is not compared: the new one stays. The trial
 costs the new plan's first iteration and two more; each cost replan happens once per recorded trace.
 
@@ -687,7 +691,7 @@ class StorageMover:
             elif self.plan is not None and not self._diverged:
                 self._check_reserved()
             if host_new and self.plan is plan_before:
-                self._make_plan(self.plan["limit_bytes"], trial="the hooks' host time")
+                self._make_plan(self.plan["limit_bytes"], trial=("the hooks' host time", self._forget_host_costs))
             if self.plan is not None and self._diverged:
                 self._diverged_in_a_row += 1
                 if self._diverged_in_a_row >= self.max_divergences:
@@ -765,7 +769,7 @@ class StorageMover:
         if len(mine) < self.TRIAL_STEPS:
             return
         self._incumbent = None
-        kept, why = inc["kept"], inc["why"]
+        kept, why = inc["kept"], " and ".join(inc["why"])
         theirs = kept[3].get("step_ms_measured", [])
         if not theirs:
             return  # (nothing measured to compare with: the new plan stays)
@@ -782,10 +786,12 @@ class StorageMover:
         self._set_remade(self.plan)
         self._check_plan = False
         self._measure_remakes = False
+        for undo in inc["undo"]:
+            undo()
         self._write_saved(options)
         self.log("storage mover: the plan made for %s runs %.1f ms a step (measured, %d steps) against %.1f ms for the "
-                 "plan from iteration %d: going back to that plan (Note [Measured plans])"
-                 % (why, ms, len(mine), before, kept[3]["iteration"]))
+                 "plan from iteration %d: going back to that plan, and later plans leave that out (Note [Measured "
+                 "plans])" % (why, ms, len(mine), before, kept[3]["iteration"]))
 
     def _measure_host_costs(self):
         """Note [Host time] (placer/saved_plan.cpp): the host time this planned iteration's hooks spent per copy
@@ -847,12 +853,21 @@ class StorageMover:
             self._measure_remakes = bool(self._remade)
             return
         self._calibrated = True
+        self._scale_recipes(ratio)
+        self.log("storage mover: making storages again by their recipes took %.2fx the plan's estimate: planning again "
+                 "with every recipe's time scaled by that" % ratio)
+        self._make_plan(self.plan["limit_bytes"], trial=("the recipes' measured times",
+                                                         lambda: self._scale_recipes(1.0 / ratio)))
+
+    def _scale_recipes(self, ratio):
         for st in self._trace["storages"]:
             if st.get("recompute_ms", -1) >= 0:
                 st["recompute_ms"] *= ratio
-        self.log("storage mover: making storages again by their recipes took %.2fx the plan's estimate: planning again "
-                 "with every recipe's time scaled by that" % ratio)
-        self._make_plan(self.plan["limit_bytes"], trial="the recipes' measured times")
+
+    def _forget_host_costs(self):
+        """Note [Measured plans]: later plans leave the hooks' host time out, and it is not measured again."""
+        self._host_costs = None
+        self.host_time = False
 
     def _release_all(self):
         for rec in self._by_index:
@@ -1653,12 +1668,15 @@ class StorageMover:
 
     # ----------------------------------------------------------------------------------- planning
     def _make_plan(self, limit=None, trial=None):
-        """Plans from the trace under `limit` (None: the budget's). trial: why, when the plan is made again for a cost
-        the hooks measured rather than for the budget; the plan it replaces comes back if the new one measures longer
-        (Note [Measured plans])."""
-        if trial is not None and self.plan is not None and self._incumbent is None:
-            self._incumbent = {"why": trial, "kept": (self.plan, self._actions, self._idle, self.plan_summary,
-                                                      self._saved_options)}
+        """Plans from the trace under `limit` (None: the budget's). trial: (why, undo()) when the plan is made again
+        for a cost the hooks measured rather than for the budget; the plan it replaces comes back if the new one
+        measures longer, and undo() takes the cost back out of later plans (Note [Measured plans])."""
+        if trial is not None and self.plan is not None:
+            if self._incumbent is None:
+                self._incumbent = {"why": [], "undo": [], "kept": (self.plan, self._actions, self._idle,
+                                                                   self.plan_summary, self._saved_options)}
+            self._incumbent["why"].append(trial[0])
+            self._incumbent["undo"].append(trial[1])
         if self._bandwidth is None:
             self._bandwidth = self.transport.bandwidth()
         if self.budget is None and self.fraction is not None:  # "60%": of the recorded live peak

@@ -687,7 +687,8 @@ class StorageMoverTest(unittest.TestCase):
     def test_a_plan_made_for_a_measured_cost_that_runs_longer_gives_way_to_the_plan_before(self):
         # Note [Measured plans]: the plan made again with the hooks' host time is on trial; here the planner gives it
         # more bytes to copy (a lower limit), and each copy takes the pretend GPU `copy_ms` (between two marks).
-        # Slower than the plan it replaced by more than 3%, that plan comes back, bit-identical; as fast, it stays.
+        # Slower than the plan it replaced by more than 3%, that plan comes back, bit-identical, and the host's time
+        # leaves later plans; as fast, it stays.
         class Costed(SlowTransport):
             def __init__(self, copy_ms):
                 SlowTransport.__init__(self)
@@ -728,6 +729,10 @@ class StorageMoverTest(unittest.TestCase):
                                   [m for m in logs if "Note [Measured plans]" in m][0])
                     after = [h for h in mover.history if h["iteration"] > t["iteration"]]
                     self.assertTrue(after and all(h["bytes_out"] == mover.plan["bytes_out"] for h in after), after)
+                    # and later plans (for the budget) leave the host's time out: it is not measured again
+                    self.assertIsNone(mover._host_costs)
+                    self.assertFalse(mover.host_time)
+                    self.assertNotIn("host_ms_per_copy", mover._saved_options)
                 else:
                     self.assertLessEqual(t["step_ms"], t["before_ms"] * 1.03, t)
                     self.assertEqual(mover.plan_summary["iteration"], t["plan_from"])
