@@ -219,18 +219,21 @@ runs took 182 ms against 71 predicted). So such a plan is on trial. Every iterat
 compute stream at its start and at its end, the step as the GPU saw it, idle time included: on a host-bound model
 the host's time too) is read one iteration later, so nothing waits for it, and goes into the statistics'
 ``step_ms``; a planned iteration after its plan's first, matching the recorded one and taking no new pinned memory,
-also counts for its plan (the plan summary's ``step_ms_measured``). Once the plan on trial (or the one the budget's
-replans made of it: a passed peak, held storages, the allocator's reserved bytes) has ``TRIAL_STEPS`` (2) such steps,
-their median is compared with the replaced plan's: longer by more than ``TRIAL_MARGIN`` (3%), the replaced plan
+also counts for its plan (the plan summary's ``step_ms_measured``). A measured cost waits until the plan in force
+has ``TRIAL_STEPS`` (2) such steps and no other trial runs (with one measured step the Llama-style decoder's plan
+came back on a lucky 329 ms and then ran 386-453: bench/results/gpu-h200-2026-12-09-1, call 2); then the costs that
+waited go into one new plan. Once the plan on trial (or the one the budget's replans made of it: a passed peak, held
+storages, the allocator's reserved bytes) has ``TRIAL_STEPS`` such steps, their median is compared with the replaced
+plan's: longer by more than ``TRIAL_MARGIN`` (3%), the replaced plan
 comes back as it was (its moves, its summary, its .saved.json), and the costs that made the new one leave the plans
 made later for the budget (the host's time is not counted nor measured again; the recipes' times are scaled back):
 the first H200 run went back to the plan from iteration 12 and then, planning again for the allocator's reserved
 bytes with the host's time still counted, chose the blocks' runs again (638-1169 ms a step; bench/results/
 gpu-h200-2026-12-09-1, call 1). The log says which way it went (``the plan made for the hooks' host time runs
 812.0 ms a step (measured, 2 steps) against 540.3 ms for the plan from iteration 12: going back to that plan,
-...``) and the statistics' ``trials`` list each decision. A plan with no
-measured step (replaced in its first iteration after the check) is not compared: the new one stays. The trial
-costs the new plan's first iteration and two more; each cost replan happens once per recorded trace.
+...``) and the statistics' ``trials`` list each decision. A trial costs the new plan's first iteration and two
+more, and each cost is tried once per recorded trace, so a run settles some 15-25 iterations in (the bench warms
+tierpack up for 18-24 steps).
 
 Note [Python's collector]
 ~~~~~~~~~~~~~~~~~~~~~~~~
@@ -587,7 +590,9 @@ class StorageMover:
         self.phase = "warm-up"
         self._iteration_start = None
         self._host_start = None        # the host's clock at the iteration's start (Note [Host time])
-        self._host_costs = None        # (ms per copy issued, ms per recomputation), measured once per trace
+        self._host_costs = None        # (ms per copy issued, ms per recomputation), planned with
+        self._host_measured = None     # ... as measured, once per trace (Note [Host time])
+        self._trials_due = []          # Note [Measured plans]: (why, apply(), undo()) of costs waiting for a trial
         self._optimizer_start = None
         # Note [Measured plans]: the GPU span of the last iteration (its summary when it counts for its plan, its
         # history entry, the marks at its start and end), read at the next iteration's end; the plan a cost replan
@@ -669,7 +674,8 @@ class StorageMover:
             # (once per trace); the plan is made again with them unless a replan below does so anyway
             plan_before = self.plan
             measured = self._read_span(end)
-            host_new = self.plan is not None and not self._diverged and self._measure_host_costs()
+            if self.plan is not None and not self._diverged:
+                self._measure_host_costs()
             if self._recording and self._events:
                 self._finish_trace(end)
                 # Note [Python's collector]: before the timed iteration, whose GPU times the plan uses (a full
@@ -690,8 +696,6 @@ class StorageMover:
                     self._check_reserved()  # (a plan's first iteration that went as planned holds what it will)
             elif self.plan is not None and not self._diverged:
                 self._check_reserved()
-            if host_new and self.plan is plan_before:
-                self._make_plan(self.plan["limit_bytes"], trial=("the hooks' host time", self._forget_host_costs))
             if self.plan is not None and self._diverged:
                 self._diverged_in_a_row += 1
                 if self._diverged_in_a_row >= self.max_divergences:
@@ -709,8 +713,9 @@ class StorageMover:
             self.history.append(d)
             self._span = (measured, d, self._iteration_start, end)
             self._read_remake_times()
-            if self.plan is plan_before:
+            if self.plan is plan_before and not self._diverged:
                 self._judge_trial()
+                self._start_trial(measured)
             if self._remake_marks:
                 # A module call's members carry the whole run's time, spent once (Note [Recompute cost]):
                 # the first of them made in this iteration is predicted at it, the others at nothing.
@@ -759,6 +764,21 @@ class StorageMover:
             return None
         return self.plan_summary
 
+    def _start_trial(self, counted):
+        """Note [Measured plans]: the costs measured since the last trial go into the plan at once, on trial against
+        the plan in force, once that plan has TRIAL_STEPS measured steps (`counted`: this iteration's, read later)."""
+        if not self._trials_due or self._incumbent is not None or self.plan is None:
+            return
+        steps = len(self.plan_summary.get("step_ms_measured", ())) + (1 if counted is self.plan_summary else 0)
+        if steps < self.TRIAL_STEPS:
+            return
+        due, self._trials_due = self._trials_due, []
+        for _, apply, _ in due:
+            apply()
+        self.log("storage mover: planning again with %s, on trial against the plan from iteration %d (Note [Measured "
+                 "plans])" % (" and ".join(w for w, _, _ in due), self.plan_summary["iteration"]))
+        self._make_plan(self.plan["limit_bytes"], trial=(" and ".join(w for w, _, _ in due), [u for _, _, u in due]))
+
     def _judge_trial(self):
         """Note [Measured plans]: once the plan in force has TRIAL_STEPS measured steps, it is compared with the plan
         that the cost replan replaced; longer than that one's by more than TRIAL_MARGIN, that plan comes back."""
@@ -803,16 +823,18 @@ class StorageMover:
         ~12 GiB and reallocating what the plan's empty_cache gave back, its later ones 0.1-0.3 s
         (bench/results/gpu-h200-2026-12-03-1, call 3)."""
         c = self.counters
-        if not self.host_time or self._host_costs is not None or self._trace is None or self.plan_summary is None or \
+        if not self.host_time or self._host_measured is not None or self._trace is None or self.plan_summary is None or \
                 (c.copies_issued < 8 and c.remakes < 4) or c.pinned_new > 0 or \
                 self.iteration <= self.plan_summary["iteration"] + 1 or \
                 not all("host_ms" in e for e in self._trace["events"]):
             return False
-        self._host_costs = (c.move_host_ms / c.copies_issued if c.copies_issued else 0.0,
-                            c.remake_host_ms / c.remakes if c.remakes else 0.0)
+        costs = self._host_measured = (c.move_host_ms / c.copies_issued if c.copies_issued else 0.0,
+                                       c.remake_host_ms / c.remakes if c.remakes else 0.0)
+        self._trials_due.append(("the hooks' host time", lambda: setattr(self, "_host_costs", costs),
+                                 self._forget_host_costs))
         self.log("storage mover: iteration %d: the hooks spent %.0f us of host time per copy issued (%d) and %.0f us per "
                  "recomputation (%d), %.0f us per block run (%d): planning with the host's time (Note [Host time])"
-                 % (self.iteration, self._host_costs[0] * 1e3, c.copies_issued, self._host_costs[1] * 1e3, c.remakes,
+                 % (self.iteration, costs[0] * 1e3, c.copies_issued, costs[1] * 1e3, c.remakes,
                     c.block_host_ms / max(c.block_runs, 1) * 1e3, c.block_runs))
         return True
 
@@ -853,11 +875,10 @@ class StorageMover:
             self._measure_remakes = bool(self._remade)
             return
         self._calibrated = True
-        self._scale_recipes(ratio)
+        self._trials_due.append(("the recipes' measured times", lambda: self._scale_recipes(ratio),
+                                 lambda: self._scale_recipes(1.0 / ratio)))
         self.log("storage mover: making storages again by their recipes took %.2fx the plan's estimate: planning again "
                  "with every recipe's time scaled by that" % ratio)
-        self._make_plan(self.plan["limit_bytes"], trial=("the recipes' measured times",
-                                                         lambda: self._scale_recipes(1.0 / ratio)))
 
     def _scale_recipes(self, ratio):
         for st in self._trace["storages"]:
@@ -1606,6 +1627,8 @@ class StorageMover:
         free, total = self.torch.cuda.mem_get_info(self.device) if self.device_type == "cuda" else (0, 0)
         reserved = self.torch.cuda.memory_reserved(self.device) if self.device_type == "cuda" else 0
         self._calibrated = False  # Note [Measured recomputation]: this trace's recompute_ms are estimates
+        self._trials_due = []     # (costs measured on the trace before: Note [Measured plans])
+        self._incumbent = None
         self._trace = {"storages": list(self._seen), "events": events, "blocks": blocks, "step_ms": times["step_ms"],
                        "optimizer_ms": times["optimizer_ms"], "context_bytes": int(max(total - free - reserved, 0)),
                        "recorded_iteration": self.iteration}
@@ -1637,7 +1660,8 @@ class StorageMover:
             if self.host_time and self._host_start is not None:  # Note [Host time]: the host's clock at each call
                 host = max((a["host"] - self._host_start) * 1e3, host)
                 e["host_ms"] = min(e.get("host_ms", host), host) if earlier else host
-        self._host_costs = None  # measured again for this trace's plans
+        self._host_costs = self._host_measured = None  # measured again for this trace's plans
+        self._trials_due = [t for t in self._trials_due if t[0] != "the hooks' host time"]
         if not earlier or times["step_ms"] < self._trace["step_ms"]:
             self._trace["step_ms"], self._trace["optimizer_ms"] = times["step_ms"], times["optimizer_ms"]
         self._trace["timed_iterations"] = self._trace.get("timed_iterations", []) + [self.iteration]
@@ -1668,15 +1692,15 @@ class StorageMover:
 
     # ----------------------------------------------------------------------------------- planning
     def _make_plan(self, limit=None, trial=None):
-        """Plans from the trace under `limit` (None: the budget's). trial: (why, undo()) when the plan is made again
-        for a cost the hooks measured rather than for the budget; the plan it replaces comes back if the new one
-        measures longer, and undo() takes the cost back out of later plans (Note [Measured plans])."""
+        """Plans from the trace under `limit` (None: the budget's). trial: (why, [undo()]) when the plan is made again
+        for costs the hooks measured rather than for the budget; the plan it replaces comes back if the new one
+        measures longer, and each undo() takes its cost back out of later plans (Note [Measured plans])."""
         if trial is not None and self.plan is not None:
             if self._incumbent is None:
                 self._incumbent = {"why": [], "undo": [], "kept": (self.plan, self._actions, self._idle,
                                                                    self.plan_summary, self._saved_options)}
             self._incumbent["why"].append(trial[0])
-            self._incumbent["undo"].append(trial[1])
+            self._incumbent["undo"].extend(trial[1])
         if self._bandwidth is None:
             self._bandwidth = self.transport.bandwidth()
         if self.budget is None and self.fraction is not None:  # "60%": of the recorded live peak

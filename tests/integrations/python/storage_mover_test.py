@@ -401,7 +401,7 @@ def poke(mover, device):
 
 @unittest.skipUnless(os.path.exists(LIB), "libtierpack_cuda.so not built (TIERPACK_CUDA_LIB)")
 class StorageMoverTest(unittest.TestCase):
-    ITER = 9
+    ITER = 14
 
     def reference(self, **kw):
         return train(self.ITER, **kw)
@@ -719,14 +719,19 @@ class StorageMoverTest(unittest.TestCase):
                 t = mover.trials[0]
                 self.assertEqual(t["why"], "the hooks' host time")
                 self.assertEqual(t["kept"], not back, t)
-                self.assertEqual(sum("Note [Measured plans]" in m for m in logs), 1, logs)
+                # the trial started once the plan in force had two measured steps, and was decided once
+                said = [m for m in logs if "Note [Measured plans]" in m]
+                self.assertEqual(len(said), 2, logs)
+                self.assertIn("planning again with the hooks' host time, on trial against the plan from iteration %d"
+                              % t["before_from"], said[0])
+                self.assertGreaterEqual(len([h for h in mover.history if h.get("step_ms") is not None and
+                                             t["before_from"] + 1 < h["iteration"] <= t["plan_from"]]), 2)
                 steps = [h for h in mover.history if h["mode"] == "planned"]
                 self.assertTrue(all(h["step_ms"] > 0 for h in steps[:-1]), steps)  # (the last one's is read later)
                 if back:
                     self.assertGreater(t["step_ms"], t["before_ms"] * 1.03, t)
                     self.assertEqual(mover.plan_summary["iteration"], t["before_from"])
-                    self.assertIn("going back to that plan", logs[-1] if "Note [Measured" in logs[-1] else
-                                  [m for m in logs if "Note [Measured plans]" in m][0])
+                    self.assertIn("going back to that plan", said[1])
                     after = [h for h in mover.history if h["iteration"] > t["iteration"]]
                     self.assertTrue(after and all(h["bytes_out"] == mover.plan["bytes_out"] for h in after), after)
                     # and later plans (for the budget) leave the host's time out: it is not measured again
