@@ -1,4 +1,4 @@
-// What the GPU runtime's built-in planner (migrate/gpu/trace_planner.hpp) would move for a profile,
+// What the GPU runtime's built-in planner (placer/vmm_plan.hpp) would move for a profile,
 // by budget: bytes each way per iteration against the least any plan must move (natural peak minus
 // the budget the plan fills), and the predicted device peak. No GPU needed: it plans from the
 // profile's tensors with op indices as the clock (the runtime plans on its allocator's event clock,
@@ -13,7 +13,7 @@
 #include "core/error.hpp"
 #include "core/profile.hpp"
 #include "core/units.hpp"
-#include "migrate/gpu/trace_planner.hpp"
+#include "placer/vmm_plan.hpp"
 
 namespace {
 
@@ -75,7 +75,7 @@ int run(int argc, char** argv) {
     }
   }
   const gpu::IterationTrace tr = trace_of(read_profile(argv[1]));
-  gpu::TracePlannerOptions o;
+  gpu::VmmPlanOptions o;
   o.chunk_bytes = chunk;
   o.headroom = headroom;
   const std::uint64_t natural = gpu::plan_from_trace(tr, o).prediction.natural_peak_bytes;

@@ -325,7 +325,7 @@ void GpuRuntime::repair_locked() {
 // the warm-up under the budget left it). Reads and writes are not told apart (the observer sees
 // arguments only): a tensor allocated inside an op is its output, everything else an input. This
 // is the value the placer and the simulator take (Profile -> placer -> Plan); the runtime's own
-// planner (migrate/gpu/trace_planner.hpp) still plans the GPU moves from the same trace.
+// planner (placer/vmm_plan.hpp) still plans the GPU moves from the same trace.
 Topology GpuRuntime::topology() const {
   Topology t;
   Tier gpu;
@@ -435,7 +435,7 @@ void GpuRuntime::finish_trace_locked() {
   trace_ = align_traces(observed_, trace_, &as);
   observed_ = IterationTrace{};
   log("trace of gpu" + std::to_string(device_) + ": " + as.summary());
-  TracePlannerOptions po;
+  VmmPlanOptions po;
   po.chunk_bytes = options_.chunk_bytes;
   po.group_bytes = options_.group_bytes;
   po.move_persistent = options_.move_persistent;
@@ -446,7 +446,7 @@ void GpuRuntime::finish_trace_locked() {
   // needs the rest for chunk rounding and caching).
   bool fits = false;
   {
-    TracePlannerOptions probe = po;
+    VmmPlanOptions probe = po;
     probe.budget = 0;
     const std::uint64_t live_peak = plan_from_trace(trace_, probe).prediction.natural_peak_bytes;
     fits = static_cast<double>(live_peak) <= options_.fits_fraction() * static_cast<double>(budget_bytes_);

@@ -5,7 +5,7 @@
 //   warm-up   (iterations 1..warmup): a stream-ordered caching allocator under the budget (chunks
 //             over the budget spill to host memory, still mapped, so still correct);
 //   observed  (the next iteration): also records every allocation, free and op access on the
-//             allocator's event clock (Note [Trace clock] in migrate/gpu/trace_planner.hpp);
+//             allocator's event clock (Note [Trace clock] in placer/vmm_plan.hpp);
 //   reference (the one after): records allocations and frees only, without the op observer, whose
 //             presence can change the allocation sequence (Note [Observed and reference
 //             iterations] in migrate/gpu/trace_align.hpp); the observed uses are carried over;
@@ -49,7 +49,7 @@
 #include "integrations/preload/gpu_runtime_options.hpp"
 #include "migrate/gpu/group_mover.hpp"
 #include "migrate/gpu/schedule_executor.hpp"
-#include "migrate/gpu/trace_planner.hpp"
+#include "placer/vmm_plan.hpp"
 
 namespace tierpack::gpu {
 

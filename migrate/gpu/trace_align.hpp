@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "migrate/gpu/trace_planner.hpp"
+#include "core/gpu_trace.hpp"
 
 namespace tierpack::gpu {
 

@@ -1764,10 +1764,24 @@ class StorageMover:
                  % (self.iteration, len(plan["moves"]), len(self._trace["storages"]), plan["bytes_out"] / gib,
                     plan["bytes_needed"] / gib, plan["planned_peak"] / gib, limit / gib,
                     "" if plan["fits"] else
-                    " (DOES NOT FIT: not enough saved bytes can move; %s)" % (
+                    " (DOES NOT FIT: not enough saved bytes can move; %s%s)" % (
                         "limit:hard keeps the budget as PyTorch's memory limit, so expect torch.OutOfMemoryError"
-                        if self.hard_limit and self._set_limit is not None else "the run goes over the budget"),
+                        if self.hard_limit and self._set_limit is not None else "the run goes over the budget",
+                        self._streaming_hint()),
                     plan["predicted_ms"], self._trace["step_ms"], plan["bound_ms"]))
+
+    def _streaming_hint(self):
+        """Where no plan fits and the optimizer step reads its state whole: what would stream it (Note [Streamed
+        step]). HF GPT-2 large and the Llama-style decoder at 60% of checkpointing's peak fit no plan with the whole
+        step, whose parameters, gradients and AdamW state are about that budget (bench/results/gpu-h200-2026-12-09-1,
+        call 1); the Llama-style decoder ran within it streamed, under limit:hard (calls 2-3)."""
+        if self.stream_step:
+            return ""
+        state = sum(st["bytes"] for st in self._trace["storages"] if st.get("optimizer_state"))
+        if not state:
+            return ""
+        return ("; the optimizer step reads its %.2f GiB of state whole: TIERPACK_GPU step:stream%s streams it a chunk "
+                "at a time" % (state / float(1 << 30), "" if self.hard_limit else ",limit:hard"))
 
     def _set_remade(self, plan):
         """What the plan in force makes again (Note [Recipes]), and which block calls it runs again (Note [Block

@@ -1517,6 +1517,8 @@ class StorageMoverTest(unittest.TestCase):
         self.assertEqual(dev.limits, [mover.budget])
         self.assertFalse(mover.stats()["plan"]["fits"])
         self.assertTrue(any("DOES NOT FIT" in l and "expect torch.OutOfMemoryError" in l for l in lines), lines)
+        # and names what would stream the optimizer's state, which the step reads whole (Note [Streamed step])
+        self.assertTrue(any("DOES NOT FIT" in l and "TIERPACK_GPU step:stream streams it" in l for l in lines), lines)
 
     def test_an_out_of_memory_error_says_what_the_allocator_held(self):
         # Note [Reserved memory]: the observer reads the allocator's state once, logs it and keeps it in the

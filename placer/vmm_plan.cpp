@@ -1,5 +1,5 @@
-// A planner from one traced iteration to a GPU migration plan (see trace_planner.hpp).
-#include "migrate/gpu/trace_planner.hpp"
+// The VMM mechanism's planner: from one traced iteration to a GPU migration plan (see vmm_plan.hpp).
+#include "placer/vmm_plan.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,7 +11,7 @@
 
 // Note [Choosing what moves]
 // Every chosen group costs its bytes each way on the link and its chunks' remaps behind the gate
-// (Note [Remap gate] in group_mover.hpp), every iteration; it helps only at the ticks where it is away
+// (Note [Remap gate] in migrate/gpu/group_mover.hpp), every iteration; it helps only at the ticks where it is away
 // and the device would be over the budget. So groups are chosen one at a time for the highest tick
 // still over the budget: among the groups away at that tick, the one that removes the most
 // over-budget bytes x ticks per byte moved. A tick no group can lower (everything there is in use)
@@ -96,7 +96,7 @@ struct Occupancy {
 
 }  // namespace
 
-Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& o) {
+Plan plan_from_trace(const IterationTrace& trace, const VmmPlanOptions& o) {
   TIERPACK_EXPECTS(trace.clock_end >= 0, "trace clock must not be negative");
   TIERPACK_EXPECTS(o.chunk_bytes > 0, "chunk size must be positive");
   const std::int64_t end = trace.clock_end;

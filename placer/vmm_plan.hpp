@@ -1,10 +1,8 @@
-// plan_from_trace: a small planner that turns one traced iteration of the GPU runtime (allocations,
-// frees and op accesses on the allocator's event clock) into a Plan the GPU runtime can execute:
-// page groups of tensors with similar idle windows, and evict/prefetch moves that keep the device
-// under its budget at every point of the iteration.
-//
-// It is the runtime's built-in planner for `tierpack run` when no plan file is given and the
-// placer's plan for the GPU is not available; like the placer it is a pure function of values.
+// plan_from_trace: the plan of the VMM mechanism (TIERPACK_GPU mechanism:vmm): turns one traced iteration of the
+// GPU runtime (allocations, frees and op accesses on the allocator's event clock, core/gpu_trace.hpp) into a Plan the
+// GPU runtime can execute: page groups of tensors with similar idle windows, and evict/prefetch moves that keep the
+// device under its budget at every point of the iteration. The storage mover's plan (the default mechanism) is
+// saved_plan.hpp's; both are placer's, pure functions of values.
 //
 // Note [Trace clock]
 // The clock is the allocator's event count within the iteration (every malloc and free advances it
@@ -12,9 +10,9 @@
 // the same thing in every iteration even when no op observer runs. An op that touched a tensor is
 // recorded as the interval [clock at op begin, clock at op end]: its `from` bounds the first use
 // (prefetch must be done by then), its `to` the last use (eviction may start after it).
-// Note [Why the GPU runtime keeps its own planner]
-// The architecture wants Profile -> placer -> Plan -> migrate. The GPU runtime still plans with
-// plan_from_trace because (a) its plan is keyed by the allocator's event clock and allocation
+// Note [Why the VMM mechanism plans from its own trace]
+// The architecture wants Profile -> placer -> Plan -> migrate. The VMM runtime plans with
+// plan_from_trace rather than placer/planner.hpp's plan of a Profile because (a) its plan is keyed by the allocator's event clock and allocation
 // position of the unobserved (reference) iteration, which the placer's op-indexed Plan does not
 // carry yet, and (b) the runtime must plan inside the training process between two iterations,
 // where the placer's inputs (a Profile with page data) are not complete. The runtime now writes the
@@ -25,41 +23,13 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
+#include "core/gpu_trace.hpp"
 #include "core/plan.hpp"
 
 namespace tierpack::gpu {
 
-struct TracedUse {
-  std::int64_t from = 0;
-  std::int64_t to = 0;
-};
-
-struct TracedTensor {
-  std::int64_t seq = -1;  ///< allocation position in the iteration; -1: alive when it began
-  std::uint64_t address = 0;
-  std::uint64_t bytes = 0;
-  std::uint64_t segment = 0;  ///< allocator segment base (carried tensors move by segment)
-  std::uint64_t segment_bytes = 0;
-  std::int64_t birth = 0;   ///< clock at allocation (0 for carried tensors)
-  std::int64_t death = -1;  ///< clock at free; -1: alive at the end
-  std::vector<TracedUse> uses;
-};
-
-/// One allocator event of the iteration; event i moves the clock from i to i + 1.
-struct TraceEvent {
-  bool alloc = true;          ///< allocation (else free)
-  std::uint32_t tensor = 0;   ///< index into IterationTrace::tensors
-};
-
-struct IterationTrace {
-  std::int64_t clock_end = 0;  ///< clock value when the iteration ended
-  std::vector<TracedTensor> tensors;
-  std::vector<TraceEvent> events;  ///< in order (optional for planning; align_traces needs it)
-};
-
-struct TracePlannerOptions {
+struct VmmPlanOptions {
   std::uint64_t budget = 0;                        ///< device bytes the plan must fit in
   std::uint64_t chunk_bytes = std::uint64_t{32} << 20;
   std::uint64_t min_tensor_bytes = std::uint64_t{1} << 20;  ///< smaller in-iteration tensors never move
@@ -69,13 +39,13 @@ struct TracePlannerOptions {
   double headroom = 0.85;         ///< fraction of the budget the plan may fill (the runtime sets GpuRuntimeOptions::vmm_headroom())
   bool move_persistent = true;    ///< also move segments of tensors alive across iterations
   /// Where moves cannot meet the budget, keep persistent groups in host memory for good (Note
-  /// [Groups that live on the host] in trace_planner.cpp).
+  /// [Groups that live on the host] in vmm_plan.cpp).
   bool host_resident = true;
   int device = 0;
 };
 
 /// Builds the plan; never throws for an infeasible budget (it says so in Plan::notes and plans the
 /// best it can). Throws logic_error on an inconsistent trace.
-Plan plan_from_trace(const IterationTrace& trace, const TracePlannerOptions& options);
+Plan plan_from_trace(const IterationTrace& trace, const VmmPlanOptions& options);
 
 }  // namespace tierpack::gpu

@@ -1,5 +1,5 @@
 // plan_from_trace: pure planning from a traced iteration.
-#include "migrate/gpu/trace_planner.hpp"
+#include "placer/vmm_plan.hpp"
 
 #include <gtest/gtest.h>
 
@@ -56,9 +56,9 @@ IterationTrace toy_step(int layers, std::uint64_t act_mib, std::uint64_t state_m
   return tr;
 }
 
-TEST(TracePlanner, NothingMovesWhenTheRunFits) {
+TEST(VmmPlan, NothingMovesWhenTheRunFits) {
   const IterationTrace tr = toy_step(8, 64, 256);
-  TracePlannerOptions o;
+  VmmPlanOptions o;
   o.budget = 100ull << 30;
   const Plan p = plan_from_trace(tr, o);
   EXPECT_TRUE(p.schedule.empty());
@@ -67,16 +67,16 @@ TEST(TracePlanner, NothingMovesWhenTheRunFits) {
   p.validate();
   // Budget 0 (what the runtime passes when the live peak fits): nothing moves, and it says so
   // without claiming the budget cannot be met.
-  const Plan none = plan_from_trace(tr, TracePlannerOptions{});
+  const Plan none = plan_from_trace(tr, VmmPlanOptions{});
   EXPECT_TRUE(none.schedule.empty());
   ASSERT_EQ(none.notes.size(), 1u);
   EXPECT_EQ(none.notes[0].find("cannot be met"), std::string::npos) << none.notes[0];
   EXPECT_NE(none.notes[0].find("nothing has to move"), std::string::npos) << none.notes[0];
 }
 
-TEST(TracePlanner, MovesGroupsUntilThePredictedPeakFitsAndPrefetchesBeforeUse) {
+TEST(VmmPlan, MovesGroupsUntilThePredictedPeakFitsAndPrefetchesBeforeUse) {
   const IterationTrace tr = toy_step(12, 64, 256);
-  TracePlannerOptions o;
+  VmmPlanOptions o;
   o.budget = 700 * MiB;  // natural peak: 24 * 64 + 256 = 1792 MiB
   o.min_gap = 4;
   o.group_bytes = 128 * MiB;
@@ -109,9 +109,9 @@ TEST(TracePlanner, MovesGroupsUntilThePredictedPeakFitsAndPrefetchesBeforeUse) {
   EXPECT_TRUE(state_moves);
 }
 
-TEST(TracePlanner, SaysSoWhenTheBudgetCannotBeMet) {
+TEST(VmmPlan, SaysSoWhenTheBudgetCannotBeMet) {
   const IterationTrace tr = toy_step(4, 64, 0);
-  TracePlannerOptions o;
+  VmmPlanOptions o;
   o.budget = 8 * MiB;
   const Plan p = plan_from_trace(tr, o);
   ASSERT_GE(p.notes.size(), 2u);
@@ -143,13 +143,13 @@ TracedTensor carried(std::uint64_t mib, std::vector<TracedUse> uses, std::uint64
 
 // Note [Choosing what moves]: a big tensor idle for a long time early in the iteration is the
 // cheapest move per byte-tick, but the peak is later; only the tensor idle across the peak helps.
-TEST(TracePlanner, MovesOnlyWhatLowersThePeak) {
+TEST(VmmPlan, MovesOnlyWhatLowersThePeak) {
   IterationTrace tr;
   tr.clock_end = 100;
   tr.tensors.push_back(one(0, 200, 0, {{0, 0}, {60, 60}}, 61));     // idle 0..60, under the budget there
   tr.tensors.push_back(one(1, 128, 62, {{62, 62}, {90, 90}}, 91));  // idle across the peak
   tr.tensors.push_back(one(2, 128, 70, {{70, 80}}, 81));            // in use for the whole peak
-  TracePlannerOptions o;
+  VmmPlanOptions o;
   o.budget = 220 * MiB;
   o.headroom = 1.0;
   const Plan p = plan_from_trace(tr, o);
@@ -162,13 +162,13 @@ TEST(TracePlanner, MovesOnlyWhatLowersThePeak) {
 
 // When a tick cannot be brought under the budget (what is there is in use), moves that lower other
 // ticks still count, but a group away only where the device has room moves for nothing.
-TEST(TracePlanner, AnInfeasibleBudgetDoesNotMoveGroupsThatCannotHelp) {
+TEST(VmmPlan, AnInfeasibleBudgetDoesNotMoveGroupsThatCannotHelp) {
   IterationTrace tr;
   tr.clock_end = 100;
   tr.tensors.push_back(one(0, 200, 0, {{0, 0}, {60, 60}}, 61));
   tr.tensors.push_back(one(1, 128, 62, {{62, 62}, {90, 90}}, 91));
   tr.tensors.push_back(one(2, 800, 70, {{70, 80}}, 81));
-  TracePlannerOptions o;
+  VmmPlanOptions o;
   o.budget = 500 * MiB;
   o.headroom = 1.0;
   const Plan p = plan_from_trace(tr, o);
@@ -180,12 +180,12 @@ TEST(TracePlanner, AnInfeasibleBudgetDoesNotMoveGroupsThatCannotHelp) {
 
 // Note [Groups that live on the host]: state used together with a big activation at one tick cannot
 // be moved out of the way (both are in use there); kept in host memory for good, it fits.
-TEST(TracePlanner, StateInUseAtAnUnmovablePeakLivesOnTheHost) {
+TEST(VmmPlan, StateInUseAtAnUnmovablePeakLivesOnTheHost) {
   IterationTrace tr;
   tr.clock_end = 100;
   tr.tensors.push_back(carried(200, {{50, 52}}, 0x900000000ull));
   tr.tensors.push_back(one(0, 300, 40, {{40, 40}, {51, 51}}, 60));
-  TracePlannerOptions o;
+  VmmPlanOptions o;
   o.budget = 400 * MiB;
   o.headroom = 1.0;
   const Plan p = plan_from_trace(tr, o);
@@ -208,13 +208,13 @@ TEST(TracePlanner, StateInUseAtAnUnmovablePeakLivesOnTheHost) {
 // the optimizer state is 100 MiB in a 300 MiB segment and is in use at the peak with an activation of
 // 300 MiB; moving the other, idle state (200 MiB) out of the way fits if only tensors count (400 MiB),
 // but the device then holds 600. Counting the segment, the state in use stays in host memory.
-TEST(TracePlanner, APersistentSegmentsFreeSpaceCountsOnTheDevice) {
+TEST(VmmPlan, APersistentSegmentsFreeSpaceCountsOnTheDevice) {
   IterationTrace tr;
   tr.clock_end = 100;
   tr.tensors.push_back(carried(100, {{50, 52}}, 0x900000000ull, 300));
   tr.tensors.push_back(carried(200, {{10, 10}}, 0xA00000000ull));
   tr.tensors.push_back(one(0, 300, 40, {{40, 60}}, 61));
-  TracePlannerOptions o;
+  VmmPlanOptions o;
   o.budget = 450 * MiB;
   o.headroom = 1.0;
   const Plan p = plan_from_trace(tr, o);
@@ -233,7 +233,7 @@ TEST(TracePlanner, APersistentSegmentsFreeSpaceCountsOnTheDevice) {
   EXPECT_NE(p.notes.back().find("hold 200.00 MiB of free space"), std::string::npos) << p.notes.back();
 }
 
-TEST(TracePlanner, RejectsATensorThatDiesBeforeItIsBorn) {
+TEST(VmmPlan, RejectsATensorThatDiesBeforeItIsBorn) {
   IterationTrace tr;
   tr.clock_end = 10;
   TracedTensor t;
