@@ -920,6 +920,13 @@ class StorageMoverTest(unittest.TestCase):
             # the plan's first iteration measured what it made again (Note [Measured recomputation])
             self.assertIsNotNone(mover.recomputations)
             self.assertEqual(doc["recomputations"], json.loads(json.dumps(mover.recomputations)))
+            # <stats>.gpu<N>.json: each iteration's GPU span (the last one's is read after it), and the steps the plan
+            # in force ran (Note [Measured plans]), which `tierpack run` prints beside its prediction
+            with open(os.path.join(d, "s.gpu0.json")) as f:
+                st = json.load(f)
+            spans = [it["step_ms"] for it in st["iterations"]]
+            self.assertTrue(all(ms is not None and ms > 0 for ms in spans[:-1]) and spans[-1] is None, spans)
+            self.assertGreater(len(st["plan"]["step_ms_measured"]), 0, st["plan"])
             cli = os.environ.get("TIERPACK_CLI")
             if cli:  # the CLI reads it and plans the same moves at the run's budget
                 out = subprocess.run([cli, "gpu-replay", path, "--json", "--storages"], capture_output=True, text=True)
