@@ -224,8 +224,8 @@ has ``TRIAL_STEPS`` (2) such steps and no other trial runs (with one measured st
 came back on a lucky 329 ms and then ran 386-453: bench/results/gpu-h200-2026-12-09-1, call 2); then the costs that
 waited go into one new plan. Once the plan on trial (or the one the budget's replans made of it: a passed peak, held
 storages, the allocator's reserved bytes) has ``TRIAL_STEPS`` such steps, their median is compared with the replaced
-plan's: longer by more than ``TRIAL_MARGIN`` (3%), the replaced plan
-comes back as it was (its moves, its summary, its .saved.json), and the costs that made the new one leave the plans
+plan's: longer by more than ``TRIAL_MARGIN`` (3%), or not fitting the budget where the replaced plan did, the
+replaced plan comes back as it was (its moves, its summary, its .saved.json), and the costs that made the new one leave the plans
 made later for the budget (the host's time is not counted nor measured again; the recipes' times are scaled back):
 the first H200 run went back to the plan from iteration 12 and then, planning again for the allocator's reserved
 bytes with the host's time still counted, chose the blocks' runs again (638-1169 ms a step; bench/results/
@@ -791,13 +791,14 @@ class StorageMover:
         self._incumbent = None
         kept, why = inc["kept"], " and ".join(inc["why"])
         theirs = kept[3].get("step_ms_measured", [])
-        if not theirs:
+        unfit = bool(kept[0]["fits"]) and not self.plan["fits"]  # a plan that fits never gives way to one that does not
+        if not theirs and not unfit:
             return  # (nothing measured to compare with: the new plan stays)
-        ms, before = _median(mine), _median(theirs)
-        back = ms > before * (1 + self.TRIAL_MARGIN)
+        ms, before = _median(mine), _median(theirs) if theirs else 0.0
+        back = unfit or ms > before * (1 + self.TRIAL_MARGIN)
         self.trials.append({"iteration": self.iteration, "why": why, "plan_from": self.plan_summary["iteration"],
                             "step_ms": ms, "before_from": kept[3]["iteration"], "before_ms": before,
-                            "kept": not back})
+                            "kept": not back, "fits": bool(self.plan["fits"])})
         if not back:
             self.log("storage mover: the plan made for %s runs %.1f ms a step (measured, %d steps) against %.1f ms "
                      "before it: it stays (Note [Measured plans])" % (why, ms, len(mine), before))
@@ -810,8 +811,9 @@ class StorageMover:
             undo()
         self._write_saved(options)
         self.log("storage mover: the plan made for %s runs %.1f ms a step (measured, %d steps) against %.1f ms for the "
-                 "plan from iteration %d: going back to that plan, and later plans leave that out (Note [Measured "
-                 "plans])" % (why, ms, len(mine), before, kept[3]["iteration"]))
+                 "plan from iteration %d%s: going back to that plan, and later plans leave that out (Note [Measured "
+                 "plans])" % (why, ms, len(mine), before, kept[3]["iteration"],
+                              ", and does not fit the budget where that plan did" if unfit else ""))
 
     def _measure_host_costs(self):
         """Note [Host time] (placer/saved_plan.cpp): the host time this planned iteration's hooks spent per copy

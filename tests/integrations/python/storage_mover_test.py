@@ -704,12 +704,13 @@ class StorageMoverTest(unittest.TestCase):
         lib = ctypes.CDLL(LIB)
         plan = plan_with_library(lib)
 
-        def planner(trace, options):  # the cost replan asks to copy more
+        def planner(trace, options):  # the cost replan asks to copy more (under a lower limit: `lower`)
             if "host_ms_per_copy" in options:
-                options = dict(options, limit_bytes=int(options["limit_bytes"] * 0.7))
+                options = dict(options, limit_bytes=int(options["limit_bytes"] * lower))
             return plan(trace, options)
-        for copy_ms, back in ((1.0, True), (0.0, False)):
-            with self.subTest(copy_ms=copy_ms):
+        # (and under a limit so low that no plan fits: as fast, it gives way to the plan before, which fits)
+        for copy_ms, lower, back in ((1.0, 0.8, True), (0.0, 0.8, False), (0.0, 0.5, True)):
+            with self.subTest(copy_ms=copy_ms, lower=lower):
                 logs = []
                 mover, dev = make_mover(int(peak * 0.6), recompute=False, log=logs.append, host_time=True,
                                         transport=Costed(copy_ms))
@@ -728,8 +729,12 @@ class StorageMoverTest(unittest.TestCase):
                                              t["before_from"] + 1 < h["iteration"] <= t["plan_from"]]), 2)
                 steps = [h for h in mover.history if h["mode"] == "planned"]
                 self.assertTrue(all(h["step_ms"] > 0 for h in steps[:-1]), steps)  # (the last one's is read later)
-                if back:
+                if back and copy_ms:
                     self.assertGreater(t["step_ms"], t["before_ms"] * 1.03, t)
+                self.assertEqual(t["fits"], lower > 0.5, t)
+                if not t["fits"]:
+                    self.assertIn("does not fit the budget where that plan did", said[1])
+                if back:
                     self.assertEqual(mover.plan_summary["iteration"], t["before_from"])
                     self.assertIn("going back to that plan", said[1])
                     after = [h for h in mover.history if h["iteration"] > t["iteration"]]
