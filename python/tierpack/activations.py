@@ -224,9 +224,12 @@ has ``TRIAL_STEPS`` (2) such steps and no other trial runs (with one measured st
 came back on a lucky 329 ms and then ran 386-453: bench/results/gpu-h200-2026-12-09-1, call 2); then the costs that
 waited go into one new plan. Once the plan on trial (or the one the budget's replans made of it: a passed peak, held
 storages, the allocator's reserved bytes) has ``TRIAL_STEPS`` such steps, their median is compared with the replaced
-plan's: longer by more than ``TRIAL_MARGIN`` (3%), or not fitting the budget where the replaced plan did, the
-replaced plan comes back as it was (its moves, its summary, its .saved.json), and the costs that made the new one leave the plans
-made later for the budget (the host's time is not counted nor measured again; the recipes' times are scaled back):
+plan's (while the two medians differ by less than either plan's spread of steps, up to ``TRIAL_MAX_STEPS``, 4, are
+measured first: the T5-style model's steps varied 509-601 ms under one plan, bench/results/gpu-h200-2026-12-09-1,
+call 3): longer by more than ``TRIAL_MARGIN`` (3%), or not fitting the budget where the replaced plan did, the
+replaced plan comes back as it was (its moves, its summary, its .saved.json), and the costs that made the new one
+leave the plans made later for the budget (the host's time is not counted nor measured again; the recipes' times are
+scaled back):
 the first H200 run went back to the plan from iteration 12 and then, planning again for the allocator's reserved
 bytes with the host's time still counted, chose the blocks' runs again (638-1169 ms a step; bench/results/
 gpu-h200-2026-12-09-1, call 1). The log says which way it went (``the plan made for the hooks' host time runs
@@ -506,6 +509,8 @@ class StorageMover:
     # TRIAL_MARGIN of it
     TRIAL_STEPS = 2
     TRIAL_MARGIN = 0.03
+    # ... and up to this many while the two medians differ by less than either plan's steps spread (max - min)
+    TRIAL_MAX_STEPS = 4
 
     def __init__(self, torch, transport, planner, budget_bytes, allocated, max_allocated, reset_peak,
                  set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.95,
@@ -788,17 +793,20 @@ class StorageMover:
         mine = self.plan_summary.get("step_ms_measured", [])
         if len(mine) < self.TRIAL_STEPS:
             return
-        self._incumbent = None
         kept, why = inc["kept"], " and ".join(inc["why"])
         theirs = kept[3].get("step_ms_measured", [])
         unfit = bool(kept[0]["fits"]) and not self.plan["fits"]  # a plan that fits never gives way to one that does not
+        if theirs and not unfit and len(mine) < self.TRIAL_MAX_STEPS and \
+                abs(_median(mine) - _median(theirs)) <= max(max(mine) - min(mine), max(theirs) - min(theirs)):
+            return  # within the steps' own spread: measure more
+        self._incumbent = None
         if not theirs and not unfit:
             return  # (nothing measured to compare with: the new plan stays)
         ms, before = _median(mine), _median(theirs) if theirs else 0.0
         back = unfit or ms > before * (1 + self.TRIAL_MARGIN)
         self.trials.append({"iteration": self.iteration, "why": why, "plan_from": self.plan_summary["iteration"],
                             "step_ms": ms, "before_from": kept[3]["iteration"], "before_ms": before,
-                            "kept": not back, "fits": bool(self.plan["fits"])})
+                            "kept": not back, "fits": bool(self.plan["fits"]), "steps": len(mine)})
         if not back:
             self.log("storage mover: the plan made for %s runs %.1f ms a step (measured, %d steps) against %.1f ms "
                      "before it: it stays (Note [Measured plans])" % (why, ms, len(mine), before))

@@ -690,17 +690,20 @@ class StorageMoverTest(unittest.TestCase):
         # Slower than the plan it replaced by more than 3%, that plan comes back, bit-identical, and the host's time
         # leaves later plans; as fast, it stays.
         class Costed(SlowTransport):
-            def __init__(self, copy_ms):
-                SlowTransport.__init__(self)
-                self.copy_ms, self.seen = copy_ms, 0
+            mover = None
 
-            def mark(self):
+            def __init__(self, copy_ms, jitter=0.0):
+                SlowTransport.__init__(self)
+                self.copy_ms, self.seen, self.jitter = copy_ms, 0, jitter
+
+            def mark(self):  # (with jitter, every even iteration's steps take `jitter` ms more)
                 done = self.out + self.back
-                self.clock += 0.25 + self.copy_ms * (done - self.seen)
+                late = self.jitter if self.mover is not None and self.mover.iteration % 2 == 0 else 0.0
+                self.clock += 0.25 + self.copy_ms * (done - self.seen) + late
                 self.seen = done
                 return _Mark(self.clock)
         peak = self.saved_peak()
-        ref = train(16)
+        ref = train(18)
         lib = ctypes.CDLL(LIB)
         plan = plan_with_library(lib)
 
@@ -708,14 +711,18 @@ class StorageMoverTest(unittest.TestCase):
             if "host_ms_per_copy" in options:
                 options = dict(options, limit_bytes=int(options["limit_bytes"] * lower))
             return plan(trace, options)
-        # (and under a limit so low that no plan fits: as fast, it gives way to the plan before, which fits)
-        for copy_ms, lower, back in ((1.0, 0.8, True), (0.0, 0.8, False), (0.0, 0.5, True)):
-            with self.subTest(copy_ms=copy_ms, lower=lower):
+        # (and under a limit so low that no plan fits: as fast, it gives way to the plan before, which fits). Two
+        # measured steps decide where the medians differ by more than the steps' spread; within it (the jitter), up
+        # to four are measured.
+        for copy_ms, lower, back, jitter in ((1.0, 0.8, True, 0.0), (0.0, 0.8, False, 0.0), (0.0, 0.5, True, 0.0),
+                                             (1.0, 0.8, True, 40.0)):
+            with self.subTest(copy_ms=copy_ms, lower=lower, jitter=jitter):
                 logs = []
+                costed = Costed(copy_ms, jitter)
                 mover, dev = make_mover(int(peak * 0.6), recompute=False, log=logs.append, host_time=True,
-                                        transport=Costed(copy_ms))
-                mover._planner = planner
-                self.check_same(ref, train(16, mover))
+                                        transport=costed)
+                mover._planner, costed.mover = planner, mover
+                self.check_same(ref, train(18, mover))
                 self.assertEqual(len(mover.trials), 1, logs)
                 t = mover.trials[0]
                 self.assertEqual(t["why"], "the hooks' host time")
@@ -732,6 +739,7 @@ class StorageMoverTest(unittest.TestCase):
                 if back and copy_ms:
                     self.assertGreater(t["step_ms"], t["before_ms"] * 1.03, t)
                 self.assertEqual(t["fits"], lower > 0.5, t)
+                self.assertEqual(t["steps"], 4 if jitter or not (copy_ms or t["fits"] is False) else 2, t)
                 if not t["fits"]:
                     self.assertIn("does not fit the budget where that plan did", said[1])
                 if back:
