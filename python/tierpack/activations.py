@@ -229,14 +229,13 @@ measured first: the T5-style model's steps varied 509-601 ms under one plan, ben
 call 3): longer by more than ``TRIAL_MARGIN`` (3%), or not fitting the budget where the replaced plan did, the
 replaced plan comes back as it was (its moves, its summary, its .saved.json), and the costs that made the new one
 leave the plans made later for the budget (the host's time is not counted nor measured again; the recipes' times are
-scaled back):
-the first H200 run went back to the plan from iteration 12 and then, planning again for the allocator's reserved
-bytes with the host's time still counted, chose the blocks' runs again (638-1169 ms a step; bench/results/
-gpu-h200-2026-12-09-1, call 1). The log says which way it went (``the plan made for the hooks' host time runs
-812.0 ms a step (measured, 2 steps) against 540.3 ms for the plan from iteration 12: going back to that plan,
-...``) and the statistics' ``trials`` list each decision. A trial costs the new plan's first iteration and two
-more, and each cost is tried once per recorded trace, so a run settles some 15-25 iterations in (the bench warms
-tierpack up for 18-24 steps).
+scaled back): the first H200 run went back to the plan from iteration 12 and then, planning again for the
+allocator's reserved bytes with the host's time still counted, chose the blocks' runs again (638-1169 ms a step;
+bench/results/gpu-h200-2026-12-09-1, call 1). The log says which way it went (``the plan made for the hooks' host
+time and the recipes' measured times runs 405.6 ms a step (measured, 2 steps) against 328.8 ms for the plan from
+iteration 6: going back to that plan, ...``, call 2) and the statistics' ``trials`` list each decision. A trial
+costs the new plan's first iteration and two to four more, and each cost is tried once per recorded trace, so a run
+settles some 15-25 iterations in (the bench warms tierpack up for 18-24 steps).
 
 Note [Python's collector]
 ~~~~~~~~~~~~~~~~~~~~~~~~
