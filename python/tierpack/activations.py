@@ -282,6 +282,7 @@ from __future__ import annotations
 
 import gc
 import json
+import statistics
 import sys
 import threading
 import weakref
@@ -427,12 +428,6 @@ def _find_recipe(torch, node, t, storage, made_by, remake=None):
         return None
     dtype, version = t.dtype, param._version
     return (lambda: _checked(param, version, "a parameter").detach().to(dtype)), [], param.numel() * param.element_size()
-
-
-def _median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2.0
 
 
 class _Counters:
@@ -792,16 +787,17 @@ class StorageMover:
         mine = self.plan_summary.get("step_ms_measured", [])
         if len(mine) < self.TRIAL_STEPS:
             return
-        kept, why = inc["kept"], " and ".join(inc["why"])
+        kept, why = inc["kept"], inc["why"]
         theirs = kept[3].get("step_ms_measured", [])
         unfit = bool(kept[0]["fits"]) and not self.plan["fits"]  # a plan that fits never gives way to one that does not
-        if theirs and not unfit and len(mine) < self.TRIAL_MAX_STEPS and \
-                abs(_median(mine) - _median(theirs)) <= max(max(mine) - min(mine), max(theirs) - min(theirs)):
+        if not theirs and not unfit:
+            self._incumbent = None
+            return  # (nothing measured to compare with: the new plan stays)
+        ms, before = statistics.median(mine), statistics.median(theirs) if theirs else 0.0
+        spread = max(max(mine) - min(mine), max(theirs) - min(theirs)) if theirs else 0.0
+        if not unfit and len(mine) < self.TRIAL_MAX_STEPS and abs(ms - before) <= spread:
             return  # within the steps' own spread: measure more
         self._incumbent = None
-        if not theirs and not unfit:
-            return  # (nothing measured to compare with: the new plan stays)
-        ms, before = _median(mine), _median(theirs) if theirs else 0.0
         back = unfit or ms > before * (1 + self.TRIAL_MARGIN)
         self.trials.append({"iteration": self.iteration, "why": why, "plan_from": self.plan_summary["iteration"],
                             "step_ms": ms, "before_from": kept[3]["iteration"], "before_ms": before,
@@ -1670,7 +1666,6 @@ class StorageMover:
                 host = max((a["host"] - self._host_start) * 1e3, host)
                 e["host_ms"] = min(e.get("host_ms", host), host) if earlier else host
         self._host_costs = self._host_measured = None  # measured again for this trace's plans
-        self._trials_due = [t for t in self._trials_due if t[0] != "the hooks' host time"]
         if not earlier or times["step_ms"] < self._trace["step_ms"]:
             self._trace["step_ms"], self._trace["optimizer_ms"] = times["step_ms"], times["optimizer_ms"]
         self._trace["timed_iterations"] = self._trace.get("timed_iterations", []) + [self.iteration]
@@ -1704,12 +1699,9 @@ class StorageMover:
         """Plans from the trace under `limit` (None: the budget's). trial: (why, [undo()]) when the plan is made again
         for costs the hooks measured rather than for the budget; the plan it replaces comes back if the new one
         measures longer, and each undo() takes its cost back out of later plans (Note [Measured plans])."""
-        if trial is not None and self.plan is not None:
-            if self._incumbent is None:
-                self._incumbent = {"why": [], "undo": [], "kept": (self.plan, self._actions, self._idle,
-                                                                   self.plan_summary, self._saved_options)}
-            self._incumbent["why"].append(trial[0])
-            self._incumbent["undo"].extend(trial[1])
+        if trial is not None and self.plan is not None:  # (_start_trial: only while no other trial runs)
+            self._incumbent = {"why": trial[0], "undo": trial[1], "kept": (self.plan, self._actions, self._idle,
+                                                                            self.plan_summary, self._saved_options)}
         if self._bandwidth is None:
             self._bandwidth = self.transport.bandwidth()
         if self.budget is None and self.fraction is not None:  # "60%": of the recorded live peak
