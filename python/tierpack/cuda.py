@@ -247,8 +247,9 @@ def autocast_cache(torch, keep, log) -> None:
 def _install_storage_mover(torch, lib, options):
     """mechanism:storage (Note [Storage moves] in tierpack/activations.py)."""
     global _offloader
-    from tierpack.activations import StorageMover, plan_with_library
+    from tierpack.activations import StorageMover
     from tierpack.copy_streams import CudaTransport
+    from tierpack.planning import plan_with_library
 
     # Note [Budget]: reserved bytes stay close to live bytes. Read when the allocator first runs, so it
     # applies when install() comes before the first CUDA allocation, as it must; a user's setting stays.

@@ -26,7 +26,10 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from tierpack.activations import StorageMover, _find_recipe, _untyped, plan_with_library  # noqa: E402
+from tierpack._storage import untyped as _untyped  # noqa: E402
+from tierpack.activations import StorageMover  # noqa: E402
+from tierpack.planning import plan_with_library  # noqa: E402
+from tierpack.recipes import find_recipe as _find_recipe  # noqa: E402
 
 LIB = os.environ.get("TIERPACK_CUDA_LIB") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
                                                           "build", "lib", "libtierpack_cuda.so")
