@@ -25,7 +25,7 @@ std::vector<std::pair<int, std::string>> gpu_stats_files(const std::string& stat
 namespace {
 
 // "predicted step 200.0 ms, measured 230.0 ms (median of 3 step(s), +15.0%)": the plan's predicted step beside the
-// steps it ran (Note [Measured plans] in python/tierpack/activations.py), where the plan has both.
+// steps it ran (Note [Measured plans] in python/tierpack/measured_plans.py), where the plan has both.
 std::string measured_step(const nlohmann::json& plan) {
   const auto steps = plan.value("step_ms_measured", nlohmann::json::array());
   std::vector<double> ms;
@@ -92,7 +92,7 @@ std::string gpu_stats_line(const nlohmann::json& st) {
       line += ", " + std::to_string(last.value("recomputed", 0)) + " storage(s) made again (" +
               format_bytes(last.value("bytes_recomputed", std::uint64_t{0})) + ")";
     // What making them again cost the GPU, measured in the plan's first iteration (Note [Measured
-    // recomputation] in python/tierpack/activations.py).
+    // recomputation] in python/tierpack/measured_plans.py).
     if (st.contains("recomputations") && st["recomputations"].is_object()) {
       const auto& rc = st["recomputations"];
       char ms[96];
@@ -109,7 +109,7 @@ std::string gpu_stats_line(const nlohmann::json& st) {
     }
   }
   // Where a plan's first iteration first passed its planned live peak (Note [Budget] in
-  // python/tierpack/activations.py): [call, "pack"|"unpack", storage, bytes].
+  // python/tierpack/budget.py): [call, "pack"|"unpack", storage, bytes].
   if (st.contains("over_planned") && st["over_planned"].is_array() && !st["over_planned"].empty()) {
     const auto& w = st["over_planned"][0];
     if (w.is_array() && w.size() == 4 && w[0].is_number_integer() && w[1].is_string() && w[2].is_number_integer() &&

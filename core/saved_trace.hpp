@@ -1,6 +1,6 @@
 // SavedTrace and SavedPlan: the values between the GPU tier's storage mover and the placer.
 //
-// The storage mover (python/tierpack/activations.py, Note [Storage moves] there) records one training
+// The storage mover (python/tierpack/activations.py, Note [Storage moves]; recording.py) records one training
 // iteration as a SavedTrace: every storage autograd saved for backward, and every pack and unpack of
 // it, with the GPU time and the live bytes of PyTorch's allocator at that point. The placer
 // (placer/saved_plan.hpp) turns it into a SavedPlan under a budget: which storages leave the device,
@@ -40,8 +40,8 @@ struct SavedStorage {
   /// storages]); < 0: nothing else was seen holding it.
   std::int32_t held_until = -1;
   /// An optimizer state tensor's storage (AdamW's exp_avg, exp_avg_sq): used by the optimizer step alone (python/
-  /// tierpack/activations.py, Note [Optimizer state]); with a streamed step it comes back during the step, a chunk at
-  /// a time (placer/saved_plan.cpp, Note [Streamed step]).
+  /// tierpack/optimizer_state.py, Note [Optimizer state]); with a streamed step it comes back during the step, a
+  /// chunk at a time (placer/saved_plan.cpp, Note [Streamed step]).
   bool optimizer_state = false;
 
   friend bool operator==(const SavedStorage&, const SavedStorage&) = default;
@@ -147,7 +147,7 @@ struct SavedRecord {
   double fill = 0.95;        ///< the plan's limit is this fraction of the budget
   SavedTrace trace;
   SavedPlanOptions options;
-  /// What the plan's first iteration measured of the storages it made again (python/tierpack/activations.py,
+  /// What the plan's first iteration measured of the storages it made again (python/tierpack/measured_plans.py,
   /// Note [Measured recomputation]); measured_iteration < 0: nothing measured yet.
   struct Measured {
     std::int32_t storage = 0;

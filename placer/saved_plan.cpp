@@ -38,7 +38,7 @@
 // the add near the block's end: the previous block's output, let go when that block's call ends, stayed
 // until then. The recorded iteration cannot see this (nothing is let go there); the first planned iteration
 // of each plan can: the runtime keeps a weak reference to each storage it lets go and, where one outlives
-// the release, the call by which it was freed is the storage's held_until (python/tierpack/activations.py,
+// the release, the call by which it was freed is the storage's held_until (python/tierpack/budget.py,
 // Note [Held storages]), and the plan is made again with it at the same limit. A storage held until call h is
 // let go no earlier than h (a block with such a member no earlier than h either); one held to the
 // iteration's end never.
@@ -48,9 +48,9 @@
 // The optimizer step reads parameters, gradients and all of its state: for AdamW in fp32 that is 4 bytes of
 // parameter, 4 of gradient and 8 of state per parameter, 10-11.6 GiB for the 680-778M-parameter models of the
 // bench, at or above 60% of their checkpointing peak (bench/results/gpu-h200-2026-12-04-1): with the state
-// fetched before the step, no plan fits there. A streamed step (python/tierpack/activations.py, Note [Streamed
-// step]) updates the parameters a chunk at a time, each chunk's state copied back just before its update and out
-// again right after, so the step holds at most a window of state (a chunk arriving, one updating, one leaving).
+// fetched before the step, no plan fits there. A streamed step (python/tierpack/optimizer_state.py, Note
+// [Streamed step]) updates the parameters a chunk at a time, each chunk's state copied back just before its update
+// and out again right after, so the step holds at most a window of state (a chunk arriving, one updating, one leaving).
 // With options.stream_window_bytes > 0 the plan lets optimizer state go as if no call used it, and at the step's
 // calls counts their live bytes and the window (their recorded window is a whole step's, with its temporaries:
 // 3.1 GB on the Llama-style decoder, bench/results/gpu-h200-2026-12-06-1). Then, the first updated first, a state
@@ -66,7 +66,7 @@
 // Some saved storages the runtime can make again, bit for bit, from what stays on the device anyway: the
 // output of an elementwise activation (GELU, SiLU) from its input, which autograd keeps for the
 // activation's own backward; autocast's copy of a parameter from the parameter (python/tierpack/
-// activations.py, Note [Recipes]). Making one again costs the compute stream about recompute_ms (an
+// recipes.py, Note [Recipes]). Making one again costs the compute stream about recompute_ms (an
 // elementwise pass: microseconds per MiB where a copy each way over PCIe costs ~40 us per MiB) and the
 // link nothing. So at each release the storages that can be made again are let go first (Belady among
 // them), and only then the ones that must be copied (which recomputations count as cheap enough to come

@@ -2,7 +2,7 @@
 """What giving PyTorch's cached memory back and taking it again costs, under expandable segments.
 
 A storage-moving run leaves free blocks mapped between live ones (Note [Reserved memory] in
-python/tierpack/activations.py); giving them back (``torch.cuda.empty_cache()``, or the allocator itself
+python/tierpack/reserved_memory.py); giving them back (``torch.cuda.empty_cache()``, or the allocator itself
 when a memory fraction is set and reached) unmaps their pages, and a later allocation maps pages again.
 This prints, per GiB: the time of ``empty_cache()`` over a segment with holes (host, with its stream
 synchronisation), and the time of allocations that must map new pages (host time of ``torch.empty`` and

@@ -5,7 +5,7 @@ Reads a snapshot pickle written by ``models_bench.py --snapshot`` (``torch.cuda.
 one step recorded with ``_record_memory_history``), rebuilds the live blocks and the mapped (reserved)
 bytes at every event of that step, and prints: the live and mapped curves' peaks and, at the live peak (where
 the budget binds), the mapped bytes and the free space between live blocks by size class (the holes of Note
-[Reserved memory] in python/tierpack/activations.py), the largest holes with the blocks around them, and the
+[Reserved memory] in python/tierpack/reserved_memory.py), the largest holes with the blocks around them, and the
 allocation that made the allocator map more memory at the mapped peak, if the step mapped any.
 
 Usage: python3 bench/gpu/fragmentation.py SNAPSHOT.pickle [--top 8] [--json out.json]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints, for each tierpack cell of a models_bench --json file, one line per iteration: its mode, wall time, the
 hooks' host time, the pinned memory it added and the bytes it moved, and its GPU span (the mover's step_ms: Note
-[Measured plans] in python/tierpack/activations.py). Usage: iterations_table.py FILE.json..."""
+[Measured plans] in python/tierpack/measured_plans.py). Usage: iterations_table.py FILE.json..."""
 import json
 import sys
 

@@ -417,7 +417,7 @@ TIERPACK_C_API const char* tierpack_gpu_last_error(void) {
   return copy.c_str();
 }
 
-/// The placer's plan for the storage mover (python/tierpack/activations.py): `trace_json` a SavedTrace,
+/// The placer's plan for the storage mover (python/tierpack/planning.py): `trace_json` a SavedTrace,
 /// `options_json` {"limit_bytes", "d2h_bytes_per_s", "h2d_bytes_per_s", "min_bytes"} (core/saved_trace.hpp,
 /// placer/saved_plan.hpp). Returns the SavedPlan as JSON (valid until this thread's next call), or nullptr
 /// with tierpack_gpu_last_error() naming the field that is wrong. Needs no GPU and no runtime.

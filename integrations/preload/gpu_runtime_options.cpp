@@ -44,10 +44,10 @@
 //                       copies only
 //   gc:freeze           storage: at the first plan, Python's collector leaves the objects alive then out of
 //                       later collections (gc.freeze: a full collection inside a hook stalls the GPU; Note
-//                       [Python's collector] in python/tierpack/activations.py); as-is: the collector untouched
+//                       [Python's collector] in python/tierpack/python_collector.py); as-is: the collector untouched
 //   step:whole          storage: the optimizer step needs all its state back first (whole), or updates the
 //                       parameters a chunk at a time, each chunk's state fetched just before and sent out right
-//                       after (stream: placer/saved_plan.cpp and python/tierpack/activations.py, Note [Streamed
+//                       after (stream: placer/saved_plan.cpp and python/tierpack/optimizer_state.py, Note [Streamed
 //                       step]), so the step holds a window of state instead of all of it
 //   verify:sampled      check moved chunks behind the gate and copy again what was written after the
 //                       copy: sampled (evictions in full, prefetches on 1/16 samples), all (in full:

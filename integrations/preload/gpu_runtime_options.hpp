@@ -57,7 +57,7 @@ struct GpuRuntimeOptions {
   double fits_fraction() const { return mechanism == Mechanism::storage ? 0.98 : 0.97; }
   bool recompute = true;  ///< storage: let go what can be made again first (placer Note [Recompute])
   /// storage: at its first plan the mover leaves the objects alive then out of Python's later collections
-  /// (gc.freeze: python/tierpack/activations.py, Note [Python's collector]); false: the collector as it was
+  /// (gc.freeze: python/tierpack/python_collector.py, Note [Python's collector]); false: the collector as it was
   bool gc_freeze = true;
   /// storage: the optimizer step updates a chunk at a time, fetching each chunk's state just before (placer/
   /// saved_plan.cpp, Note [Streamed step]); false (the default): the step needs all its state back first

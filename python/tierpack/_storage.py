@@ -82,7 +82,7 @@ def autocast_state_getter(torch, device_type):
 
 def weak_ref(torch):
     """A maker of weak references to storages (``.expired()``: the storage was freed), or None where this torch has
-    none (python/tierpack/activations.py, Note [Held storages])."""
+    none (python/tierpack/budget.py, Note [Held storages])."""
     try:
         from torch.multiprocessing.reductions import StorageWeakRef
     except ImportError:

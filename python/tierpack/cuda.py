@@ -229,7 +229,7 @@ def gpu_options() -> dict:
 def autocast_cache(torch, keep, log) -> None:
     """TIERPACK_GPU autocast_cache:off (the default; ``keep`` False): autocast regions entered from now on without
     their own ``cache_enabled`` keep no cache of their casts of parameters. The cache holds every cast until the region
-    exits, so none of them can leave the device in forward (Note [Recipes] in tierpack/activations.py: 1.2-1.4 GiB
+    exits, so none of them can leave the device in forward (Note [Recipes] in tierpack/recipes.py: 1.2-1.4 GiB
     on GPT-2 large); without it each cast is a saved storage like any other, which the plan may let go and make
     again from its parameter, bit for bit. Each use of a parameter casts it anew."""
     if keep:
@@ -280,7 +280,7 @@ def _install_storage_mover(torch, lib, options):
 
     def memory_state(device):
         """At an out-of-memory error (the allocator's lock is free then): what it holds, what is live, and the
-        free blocks inside its mapped memory (Note [Reserved memory] in tierpack/activations.py)."""
+        free blocks inside its mapped memory (Note [Reserved memory] in tierpack/reserved_memory.py)."""
         i = index(device)
         st = torch.cuda.memory_stats(i)
         gaps = []

@@ -10,7 +10,7 @@ stats=$(printf '%s\n' "$TIERPACK_CONF" | tr ',' '\n' | sed -n 's/^stats_out://p'
 stats=$(printf '%s' "$stats" | sed 's/%r/0/g')
 gpu="${stats%.*}.gpu0.json"
 if [ "$1" = storage ]; then
-  # The storage mover's file (python/tierpack/activations.py): $2 is what PyTorch's allocator held at most
+  # The storage mover's file (python/tierpack/mover_stats.py): $2 is what PyTorch's allocator held at most
   # in the last iteration (Note [Reserved memory]), under a 1 GiB budget.
   cat > "$gpu" <<JSON
 {"device": 0, "mechanism": "storage", "phase": "planned", "budget": 1073741824,
