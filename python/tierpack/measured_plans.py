@@ -103,19 +103,20 @@ class MeasuredPlans:
     def _queue_remake_times(self, entry):
         """Note [Measured recomputation]: what this iteration made again, with the plan's predictions, for
         _read_remake_times at the next iteration's end."""
-        if self._remake_marks:
-            # A module call's members carry the whole run's time, spent once (Note [Recompute cost]):
-            # the first of them made in this iteration is predicted at it, the others at nothing.
-            predicted, groups = {}, set()
-            for s, _, _ in self._remake_marks:
-                st = self._trace["storages"][s]
-                if s in self._by_block:  # Note [Block recompute]: one run of the block
-                    g, ms = ("block", st["block"]), self._trace["blocks"][st["block"]]["ms"]
-                else:
-                    g, ms = st.get("recompute_group", -1), st.get("recompute_ms", 0.0)
-                predicted[s] = 0.0 if g != -1 and g in groups else ms
-                groups.add(g)
-            self._pending_remakes = (entry, self._remake_marks, predicted, self.plan_summary)
+        if not self._remake_marks:
+            return
+        # A module call's members carry the whole run's time, spent once (Note [Recompute cost]):
+        # the first of them made in this iteration is predicted at it, the others at nothing.
+        predicted, groups = {}, set()
+        for s, _, _ in self._remake_marks:
+            st = self._trace["storages"][s]
+            if s in self._by_block:  # Note [Block recompute]: one run of the block
+                g, ms = ("block", st["block"]), self._trace["blocks"][st["block"]]["ms"]
+            else:
+                g, ms = st.get("recompute_group", -1), st.get("recompute_ms", 0.0)
+            predicted[s] = 0.0 if g != -1 and g in groups else ms
+            groups.add(g)
+        self._pending_remakes = (entry, self._remake_marks, predicted, self.plan_summary)
 
     def _read_span(self, end):
         """Note [Measured plans]: the GPU span of the iteration before this one (start mark to end mark: its step as

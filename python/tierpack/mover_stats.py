@@ -14,6 +14,8 @@ import json
 
 
 class Counters:
+    """One iteration's counters, by the names the statistics give them."""
+
     FIELDS = ("saved_storages", "saved_bytes", "bytes_out", "bytes_in", "released", "fetched_late", "divergences",
               "peak_live", "peak_reserved", "calls", "host_ms", "recomputed", "bytes_recomputed", "gc_ms", "gc_full",
               "pinned_new",
