@@ -10,7 +10,8 @@ the moves; each other part is a mixin of it or plain functions, and its docstrin
 owns and which it reads):
 
 * activations.py: the saved-tensor hooks, records and moves (Notes [Storage moves], [Reactive moves], [Batched moves]);
-* recording.py: the recorded and timed iterations, the trace the plans are made from (Note [Recording]);
+* recording.py: the recorded and timed iterations, the trace the plans are made from (Note [Recording]), what
+  torch.compile's graphs saved (Note [Under torch.compile]);
 * planning.py: the plan through the placer's C ABI (``plan_with_library``) and the actions at each call;
 * budget.py: the budget's limit, limit:hard, a plan's first iteration checked (Notes [Budget], [Held storages]);
 * reserved_memory.py: what PyTorch's allocator holds against the budget (Note [Reserved memory]);
@@ -103,7 +104,7 @@ from tierpack.optimizer_state import OptimizerState
 from tierpack.planning import Planning
 from tierpack.python_collector import PythonCollector
 from tierpack.recipes import cast_parameter, find_recipe
-from tierpack.recording import Recording
+from tierpack.recording import Recording, saved_by_compiled_graph
 from tierpack.reserved_memory import ReservedMemory
 
 MiB = 1 << 20
@@ -406,6 +407,9 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
             first = rec is None
             if first:
                 rec = self._new_record(storage, nbytes, key)
+                if self._recording and saved_by_compiled_graph():  # Note [Under torch.compile]
+                    self._compiled_saves[0] += 1
+                    self._compiled_saves[1] += nbytes
             h = _Handle(rec, t)
             rec.handles.append(h)
             movable = first and rec.nbytes >= self.min_bytes and key not in self._parameters and not self._in_backward()

@@ -5,7 +5,8 @@ the GPU times of the timed ones after it (Note [Recording]), and turns them into
 Owns: record_iteration and timed_iterations (which iterations), _trace, _pressure_in_timing (whether the timed ones
 move), _iteration_start and _host_start (the iteration's start on the GPU and on the host), _optimizer_start; per
 iteration (_begin_recording): _recording, _timing, _events, _stalls (the compute stream's waits for copies), _seen
-(per storage), _autocast_in_backward. Reads the records (_by_index), _absent, transport, device and the allocator's
+(per storage), _autocast_in_backward, _compiled_saves (what torch.compile's graphs saved: Note [Under torch.compile]).
+Reads the records (_by_index), _absent, transport, device and the allocator's
 counters; the module calls and blocks come from ModuleRecompute (module_recompute.py). A new trace clears the costs
 measured on the one before (_calibrated, _trials_due, _incumbent, _host_costs: measured_plans.py).
 
@@ -21,11 +22,34 @@ timed iteration, right after the recorded one, measured GPT-2 large's step at 30
 making 20 GB again, took 258-284 ms, and the T5-style model's at 609 ms against a default step of 245 ms
 (bench/results/gpu-h200-2026-12-03-1, call 4): the plans were predicted 25% slow. The plan is made at the last
 one's end.
+
+Note [Under torch.compile]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+A graph compiled by torch.compile saves its tensors through one autograd function (AOTAutograd's CompiledFunction),
+so the hooks see them as they see any other, and copy them out and back as the plan says. They cannot make them
+again: the graph's ops are not seen one by one (no recipe, no module call: the module hooks do nothing in traced code,
+Note [Module recompute]), and the compiler has chosen already what its backward recomputes (its activation memory
+budget). So under torch.compile tierpack offloads only, and the recorded iteration says how much of what was saved
+came from compiled graphs (a pack called from torch._functorch's frames: looked up in the recorded iteration only).
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from time import perf_counter as _clock
+
+_FUNCTORCH = os.sep + "_functorch" + os.sep
+
+
+def saved_by_compiled_graph(depth=12):
+    """Whether the pack hook running now was called for a graph torch.compile made (Note [Under torch.compile])."""
+    f = sys._getframe(1)
+    while f is not None and depth > 0:
+        if _FUNCTORCH in f.f_code.co_filename:
+            return True
+        f, depth = f.f_back, depth - 1
+    return False
 
 
 class Recording:
@@ -51,6 +75,7 @@ class Recording:
         self._events = [] if (self._recording or self._timing) else None
         self._stalls = []         # (call index, start event, end event) of compute waits, recorded iteration
         self._seen = []           # recorded iteration: {"bytes", "movable"} per storage index
+        self._compiled_saves = [0, 0]  # recorded iteration: storages and bytes torch.compile's graphs saved
 
     def _sample(self, kind, rec, movable):
         if self._timing:
@@ -91,6 +116,11 @@ class Recording:
         blocks = self._modules.fill_blocks(self._seen, self.transport.elapsed_ms)  # Note [Block recompute]
         if self._modules.verdicts:
             self.log("storage mover: " + self._modules.summary())
+        n, nbytes = self._compiled_saves
+        if n:  # Note [Under torch.compile]
+            self.log("storage mover: %d of %d saved storages (%.2f GiB) come from torch.compile's graphs: the plan may "
+                     "copy them out and back, never make them again (the compiler chose what its backward recomputes)"
+                     % (n, len(self._seen), nbytes / 2**30))
         if self._autocast_in_backward:
             # autocast's cache holds its casts through backward too: letting them go frees nothing (Note [Recipes])
             for st in self._seen:

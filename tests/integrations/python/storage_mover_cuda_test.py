@@ -42,6 +42,7 @@ from gpt2_bench import build_model  # the bench's GPT-2, small: 6 x 512, 8 heads
 with torch.device("cuda"):
     model = build_model(torch, 6, 512, 8, 1000, 512, ckpt)
 params = list(model.parameters())
+fwd = torch.compile(model) if os.environ.get("TIERPACK_TEST_COMPILE") else model
 opt = torch.optim.AdamW(params, lr=1e-3)
 g = torch.Generator(device="cuda").manual_seed(1)
 data = [torch.randint(0, 1000, (16, 513), device="cuda", generator=g) for _ in range(2)]
@@ -52,7 +53,7 @@ for it in range(10):
     opt.zero_grad(set_to_none=True)
     torch.cuda.reset_peak_memory_stats()
     with torch.autocast("cuda", dtype=torch.bfloat16):
-        loss = F.cross_entropy(model(x[:, :-1]).float().view(-1, 1000), x[:, 1:].reshape(-1))
+        loss = F.cross_entropy(fwd(x[:, :-1]).float().view(-1, 1000), x[:, 1:].reshape(-1))
     loss.backward()
     opt.step()
     losses.append(loss.item())
@@ -180,6 +181,23 @@ class StorageMoverCudaTest(unittest.TestCase):
         got, err = run(max(ref["peaks"]) * 0.8, ckpt=True)
         self.assertEqual(ref["losses"], got["losses"], err[-2000:])
         self.assertEqual(ref["grads"], got["grads"])
+
+    def test_under_torch_compile_offloads_only_bit_identical(self):
+        # Note [Under torch.compile]: what the compiled graph saves is copied out and back, never made again, and
+        # the log says how much of it there was
+        os.environ["TIERPACK_TEST_COMPILE"] = "1"
+        try:
+            ref, _ = run(0)
+            got, err = run(max(ref["peaks"]) * 0.6)
+        finally:
+            os.environ.pop("TIERPACK_TEST_COMPILE")
+        self.assertRegex(err, r"saved storages \([0-9.]+ GiB\) come from torch.compile's graphs")
+        self.assertEqual(ref["losses"], got["losses"], err[-2000:])
+        self.assertEqual(ref["grads"], got["grads"])
+        plan = got["stats"]["plan"]
+        self.assertIsNotNone(plan, err[-2000:])
+        self.assertEqual(plan["bytes_recomputed"], 0, plan)
+        self.assertGreater(plan["bytes_out"], 0, plan)
 
     def test_hugging_face_gradient_checkpointing_makes_progress(self):
         try:
