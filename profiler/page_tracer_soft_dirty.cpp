@@ -15,7 +15,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -102,7 +101,7 @@ class SoftDirtyTracer final : public PageTracer {
       for (std::uintptr_t first = r.begin; first < r.end; first += kChunk * page_) {
         const std::size_t n = std::min<std::size_t>(kChunk, (r.end - first) / page_);
         if (read_pagemap(f_.pagemap.get(), first, n, page_, entries_.data()) != 0) {
-          rearm_failures_.fetch_add(1, std::memory_order_relaxed);
+          counters_.rearm_failed();
           break;
         }
         for (std::size_t i = 0; i < n; ++i)
@@ -113,17 +112,10 @@ class SoftDirtyTracer final : public PageTracer {
       }
     }
     if (const int err = clear_soft_dirty(f_.clear_refs.get())) throw os_error("write /proc/self/clear_refs", err);
-    windows_.fetch_add(1, std::memory_order_relaxed);
-    pages_reported_.fetch_add(reported, std::memory_order_relaxed);
+    counters_.window(reported);
   }
 
-  PageTracerStats stats() const override {
-    PageTracerStats st;
-    st.windows = windows_.load(std::memory_order_relaxed);
-    st.pages_reported = pages_reported_.load(std::memory_order_relaxed);
-    st.rearm_failures = rearm_failures_.load(std::memory_order_relaxed);
-    return st;
-  }
+  PageTracerStats stats() const override { return counters_.stats(); }
 
  private:
   SoftDirtyFiles f_;
@@ -131,7 +123,7 @@ class SoftDirtyTracer final : public PageTracer {
   std::mutex mu_;
   std::vector<AddressRange> ranges_;
   std::vector<std::uint64_t> entries_;
-  std::atomic<std::uint64_t> windows_{0}, pages_reported_{0}, rearm_failures_{0};
+  ScanCounters counters_;
 };
 
 }  // namespace

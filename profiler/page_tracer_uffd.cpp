@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include <array>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -163,7 +162,7 @@ class UffdWpTracer final : public PageTracer {
         const long n = scan_written(s_.pagemap.get(), start, r.end, vec_.data(), vec_.size(), walk_end);
         if (n < 0) {
           // The range changed under us (unmapped or remapped without untrack): count and move on.
-          rearm_failures_.fetch_add(1, std::memory_order_relaxed);
+          counters_.rearm_failed();
           break;
         }
         for (long i = 0; i < n; ++i)
@@ -174,17 +173,10 @@ class UffdWpTracer final : public PageTracer {
         start = walk_end;
       }
     }
-    windows_.fetch_add(1, std::memory_order_relaxed);
-    pages_reported_.fetch_add(reported, std::memory_order_relaxed);
+    counters_.window(reported);
   }
 
-  PageTracerStats stats() const override {
-    PageTracerStats st;
-    st.windows = windows_.load(std::memory_order_relaxed);
-    st.pages_reported = pages_reported_.load(std::memory_order_relaxed);
-    st.rearm_failures = rearm_failures_.load(std::memory_order_relaxed);
-    return st;
-  }
+  PageTracerStats stats() const override { return counters_.stats(); }
 
  private:
   UffdSession s_;
@@ -192,7 +184,7 @@ class UffdWpTracer final : public PageTracer {
   std::mutex mu_;
   std::vector<AddressRange> ranges_;
   std::array<PageRegion, 512> vec_{};  ///< scan output; regions are runs, so 512 covers many pages
-  std::atomic<std::uint64_t> windows_{0}, pages_reported_{0}, rearm_failures_{0};
+  ScanCounters counters_;
 };
 
 /// Maps `bytes` of anonymous memory for a probe (the OS layer's map); unmaps on scope exit.

@@ -3,7 +3,9 @@
 // backend directly instead of going through the automatic choice).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -34,6 +36,25 @@ inline constexpr std::size_t kDefaultFaultBufferEntries = std::size_t{1} << 18;
 std::unique_ptr<PageTracer> make_mprotect_tracer(std::size_t fault_buffer_entries = kDefaultFaultBufferEntries);
 
 std::unique_ptr<PageTracer> make_none_tracer();
+
+/// What the scanning tracers (soft-dirty, uffd-wp) count, read by stats() from any thread.
+struct ScanCounters {
+  std::atomic<std::uint64_t> windows{0}, pages_reported{0}, rearm_failures{0};
+
+  /// One end_window that appended `reported` touches.
+  void window(std::uint64_t reported) noexcept {
+    windows.fetch_add(1, std::memory_order_relaxed);
+    pages_reported.fetch_add(reported, std::memory_order_relaxed);
+  }
+  void rearm_failed() noexcept { rearm_failures.fetch_add(1, std::memory_order_relaxed); }
+  PageTracerStats stats() const noexcept {
+    PageTracerStats st;
+    st.windows = windows.load(std::memory_order_relaxed);
+    st.pages_reported = pages_reported.load(std::memory_order_relaxed);
+    st.rearm_failures = rearm_failures.load(std::memory_order_relaxed);
+    return st;
+  }
+};
 
 /// The host page size (the OS layer's, platform/host_os.hpp).
 std::size_t host_page_size() noexcept;
