@@ -63,4 +63,7 @@ std::string format_bytes(std::uint64_t bytes);
 /// "1.23 ms", "450 us", "2.10 s".
 std::string format_duration_ns(double ns);
 
+/// Text for HTML or SVG (element content and attribute values): & < > " ' escaped.
+std::string html_escape(std::string_view s);
+
 }  // namespace tierpack

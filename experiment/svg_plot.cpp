@@ -5,22 +5,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/units.hpp"
+
 namespace tierpack::experiment {
 namespace {
-
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // "Nice" tick step for a range (1, 2 or 5 x 10^k), about 5 ticks.
 double tick_step(double range) {
@@ -70,7 +58,7 @@ std::string render_svg(const SvgChart& c) {
                 "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
                 W, H, W, H);
   o += b;
-  std::snprintf(b, sizeof b, "<text x=\"%.0f\" y=\"22\" font-size=\"15\" font-weight=\"bold\">%s</text>\n", L, escape(c.title).c_str());
+  std::snprintf(b, sizeof b, "<text x=\"%.0f\" y=\"22\" font-size=\"15\" font-weight=\"bold\">%s</text>\n", L, html_escape(c.title).c_str());
   o += b;
   // Axes, grid and ticks.
   for (double y = c.y_min; y <= y1 + ys / 1000; y += ys) {
@@ -96,7 +84,7 @@ std::string render_svg(const SvgChart& c) {
                 "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#333\"/>\n"
                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n"
                 "<text transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">%s</text>\n",
-                L, T, pw, ph, L + pw / 2, H - 12, escape(c.x_label).c_str(), T + ph / 2, escape(c.y_label).c_str());
+                L, T, pw, ph, L + pw / 2, H - 12, html_escape(c.x_label).c_str(), T + ph / 2, html_escape(c.y_label).c_str());
   o += b;
   // Lines and the legend.
   for (std::size_t i = 0; i < c.series.size(); ++i) {
@@ -118,7 +106,7 @@ std::string render_svg(const SvgChart& c) {
       for (auto [x, y] : pts) {
         if (!std::isfinite(x) || !std::isfinite(y)) continue;
         std::snprintf(b, sizeof b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>%s: %s</title></circle>\n", px(x), py(y),
-                      colour, escape(s.name).c_str(), num(y).c_str());
+                      colour, html_escape(s.name).c_str(), num(y).c_str());
         o += b;
       }
     }
@@ -127,7 +115,7 @@ std::string render_svg(const SvgChart& c) {
                   "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>"
                   "<text x=\"%.1f\" y=\"%.1f\">%s%s</text>\n",
                   L + pw + 12, ly, L + pw + 36, ly, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "", L + pw + 42, ly + 4,
-                  escape(s.name).c_str(), path.empty() ? " (n/a)" : "");
+                  html_escape(s.name).c_str(), path.empty() ? " (n/a)" : "");
     o += b;
   }
   o += "</svg>\n";

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/units.hpp"
 #include "core/version.hpp"
 #include "report/assets.hpp"
 #include "report/detail/text.hpp"
@@ -19,7 +20,7 @@ namespace {
 
 using detail::bytes_short;
 using detail::duration_short;
-using detail::html_escape;
+using tierpack::html_escape;
 using detail::percent;
 using detail::with_commas;
 

@@ -18,7 +18,7 @@ namespace tierpack::report {
 namespace {
 
 namespace fs = std::filesystem;
-using detail::html_escape;
+using tierpack::html_escape;
 
 std::uint64_t peak_on(const Profile& p, bool gpu) {
   std::set<int> devices;

@@ -16,8 +16,6 @@ std::string bytes_short(std::uint64_t bytes);
 std::string duration_short(double ns);
 /// "37%" / "0.4%"
 std::string percent(double part, double whole);
-/// Escapes &, <, >, " and ' for HTML text and attribute values.
-std::string html_escape(std::string_view s);
 /// A finite double as JSON text with up to `decimals` decimals, trailing zeros trimmed ("12.5", "3").
 std::string json_number(double v, int decimals = 3);
 
