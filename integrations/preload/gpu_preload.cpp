@@ -38,7 +38,7 @@
 #include "alloc/gpu/memfd_backend.hpp"
 #include "core/error.hpp"
 #include "core/saved_trace.hpp"
-#include "integrations/preload/gpu_runtime.hpp"
+#include "runtime/gpu/gpu_runtime.hpp"
 #include "migrate/gpu/storage_copies.hpp"
 #include "placer/saved_plan.hpp"
 

@@ -46,10 +46,10 @@
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "core/run_stats.hpp"
-#include "integrations/preload/gpu_runtime_options.hpp"
 #include "migrate/gpu/group_mover.hpp"
 #include "migrate/gpu/schedule_executor.hpp"
 #include "placer/vmm_plan.hpp"
+#include "runtime/gpu/gpu_runtime_options.hpp"
 
 namespace tierpack::gpu {
 

@@ -55,7 +55,7 @@
 //   gate:on             off: diagnostic only. Remaps run while the training's kernels do, so a
 //                       kernel the plan did not foresee touching a chunk mid-remap faults and the
 //                       process dies (Note [Remap gate]); it measures what the gates cost
-#include "integrations/preload/gpu_runtime_options.hpp"
+#include "runtime/gpu/gpu_runtime_options.hpp"
 
 #include <algorithm>
 #include <charconv>

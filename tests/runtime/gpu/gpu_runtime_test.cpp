@@ -1,7 +1,7 @@
 // The GPU runtime's phases on the memfd twin: warm-up, traced iteration, planned iterations that
 // move page groups under a budget with every byte intact, and the fallback when an iteration stops
 // matching the traced one.
-#include "integrations/preload/gpu_runtime.hpp"
+#include "runtime/gpu/gpu_runtime.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "migrate/host/host_runtime.hpp"
+#include "runtime/host/host_runtime.hpp"
 #include "tests/migrate/host/host_test_util.hpp"
 
 namespace tierpack::host {

@@ -1,6 +1,6 @@
 // HostRuntime: plan routing, budget fallback, op-driven moves, per-iteration stats.
 // See Note [Routing allocations by sequence position] in host_runtime.hpp.
-#include "migrate/host/host_runtime.hpp"
+#include "runtime/host/host_runtime.hpp"
 
 #include <algorithm>
 

@@ -69,10 +69,10 @@
 
 #include "core/config.hpp"
 #include "core/plan.hpp"
-#include "integrations/session/profiling_arena.hpp"
-#include "integrations/session/session.hpp"
-#include "migrate/host/host_runtime.hpp"
 #include "core/run_stats.hpp"
+#include "runtime/host/host_runtime.hpp"
+#include "runtime/session/profiling_arena.hpp"
+#include "runtime/session/session.hpp"
 
 namespace tierpack {
 

@@ -1,5 +1,5 @@
 // The GPU tier of one device behind the pluggable allocator (see gpu_runtime.hpp).
-#include "integrations/preload/gpu_runtime.hpp"
+#include "runtime/gpu/gpu_runtime.hpp"
 
 #include <algorithm>
 #include <cstdio>
