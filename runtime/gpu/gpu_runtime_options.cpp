@@ -154,7 +154,7 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
     } else if (key == "remap_threads") {
       o.remap_threads = parse_int(key, value, 1, 16, "1..16");
     } else if (key == "divergences") {
-      o.max_divergences = parse_int(key, value, 1, 1000000, "1..1000000");
+      o.phases.divergence_limit = parse_int(key, value, 1, 1000000, "1..1000000");
     } else if (key == "remap") {
       if (value == "eager") o.remap_when = RemapWhen::eager;
       else if (value == "idle") o.remap_when = RemapWhen::idle;

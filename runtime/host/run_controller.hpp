@@ -50,11 +50,12 @@
 // the runtime had the plan at its start and never left it (HostRuntime IterationStats::followed(): every
 // allocation the plan places routed by it, every move issued). An iteration whose allocations stop
 // matching the plan (dynamic shapes, another program's plan) leaves it for its rest; after
-// max_divergent_iterations such iterations in a row the runtime turns the plan off for good. The
-// statistics file says so per iteration (`plan_followed`, `plan_turned_off`) and for the run
-// (`iterations_under_plan`, `iterations_followed`, `plan_turned_off_at`, `plan_turned_off_why`), and the
-// final line of `tierpack run` reads them: "plan applied from iteration A for N of M iteration(s)", and
-// "turned off at iteration K: <why>" when it was; a plan followed in none of its iterations is an error.
+// `divergence_limit` such iterations in a row (Note [Diverged iterations] in runtime/phases.hpp) the
+// runtime turns the plan off for good. The statistics file says so per iteration (`plan_followed`,
+// `plan_turned_off`) and for the run (`iterations_under_plan`, `iterations_followed`, `plan_turned_off_at`,
+// `plan_turned_off_why`), and the final line of `tierpack run` reads them: "plan applied from iteration A
+// for N of M iteration(s)", and "turned off at iteration K: <why>" when it was; a plan followed in none of
+// its iterations is an error.
 #pragma once
 
 #include <atomic>
