@@ -4,7 +4,7 @@
 //   1. warm-up and profiled iterations: CPU tensors come from the profiling arena (page-trackable),
 //      the recorder builds the profile;
 //   2. at the end of the last profiled iteration, on the training thread: snapshot -> Profile ->
-//      placer plan under the fast budget -> a HostRuntime (migrate/host) with that plan; new CPU
+//      placer plan under the fast budget -> a HostRuntime (host_runtime.hpp) with that plan; new CPU
 //      tensors come from it from the next iteration on, op events drive its moves;
 //   3. at exit: per-iteration status lines, the run statistics file (core/run_stats.hpp format,
 //      plus a "tierpack_run" section) and, with a profile path, the plan next to it.
