@@ -1,6 +1,6 @@
 // The GPU tier's statistics file, `<stats>.gpu<N>.json` beside a run's `--stats` (written by the storage
 // mover, python/tierpack/mover_stats.py, and by the vmm runtime, Note [GPU statistics file] in
-// integrations/preload/gpu_runtime.cpp): where they are and the one line that says what a GPU tier did,
+// runtime/gpu/gpu_runtime.cpp): where they are and the one line that says what a GPU tier did,
 // which `tierpack run` prints and `tierpack report` shows.
 #pragma once
 

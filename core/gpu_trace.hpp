@@ -1,6 +1,6 @@
 // The GPU runtime's traced iteration (mechanism:vmm): every allocation and free on the allocator's event clock, and
 // the ops that touched each tensor (Note [Trace clock] in placer/vmm_plan.hpp). A value: the runtime
-// (integrations/preload/gpu_runtime.cpp) records it, placer/vmm_plan.hpp plans from it, migrate/gpu/trace_align.hpp
+// (runtime/gpu/gpu_runtime.cpp) records it, placer/vmm_plan.hpp plans from it, migrate/gpu/trace_align.hpp
 // matches two of them.
 #pragma once
 

@@ -88,7 +88,7 @@ struct RunStats {
   std::int32_t sampled_iteration = -1;    ///< which iteration occupancy/moves/stalls describe
   bool stall_ns_measured = true;          ///< false: the runtime does not wait, stall_ns is not a measurement
   /// Tiers of the plan this machine lacked, emulated on node 0 ("cxl0 (NUMA node 1)"; Note [Tiers this
-  /// machine lacks] in integrations/run/run_controller.hpp): budget and moves real, memory not slower.
+  /// machine lacks] in runtime/host/run_controller.hpp): budget and moves real, memory not slower.
   /// Key "emulated_tiers" (files from before it: tierpack_run.emulated_tiers).
   std::vector<std::string> emulated_tiers;
   std::vector<RunIteration> iterations;

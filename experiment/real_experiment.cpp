@@ -10,11 +10,11 @@
 #include "experiment/host_replayer.hpp"
 #include "experiment/kernel_tiering.hpp"
 #include "experiment/node_policy.hpp"
-#include "migrate/host/host_runtime.hpp"
 #include "placer/cost_model.hpp"
 #include "placer/page_stats.hpp"
 #include "placer/planner.hpp"
 #include "placer/replay.hpp"
+#include "runtime/host/host_runtime.hpp"
 
 namespace tierpack::experiment {
 namespace {

@@ -17,7 +17,7 @@
 // carry yet, and (b) the runtime must plan inside the training process between two iterations,
 // where the placer's inputs (a Profile with page data) are not complete. The runtime now writes the
 // traced iteration as a core Profile (profile_out, Note [Runtime profile] in
-// integrations/preload/gpu_runtime.cpp), so the placer and the simulator can be checked against
+// runtime/gpu/gpu_runtime.cpp), so the placer and the simulator can be checked against
 // the same iteration; switching the runtime to the placer's Plan needs a mapping from op indices
 // to the event clock (both are in that Profile: birth/death ops and allocation positions).
 #pragma once

@@ -1,7 +1,7 @@
 // HostOs: tierpack's one door to the kernel's memory calls: anonymous mappings and reservations,
 // protection, mlock, madvise, mbind / set_mempolicy, move_pages, get_mempolicy. The host tier
 // (alloc/host, migrate/host), the profiler (page residency, tracer probes), the profiling arena
-// (integrations/session) and the real-nodes experiment all call it; everything above it speaks in tiers
+// (runtime/session) and the real-nodes experiment all call it; everything above it speaks in tiers
 // and page groups, everything below it is one system call each. It sees nothing of tierpack (no core
 // types), so every other library may link it (platform/CMakeLists.txt).
 //

@@ -85,7 +85,7 @@ void EventRecorder::stop_recording(bool partial) {
   m.finalized = false;
   m.profiled_signature = m.iteration_signature();
   // Keep the raw records; the Profile is built by the first snapshot() (Note [Profile write] in
-  // integrations/session: off the training thread). Only the reference sequence is needed now.
+  // runtime/session: off the training thread). Only the reference sequence is needed now.
   m.iteration_end = end;
   m.done_ops.swap(m.ops);
   m.done_tensors.swap(m.tensors);

@@ -610,7 +610,7 @@ void fill_sentences(ReportModel& m) {
               (c.budget_bytes ? " of budget " + bytes_short(c.budget_bytes) : std::string()) +
               (c.over_budget_bytes() ? " (over it by " + bytes_short(c.over_budget_bytes()) + ")" : std::string());
     out.push_back(line + ".");
-    // Note [Tiers this machine lacks] in integrations/run/run_controller.hpp.
+    // Note [Tiers this machine lacks] in runtime/host/run_controller.hpp.
     if (!m.run->emulated_tiers.empty()) {
       std::string names;
       for (const auto& e : m.run->emulated_tiers) names += (names.empty() ? "" : ", ") + e;

@@ -76,8 +76,8 @@ if [ "$sanitize" = 1 ]; then
   #   torch_profile_tests and the torch observer test (libtorch is not instrumented; a preloaded
   #   libtierpack_torch.so would need the ASan runtime preloaded into Python), bench programs.
   asan_suites=(platform_tests core_tests discovery_tests tier_spec_tests placer_tests profiler_tests page_tracer_tests
-               session_tests alloc_host_tests migrate_host_tests gpu_alloc_tests gpu_migrate_tests
-               gpu_runtime_tests report_tests cli_plan_replay_tests cli_gpu_replay_tests
+               run_phases_tests session_tests alloc_host_tests migrate_host_tests host_runtime_tests gpu_alloc_tests
+               gpu_migrate_tests gpu_runtime_tests report_tests cli_plan_replay_tests cli_gpu_replay_tests
                reliability_twin_tests reliability_host_tests reliability_session_tests reliability_cli_tests)
   echo "== build with ASan+UBSan (build-asan/: ${asan_suites[*]})"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTIERPACK_SANITIZE="address;undefined" -DTIERPACK_WERROR=ON \
@@ -95,7 +95,7 @@ if [ "$sanitize" = 1 ]; then
   # movers, GPU-tier twin with its stream threads, session events from many threads, runtimes
   # torn down with moves in flight). jemalloc is not instrumented, but its locks are pthread
   # mutexes, which TSan sees, so blocks handed between threads through it carry happens-before.
-  tsan_suites=(platform_tests alloc_host_tests migrate_host_tests gpu_alloc_tests gpu_migrate_tests
+  tsan_suites=(platform_tests alloc_host_tests migrate_host_tests host_runtime_tests gpu_alloc_tests gpu_migrate_tests
                reliability_twin_tests reliability_host_tests reliability_session_tests)
   echo "== build with TSan (build-tsan/: ${tsan_suites[*]})"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIERPACK_SANITIZE=thread -DTIERPACK_WERROR=ON \

@@ -38,8 +38,8 @@
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "core/units.hpp"
-#include "integrations/preload/gpu_runtime.hpp"
-#include "integrations/preload/gpu_runtime_options.hpp"
+#include "runtime/gpu/gpu_runtime.hpp"
+#include "runtime/gpu/gpu_runtime_options.hpp"
 
 namespace {
 

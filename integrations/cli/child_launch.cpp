@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // Space for libjemalloc's initial-exec TLS when a Python process dlopen()s the integration
-// (integrations/session/profiling_arena.hpp).
+// (runtime/session/profiling_arena.hpp).
 constexpr const char* kStaticTlsTunable = "glibc.rtld.optional_static_tls=65536";
 
 bool is_file(const fs::path& p) {

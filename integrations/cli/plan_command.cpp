@@ -48,7 +48,7 @@ std::string op_label(const Profile& p, OpIndex op) {
 }
 
 // A host tier whose NUMA node this machine lacks: `tierpack run` here emulates it on node 0 (Note [Tiers
-// this machine lacks] in integrations/run/run_controller.hpp). "" when the node is here, or when this
+// this machine lacks] in runtime/host/run_controller.hpp). "" when the node is here, or when this
 // machine's nodes cannot be read.
 std::string emulated_here(const Tier& t) {
   if ((t.kind != TierKind::host_dram && t.kind != TierKind::far_memory) || t.numa_node < 0) return "";

@@ -1,6 +1,6 @@
 // `tierpack run`: runs a training command under tierpack. The child profiles its first iteration(s),
 // plans under the fast-tier budget and applies the plan from the next iteration on (or applies a
-// given plan from the start); integrations/run/run_controller.hpp does that inside the child. This
+// given plan from the start); runtime/host/run_controller.hpp does that inside the child. This
 // command checks the flags, launches the child like `tierpack profile` does, and reports the outcome.
 #include <unistd.h>
 
@@ -143,7 +143,7 @@ int report_outcome(const std::string& stats_path, const std::string& who, const 
                                (plan_error.empty() ? "the run ended before the profiled iterations were complete" : plan_error));
     return 1;
   }
-  // Note [What the run summary says] in integrations/run/run_controller.hpp: applied means followed.
+  // Note [What the run summary says] in runtime/host/run_controller.hpp: applied means followed.
   // The counters are the statistics' own (Note [Run counters] in core/run_stats.hpp), as the report reads them.
   RunStats rs;
   try {
@@ -240,7 +240,7 @@ Budget budget_flag(const Args& args, const std::string& flag) {
 // naming the path, as for `tierpack profile`), and the tiers: a --fast-budget needs a second host tier to
 // place what does not fit on, so on a machine with one host memory tier and no --tiers (or a --tiers with
 // one) the run would train to the end and only then fail. It fails now, with the command that works
-// (an emulated CXL tier: Note [Tiers this machine lacks] in integrations/run/run_controller.hpp).
+// (an emulated CXL tier: Note [Tiers this machine lacks] in runtime/host/run_controller.hpp).
 
 /// Fails now (os_error naming the path, exit 1) when `path` cannot be written. A file that was not there
 /// is removed again.

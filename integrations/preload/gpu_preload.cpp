@@ -38,7 +38,7 @@
 #include "alloc/gpu/memfd_backend.hpp"
 #include "core/error.hpp"
 #include "core/saved_trace.hpp"
-#include "integrations/preload/gpu_runtime.hpp"
+#include "runtime/gpu/gpu_runtime.hpp"
 #include "migrate/gpu/storage_copies.hpp"
 #include "placer/saved_plan.hpp"
 
@@ -390,7 +390,7 @@ TIERPACK_C_API const char* tierpack_gpu_options_json(void) {
                      {"autocast_cache", o.autocast_cache},
                      {"copies", o.raw_copies ? "raw" : "torch"},
                      {"warmup_iterations", o.warmup_iterations},
-                     {"divergences", o.max_divergences},
+                     {"divergences", o.phases.divergence_limit},
                      {"stats_out", o.stats_out}};
     if (o.budget.bytes) j["budget_bytes"] = *o.budget.bytes;
     if (o.budget.fraction) j["budget_fraction"] = *o.budget.fraction;

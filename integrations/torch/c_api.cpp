@@ -21,8 +21,8 @@
 #include "core/config.hpp"
 #include "core/process_rank.hpp"
 #include "core/version.hpp"
-#include "integrations/run/run_controller.hpp"
-#include "integrations/session/session.hpp"
+#include "runtime/host/run_controller.hpp"
+#include "runtime/session/session.hpp"
 #include "integrations/torch/python_source.hpp"
 #include "integrations/torch/tierpack_c.h"
 #include "integrations/torch/tierpack_torch.hpp"
@@ -89,7 +89,7 @@ int enable(const char* conf_text) {
   options.command = command_line();
   options.framework = tierpack::torch_hooks::torch_version();
   options.rank = tierpack::process_rank_from_env();
-  // Run mode: the RunController supplies CPU tensor memory and applies the plan (integrations/run).
+  // Run mode: the RunController supplies CPU tensor memory and applies the plan (runtime/host).
   const bool run = config.mode == tierpack::RunMode::run;
   const bool given_plan = run && !config.plan_in.empty();
   tierpack::Config session_config = config;

@@ -33,7 +33,7 @@
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
 
-#include "integrations/session/session.hpp"
+#include "runtime/session/session.hpp"
 #include "integrations/torch/python_source.hpp"
 #include "integrations/torch/torch_compat.hpp"
 

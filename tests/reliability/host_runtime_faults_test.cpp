@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "migrate/host/host_runtime.hpp"
 #include "platform/fault_injecting_os.hpp"
+#include "runtime/host/host_runtime.hpp"
 #include "tests/migrate/host/host_test_util.hpp"
 
 namespace tierpack::host {

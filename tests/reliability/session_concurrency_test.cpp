@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/profile.hpp"
-#include "integrations/session/session.hpp"
+#include "runtime/session/session.hpp"
 
 using namespace tierpack;
 namespace fs = std::filesystem;

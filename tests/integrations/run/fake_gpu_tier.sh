@@ -2,7 +2,7 @@
 # Stands in for a training script whose GPU tier ran but whose host side did not (what happened on the
 # H200 with a libtierpack_torch.so built for another torch): it writes the GPU tier's statistics file
 # where the runtime writes it (TIERPACK_CONF stats_out without its extension + .gpu0.json, Note [GPU
-# statistics file] in integrations/preload/gpu_runtime.cpp), in the runtime's format. This machine has
+# statistics file] in runtime/gpu/gpu_runtime.cpp), in the runtime's format. This machine has
 # no GPU, so the CLI's side of that contract is what `cli.run_gpu_tier_only` checks.
 set -e
 stats=$(printf '%s\n' "$TIERPACK_CONF" | tr ',' '\n' | sed -n 's/^stats_out://p')

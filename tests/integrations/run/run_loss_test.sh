@@ -125,10 +125,10 @@ assert r["line"].startswith("tierpack run: ") and "plan applied from iteration 2
     id=$($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["profile_id"])' "$work/run.plan.json")
     [ -n "$id" ] || fail "the plan carries no profile identity"
     [ "$(grep -c '^tierpack run: ' "$work/err2.txt" | tr -d ' ')" -ge 1 ] || fail "no summary line"
-    grep -q "^tierpack run: error: the plan (made from profile $id) was followed in none of the 5 iteration(s) from iteration 0; turned off at iteration 1: allocation" \
+    grep -q "^tierpack run: error: the plan (made from profile $id) was followed in none of the 5 iteration(s) from iteration 0; turned off at iteration 2: allocation" \
       "$work/err2.txt" || fail "the final line does not say the plan was turned off"
     grep -q "plan applied" "$work/err2.txt" && fail "'plan applied' printed for a plan that was turned off"
-    [ "$(stat "$work/stats2.json" 'r["plan_turned_off_at"] == 1 and r["iterations_followed"] == 0 and j["profile_id"] == r["profile_id"] != ""')" = True ] ||
+    [ "$(stat "$work/stats2.json" 'r["plan_turned_off_at"] == 2 and r["iterations_followed"] == 0 and j["profile_id"] == r["profile_id"] != ""')" = True ] ||
       fail "the statistics do not say the plan was turned off"
     grep -q "^iter " "$work/run2.txt" || fail "the training did not run"
     ;;

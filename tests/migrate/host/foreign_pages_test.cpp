@@ -13,8 +13,8 @@
 #include "core/error.hpp"
 #include "migrate/host/foreign_pages.hpp"
 #include "migrate/host/host_mover.hpp"
-#include "migrate/host/host_runtime.hpp"
 #include "platform/fault_injecting_os.hpp"
+#include "runtime/host/host_runtime.hpp"
 #include "tests/migrate/host/host_test_util.hpp"
 
 namespace tierpack::host {

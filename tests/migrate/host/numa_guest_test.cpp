@@ -13,7 +13,7 @@
 
 #include "alloc/host/host_arena_allocator.hpp"
 #include "migrate/host/host_mover.hpp"
-#include "migrate/host/host_runtime.hpp"
+#include "runtime/host/host_runtime.hpp"
 #include "tests/migrate/host/host_test_util.hpp"
 
 namespace tierpack::host {

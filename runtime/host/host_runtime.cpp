@@ -1,6 +1,6 @@
 // HostRuntime: plan routing, budget fallback, op-driven moves, per-iteration stats.
 // See Note [Routing allocations by sequence position] in host_runtime.hpp.
-#include "migrate/host/host_runtime.hpp"
+#include "runtime/host/host_runtime.hpp"
 
 #include <algorithm>
 
@@ -10,7 +10,7 @@
 namespace tierpack::host {
 
 HostRuntime::HostRuntime(const Config& config, const Topology& topo, HostRuntimeOptions options)
-    : config_(config), topo_(topo), options_(options) {
+    : config_(config), topo_(topo), options_(options), phases_(options_.phases) {
   alloc_ = std::make_unique<HostArenaAllocator>(topo_, options_.alloc);
   foreign_ = std::make_unique<ForeignPages>(*alloc_);
   mover_ = std::make_unique<HostMover>(*alloc_, options_.mover, foreign_.get());
@@ -66,6 +66,12 @@ TierId HostRuntime::map_tier(const Plan& plan, TierId plan_tier) const {
 }
 
 void HostRuntime::set_plan(Plan plan) {
+  {
+    std::lock_guard lock(mu_);
+    if (phases_.phase() != RunPhase::warmup)
+      throw logic_error(std::string("host runtime: a plan was installed already (phase ") + to_string(phases_.phase()) +
+                        ")");
+  }
   auto ap = std::make_shared<ActivePlan>();
   GroupId max_group = 0;
   for (const PageGroup& g : plan.groups) max_group = std::max(max_group, g.id);
@@ -110,7 +116,7 @@ void HostRuntime::set_plan(Plan plan) {
   {
     std::lock_guard lock(mu_);
     plan_ = std::move(ap);
-    divergent_streak_ = 0;
+    phases_.follow();
   }
   send_home(std::move(to_move));
 }
@@ -184,10 +190,13 @@ void* HostRuntime::allocate_on(std::size_t bytes, TensorClass cls, TierId tier, 
 
 void HostRuntime::note_divergence(const std::string& why) {
   // mu_ held
-  if (!suspended_) {
-    suspended_ = true;
-    if (current_.divergence.empty()) current_.divergence = why;
-  }
+  if (!phases_.following()) return;
+  if (current_.divergence.empty()) current_.divergence = why;
+  if (!phases_.diverge()) return;
+  plan_.reset();
+  current_.turned_off = true;
+  current_.divergence +=
+      "; plan turned off after " + std::to_string(phases_.divergent_streak()) + " divergent iterations";
 }
 
 void* HostRuntime::allocate(std::size_t bytes) {
@@ -198,7 +207,7 @@ void* HostRuntime::allocate(std::size_t bytes) {
   {
     std::lock_guard lock(mu_);
     ++current_.allocations;
-    if (plan_ && !suspended_) {
+    if (phases_.following()) {
       auto it = plan_->by_seq.find(seq);
       if (it == plan_->by_seq.end()) {
         ++current_.unplanned;
@@ -228,7 +237,7 @@ void HostRuntime::issue_moves(OpIndex after) {
   std::shared_ptr<const ActivePlan> ap;
   {
     std::lock_guard lock(mu_);
-    if (!plan_ || suspended_) return;
+    if (!phases_.following()) return;
     ap = plan_;
   }
   auto it = ap->moves_after.find(after);
@@ -243,7 +252,6 @@ void HostRuntime::begin_iteration(std::int64_t first_seq) {
     current_ = IterationStats{};
     current_.iteration = iteration_;
     current_.had_plan = plan_ != nullptr;
-    suspended_ = false;
   }
   seq_.store(first_seq, std::memory_order_relaxed);
   alloc_->reset_peak(fast_);
@@ -255,15 +263,7 @@ void HostRuntime::end_iteration() {
   std::lock_guard lock(mu_);
   current_.moves = moves;
   current_.fast_peak = alloc_->usage(fast_).peak;
-  if (suspended_) {
-    if (++divergent_streak_ >= options_.max_divergent_iterations && plan_) {
-      plan_.reset();
-      current_.turned_off = true;
-      current_.divergence += "; plan turned off after " + std::to_string(divergent_streak_) + " divergent iterations";
-    }
-  } else {
-    divergent_streak_ = 0;
-  }
+  phases_.end_iteration();  // a suspended plan is followed again (Note [Diverged iterations])
   last_ = current_;
 }
 

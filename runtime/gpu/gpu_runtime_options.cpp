@@ -55,7 +55,7 @@
 //   gate:on             off: diagnostic only. Remaps run while the training's kernels do, so a
 //                       kernel the plan did not foresee touching a chunk mid-remap faults and the
 //                       process dies (Note [Remap gate]); it measures what the gates cost
-#include "integrations/preload/gpu_runtime_options.hpp"
+#include "runtime/gpu/gpu_runtime_options.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -154,7 +154,7 @@ GpuRuntimeOptions parse_gpu_options(std::string_view text, GpuRuntimeOptions o) 
     } else if (key == "remap_threads") {
       o.remap_threads = parse_int(key, value, 1, 16, "1..16");
     } else if (key == "divergences") {
-      o.max_divergences = parse_int(key, value, 1, 1000000, "1..1000000");
+      o.phases.divergence_limit = parse_int(key, value, 1, 1000000, "1..1000000");
     } else if (key == "remap") {
       if (value == "eager") o.remap_when = RemapWhen::eager;
       else if (value == "idle") o.remap_when = RemapWhen::idle;

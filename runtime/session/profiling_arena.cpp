@@ -1,5 +1,5 @@
 // The profiling arena (see profiling_arena.hpp, Note [Arena extents]).
-#include "integrations/session/profiling_arena.hpp"
+#include "runtime/session/profiling_arena.hpp"
 
 #include <string>
 

@@ -32,8 +32,8 @@
 #include "core/config.hpp"
 #include "core/process_rank.hpp"
 #include "core/tensor_record.hpp"
-#include "integrations/session/host_memory.hpp"
 #include "profiler/event_recorder.hpp"
+#include "runtime/session/host_memory.hpp"
 
 namespace tierpack {
 

@@ -11,8 +11,8 @@
 
 #include "core/error.hpp"
 #include "core/profile.hpp"
-#include "integrations/session/profiling_arena.hpp"
-#include "integrations/session/session.hpp"
+#include "runtime/session/profiling_arena.hpp"
+#include "runtime/session/session.hpp"
 
 using namespace tierpack;
 namespace fs = std::filesystem;

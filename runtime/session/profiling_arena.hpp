@@ -23,7 +23,7 @@
 #include <memory>
 #include <mutex>
 
-#include "integrations/session/host_memory.hpp"
+#include "runtime/session/host_memory.hpp"
 
 namespace tierpack {
 

@@ -1,32 +1,24 @@
 // GpuRuntime: the GPU tier for one device as a PyTorch run sees it through the pluggable allocator.
 // It owns the allocator, the mover and, once a plan exists, the schedule executor, and runs the
-// phases of a `tierpack run`:
+// phases of a run (RunPhases, runtime/phases.hpp), named in its statistics:
 //
 //   warm-up   (iterations 1..warmup): a stream-ordered caching allocator under the budget (chunks
 //             over the budget spill to host memory, still mapped, so still correct);
-//   observed  (the next iteration): also records every allocation, free and op access on the
-//             allocator's event clock (Note [Trace clock] in placer/vmm_plan.hpp);
-//   reference (the one after): records allocations and frees only, without the op observer, whose
-//             presence can change the allocation sequence (Note [Observed and reference
-//             iterations] in migrate/gpu/trace_align.hpp); the observed uses are carried over;
+//   observed  (recording, the next iteration): also records every allocation, free and op access on
+//             the allocator's event clock (Note [Trace clock] in placer/vmm_plan.hpp);
+//   reference (recording, the one after): records allocations and frees only, without the op
+//             observer, whose presence can change the allocation sequence (Note [Observed and
+//             reference iterations] in migrate/gpu/trace_align.hpp); the observed uses are carried over;
 //   planned   (from then on): plans from the trace (or uses the plan it was given), puts each planned
 //             allocation into its page group's arena by its sequence position, and runs the
 //             schedule on the event clock;
 //   suspended when an iteration's allocation sequence stops matching the traced one: for the rest
 //             of that iteration migrations stop, every group is brought back where the budget
-//             allows, and allocation goes on under the budget; the next iteration runs the plan
-//             again (Note [Diverged iterations]);
-//   fallback  after `max_divergences` diverged iterations in a row (dynamic shapes) or a failed
-//             plan: the same for good, said once.
-//
-// Note [Diverged iterations]
-// An iteration diverges when its allocations stop matching the traced sequence. Most causes are
-// one-off (a barrier or an evaluation between steps, a logging call, the last short batch of an
-// epoch), and a plan that only ever ran on matching iterations is still right for the next
-// iteration. So a divergence suspends the plan for the rest of that iteration only; the executor
-// keeps its schedule (and its repairs) and starts again at the next iteration's clock 0. Only
-// `max_divergences` consecutive diverged iterations (a run whose shapes keep changing) end in
-// fallback.
+//             allows, and allocation goes on under the budget; the executor keeps its schedule (and
+//             its repairs) and starts again at the next iteration's clock 0, which runs the plan
+//             again (Note [Diverged iterations] in runtime/phases.hpp);
+//   fallback  (off) after `phases.divergence_limit` diverged iterations in a row (dynamic shapes) or
+//             a failed plan: the same for good, said once.
 //
 // Iteration boundaries come from the integration (the optimizer-step hook or an explicit
 // tierpack.step()); op accesses from its op observer, needed in the traced iteration only.
@@ -46,10 +38,11 @@
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "core/run_stats.hpp"
-#include "integrations/preload/gpu_runtime_options.hpp"
 #include "migrate/gpu/group_mover.hpp"
 #include "migrate/gpu/schedule_executor.hpp"
 #include "placer/vmm_plan.hpp"
+#include "runtime/phases.hpp"
+#include "runtime/gpu/gpu_runtime_options.hpp"
 
 namespace tierpack::gpu {
 
@@ -92,7 +85,6 @@ class GpuRuntime {
   std::string describe() const;
 
  private:
-  enum class Phase { warmup, traced, reference, planned, suspended, fallback };
   struct Frame {
     std::int64_t from = 0;
     std::vector<std::uint32_t> tensors;
@@ -117,7 +109,8 @@ class GpuRuntime {
   };
   struct IterationRecord {
     int iteration = 0;
-    Phase phase = Phase::warmup;
+    RunPhase phase = RunPhase::warmup;
+    const char* phase_name = "warm-up";  // as the statistics name it (phase_name_locked)
     std::int64_t events = 0;
     std::int64_t allocations = 0;
     MoverCounters moves;
@@ -134,7 +127,7 @@ class GpuRuntime {
   };
 
   void tick_locked(StreamHandle stream);  // advances the clock and the executor
-  void start_trace_locked(Phase phase);
+  void start_trace_locked();
   void finish_trace_locked();
   void apply_plan_locked();
   void diverge_locked(const std::string& why);
@@ -145,7 +138,10 @@ class GpuRuntime {
   void write_stats_locked() const;  // Note [GPU statistics file]
   std::uint64_t since_start_ns() const;
   void log(const std::string& line) const;
-  static const char* phase_name(Phase p);
+  /// The phase as the statistics name it (warm-up, observed, reference, planned, suspended, fallback).
+  const char* phase_name_locked() const;
+  /// The observed iteration (the first recorded one) is under way: ops are reported.
+  bool observing_locked() const;
   void note_rewrite(const RewriteReport& r);  // mover thread (Note [Rewrite reports])
   void repair_locked();                       // applies missed_ to the schedule between iterations
 
@@ -157,7 +153,7 @@ class GpuRuntime {
   std::unique_ptr<ScheduleExecutor> executor_;
 
   mutable std::mutex m_;
-  Phase phase_ = Phase::warmup;
+  RunPhases phases_;
   int iteration_ = 1;
   std::int64_t clock_ = 0;
   std::int64_t seq_ = 0;
@@ -176,7 +172,6 @@ class GpuRuntime {
   std::string profile_id_;  ///< identity of the profile profile_out holds (Note [Profile identity])
   std::string divergence_;
   std::uint64_t divergences_ = 0;  // diverged iterations (Note [Diverged iterations])
-  int consecutive_divergences_ = 0;
   std::vector<IterationRecord> history_;
   AllocatorStats stats_at_start_;  // the allocator's counters when the current iteration began
   std::vector<TimelineSample> timeline_;

@@ -1,5 +1,5 @@
 // The GPU tier of one device behind the pluggable allocator (see gpu_runtime.hpp).
-#include "integrations/preload/gpu_runtime.hpp"
+#include "runtime/gpu/gpu_runtime.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -18,20 +18,20 @@ namespace {
 constexpr TierId kGpuTier = 0, kHostTier = 1;  // GpuRuntime::topology()
 }  // namespace
 
-const char* GpuRuntime::phase_name(Phase p) {
-  switch (p) {
-    case Phase::warmup: return "warm-up";
-    case Phase::traced: return "observed";
-    case Phase::reference: return "reference";
-    case Phase::planned: return "planned";
-    case Phase::suspended: return "suspended";
-    case Phase::fallback: return "fallback";
+const char* GpuRuntime::phase_name_locked() const {
+  switch (phases_.phase()) {
+    case RunPhase::recording: return phases_.recorded() == 0 ? "observed" : "reference";
+    case RunPhase::off: return "fallback";
+    default: return to_string(phases_.phase());
   }
-  return "?";
+}
+
+bool GpuRuntime::observing_locked() const {
+  return phases_.phase() == RunPhase::recording && phases_.recorded() == 0;
 }
 
 GpuRuntime::GpuRuntime(std::unique_ptr<VmmBackend> backend, GpuRuntimeOptions options, int device)
-    : options_(std::move(options)), device_(device), backend_(std::move(backend)) {
+    : options_(std::move(options)), device_(device), backend_(std::move(backend)), phases_(options_.phases) {
   GpuAllocatorOptions ao;
   ao.chunk_bytes = options_.chunk_bytes;
   const std::size_t g = backend_->info().granularity;
@@ -54,7 +54,10 @@ GpuRuntime::GpuRuntime(std::unique_ptr<VmmBackend> backend, GpuRuntimeOptions op
   mover_ = std::make_unique<GroupMover>(*alloc_, mo);
   alloc_->set_pressure_handler([m = mover_.get()] { return m->wait_for_eviction(); });
   iteration_start_ = std::chrono::steady_clock::now();
-  if (options_.migrate && options_.warmup_iterations == 0) start_trace_locked(Phase::traced);
+  if (options_.migrate && options_.warmup_iterations == 0) {
+    phases_.record();
+    start_trace_locked();
+  }
   timeline_stride_ = 64;
   if (!options_.gate)
     log("gate:off (diagnostic): remaps run while kernels do; a kernel the plan did not foresee faults the process");
@@ -86,13 +89,13 @@ bool GpuRuntime::owns(const void* p) const {
 
 bool GpuRuntime::tracing() const {
   std::lock_guard lk(m_);
-  return phase_ == Phase::traced;
+  return observing_locked();
 }
 
 void GpuRuntime::tick_locked(StreamHandle stream) {
   ++clock_;
   clock_now_.store(clock_, std::memory_order_relaxed);
-  if (phase_ == Phase::planned && executor_) executor_->advance(clock_, stream);
+  if (phases_.following() && executor_) executor_->advance(clock_, stream);
   if (clock_ % timeline_stride_ == 0 && timeline_.size() < 4096)
     timeline_.push_back({clock_, since_start_ns(), alloc_->device_bytes(),
                          {alloc_->segment_bytes(Residence::device), alloc_->segment_bytes(Residence::host)}});
@@ -109,7 +112,7 @@ void* GpuRuntime::allocate(std::size_t bytes, StreamHandle stream) {
     tick_locked(stream);
     birth = clock_;
     seq = seq_++;
-    if (phase_ == Phase::planned) {
+    if (phases_.following()) {
       if (seq >= planned_allocations_) {
         diverge_locked("iteration " + std::to_string(iteration_) + " allocates more than the traced one (" +
                        std::to_string(planned_allocations_) + " allocations)");
@@ -121,7 +124,7 @@ void* GpuRuntime::allocate(std::size_t bytes, StreamHandle stream) {
         arena = planned_[static_cast<std::size_t>(seq)].arena;
       }
     }
-    traced = phase_ == Phase::traced || phase_ == Phase::reference;
+    traced = phases_.phase() == RunPhase::recording;
   }
   void* p = alloc_->allocate(bytes, stream, arena);
   if (arena != kDefaultArena && options_.verify != Verify::off) {
@@ -130,7 +133,7 @@ void* GpuRuntime::allocate(std::size_t bytes, StreamHandle stream) {
   }
   if (traced) {
     std::lock_guard lk(m_);
-    if (phase_ == Phase::traced || phase_ == Phase::reference) {
+    if (phases_.phase() == RunPhase::recording) {
       TracedTensor t;
       t.seq = seq;
       t.address = reinterpret_cast<std::uintptr_t>(p);
@@ -155,7 +158,7 @@ void GpuRuntime::deallocate(void* p) noexcept {
   try {
     std::lock_guard lk(m_);
     tick_locked(stream_);
-    if (phase_ == Phase::traced || phase_ == Phase::reference) {
+    if (phases_.phase() == RunPhase::recording) {
       auto it = live_.find(reinterpret_cast<std::uintptr_t>(p));
       if (it != live_.end()) {
         trace_.tensors[it->second].death = clock_;
@@ -187,7 +190,7 @@ void GpuRuntime::empty_cache() { alloc_->empty_cache(); }
 
 void GpuRuntime::op_begin(const char* name) {
   std::lock_guard lk(m_);
-  if (phase_ != Phase::traced) return;
+  if (!observing_locked()) return;
   OpRecord op;
   op.index = static_cast<OpIndex>(profile_ops_.size());
   op.name = name && *name ? name : "op";
@@ -199,7 +202,7 @@ void GpuRuntime::op_begin(const char* name) {
 
 void GpuRuntime::op_tensor(const void* p) {
   std::lock_guard lk(m_);
-  if (phase_ != Phase::traced || frames_.empty()) return;
+  if (!observing_locked() || frames_.empty()) return;
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   auto it = live_.upper_bound(a);
   if (it == live_.begin()) return;
@@ -210,7 +213,7 @@ void GpuRuntime::op_tensor(const void* p) {
 
 void GpuRuntime::op_end() {
   std::lock_guard lk(m_);
-  if (phase_ != Phase::traced || frames_.empty()) return;
+  if (!observing_locked() || frames_.empty()) return;
   Frame f = std::move(frames_.back());
   frames_.pop_back();
   for (std::uint32_t t : f.tensors) trace_.tensors[t].uses.push_back({f.from, clock_});
@@ -298,7 +301,7 @@ void GpuRuntime::repair_locked() {
     std::lock_guard g(diag_m_);
     missed.swap(missed_);
   }
-  if (!executor_ || phase_ != Phase::planned) return;
+  if (!executor_ || !phases_.following()) return;
   std::map<std::pair<ArenaId, int>, std::int64_t> latest;
   for (const Missed& m : missed) {
     if (m.iteration != iteration_) continue;
@@ -408,8 +411,7 @@ void GpuRuntime::write_profile_locked() {
       " ops, " + std::to_string(p.tensors.size()) + " tensors)");
 }
 
-void GpuRuntime::start_trace_locked(Phase phase) {
-  phase_ = phase;
+void GpuRuntime::start_trace_locked() {
   trace_ = IterationTrace{};
   live_.clear();
   frames_.clear();
@@ -526,14 +528,13 @@ void GpuRuntime::apply_plan_locked() {
 
 // Note [Diverged iterations].
 void GpuRuntime::diverge_locked(const std::string& why) {
-  if (phase_ != Phase::planned) return;
+  if (!phases_.following()) return;
   ++divergences_;
   divergence_ = why;
-  const bool give_up = ++consecutive_divergences_ >= options_.max_divergences;
-  phase_ = give_up ? Phase::fallback : Phase::suspended;
+  const bool give_up = phases_.diverge();
   if (give_up) {
     executor_.reset();
-    log(why + ": " + std::to_string(consecutive_divergences_) +
+    log(why + ": " + std::to_string(phases_.divergent_streak()) +
         " iterations in a row no longer match the traced one; migrations stop for good and every page group is "
         "brought back to the device where the budget allows (allocations continue under the budget)");
   } else if (divergences_ <= 5) {
@@ -548,14 +549,15 @@ bool GpuRuntime::iteration() {
   std::lock_guard lk(m_);
   IterationRecord r;
   r.iteration = iteration_;
-  r.phase = phase_;
+  r.phase = phases_.phase();
+  r.phase_name = phase_name_locked();
   r.events = clock_;
   r.allocations = seq_;
-  if (phase_ == Phase::planned && executor_) {
+  if (phases_.following() && executor_) {
     executor_->end_iteration(stream_);
     r.log = executor_->take_log();
   }
-  if (phase_ == Phase::planned && seq_ != planned_allocations_)
+  if (phases_.following() && seq_ != planned_allocations_)
     diverge_locked("iteration " + std::to_string(iteration_) + " made " + std::to_string(seq_) +
                    " allocations, the traced one " + std::to_string(planned_allocations_));
   r.moves = mover_->take_counters();
@@ -581,26 +583,26 @@ bool GpuRuntime::iteration() {
   if (history_.size() >= 256) history_.erase(history_.begin());
   history_.push_back(std::move(r));
 
-  const Phase finished = phase_;
-  if (finished == Phase::planned) consecutive_divergences_ = 0;
-  if (finished == Phase::suspended) phase_ = Phase::planned;  // Note [Diverged iterations]
-  if (finished == Phase::traced && !options_.profile_out.empty()) {
+  const RunPhase finished = phases_.phase();
+  const bool observed = observing_locked();  // the reference iteration comes next
+  phases_.end_iteration();  // a suspended plan runs again (Note [Diverged iterations])
+  if (observed && !options_.profile_out.empty()) {
     try {
       write_profile_locked();
     } catch (const std::exception& e) {
       log(std::string("could not write the profile: ") + e.what());
     }
   }
-  if (finished == Phase::traced) {
+  if (observed) {
     trace_.clock_end = clock_;
     observed_ = std::move(trace_);
   }
-  if (finished == Phase::reference) {
+  if (finished == RunPhase::recording && !observed) {
     try {
       finish_trace_locked();
-      phase_ = Phase::planned;
+      phases_.follow();
     } catch (const std::exception& e) {
-      phase_ = Phase::fallback;
+      phases_.turn_off();
       divergence_ = std::string("planning failed: ") + e.what();
       log(divergence_ + "; continuing as a caching allocator under the budget");
     }
@@ -611,15 +613,17 @@ bool GpuRuntime::iteration() {
   seq_ = 0;
   alloc_->reset_peaks();
   iteration_start_ = std::chrono::steady_clock::now();
-  if (options_.migrate && finished == Phase::warmup && iteration_ == options_.warmup_iterations + 1)
-    start_trace_locked(Phase::traced);
-  if (finished == Phase::traced) start_trace_locked(Phase::reference);
+  if (options_.migrate && finished == RunPhase::warmup && iteration_ == options_.warmup_iterations + 1) {
+    phases_.record();
+    start_trace_locked();
+  }
+  if (observed) start_trace_locked();
   // A paused plan brought every group back (Note [Diverged iterations]); those the plan has on the host
   // when an iteration starts leave again before it does (Note [Away when the plan starts]).
-  if (finished == Phase::suspended && phase_ == Phase::planned && executor_) executor_->evict_away_at_start(stream_);
-  if (phase_ == Phase::planned && executor_) executor_->begin_iteration(stream_);
+  if (finished == RunPhase::suspended && phases_.following() && executor_) executor_->evict_away_at_start(stream_);
+  if (phases_.following() && executor_) executor_->begin_iteration(stream_);
   write_stats_locked();
-  return phase_ == Phase::traced;
+  return observing_locked();
 }
 
 std::string GpuRuntime::stats_json() const {
@@ -680,7 +684,7 @@ RunStats GpuRuntime::run_stats_locked() const {
   s.profile_id = profile_id_;
   const IterationRecord* sampled = nullptr;
   for (const IterationRecord& r : history_) {
-    if (r.phase != Phase::planned) continue;  // as `tierpack run --stats`: iterations under the plan
+    if (r.phase != RunPhase::planned) continue;  // as `tierpack run --stats`: iterations under the plan
     RunIteration it;
     it.index = r.iteration;
     it.step_ns = static_cast<std::uint64_t>(r.seconds * 1e9);
@@ -742,7 +746,7 @@ std::string GpuRuntime::stats_json_locked(bool timelines) const {
                 {"copy_piece", options_.copy_piece},
                 {"gate", options_.gate}};
   j["spill"] = options_.spill;
-  j["phase"] = phase_name(phase_);
+  j["phase"] = phase_name_locked();
   j["iteration"] = iteration_;
   j["divergence"] = divergence_;
   j["divergences"] = divergences_;
@@ -783,7 +787,7 @@ std::string GpuRuntime::stats_json_locked(bool timelines) const {
     if (timelines)
       for (const TimelineSample& s : r.timeline) tl.push_back({s.clock, s.device_bytes});
     its.push_back({{"iteration", r.iteration},
-                   {"phase", phase_name(r.phase)},
+                   {"phase", r.phase_name},
                    {"events", r.events},
                    {"allocations", r.allocations},
                    {"seconds", r.seconds},

@@ -4,7 +4,7 @@
 //   1. warm-up and profiled iterations: CPU tensors come from the profiling arena (page-trackable),
 //      the recorder builds the profile;
 //   2. at the end of the last profiled iteration, on the training thread: snapshot -> Profile ->
-//      placer plan under the fast budget -> a HostRuntime (migrate/host) with that plan; new CPU
+//      placer plan under the fast budget -> a HostRuntime (host_runtime.hpp) with that plan; new CPU
 //      tensors come from it from the next iteration on, op events drive its moves;
 //   3. at exit: per-iteration status lines, the run statistics file (core/run_stats.hpp format,
 //      plus a "tierpack_run" section) and, with a profile path, the plan next to it.
@@ -50,11 +50,12 @@
 // the runtime had the plan at its start and never left it (HostRuntime IterationStats::followed(): every
 // allocation the plan places routed by it, every move issued). An iteration whose allocations stop
 // matching the plan (dynamic shapes, another program's plan) leaves it for its rest; after
-// max_divergent_iterations such iterations in a row the runtime turns the plan off for good. The
-// statistics file says so per iteration (`plan_followed`, `plan_turned_off`) and for the run
-// (`iterations_under_plan`, `iterations_followed`, `plan_turned_off_at`, `plan_turned_off_why`), and the
-// final line of `tierpack run` reads them: "plan applied from iteration A for N of M iteration(s)", and
-// "turned off at iteration K: <why>" when it was; a plan followed in none of its iterations is an error.
+// `divergence_limit` such iterations in a row (Note [Diverged iterations] in runtime/phases.hpp) the
+// runtime turns the plan off for good. The statistics file says so per iteration (`plan_followed`,
+// `plan_turned_off`) and for the run (`iterations_under_plan`, `iterations_followed`, `plan_turned_off_at`,
+// `plan_turned_off_why`), and the final line of `tierpack run` reads them: "plan applied from iteration A
+// for N of M iteration(s)", and "turned off at iteration K: <why>" when it was; a plan followed in none of
+// its iterations is an error.
 #pragma once
 
 #include <atomic>
@@ -69,10 +70,10 @@
 
 #include "core/config.hpp"
 #include "core/plan.hpp"
-#include "integrations/session/profiling_arena.hpp"
-#include "integrations/session/session.hpp"
-#include "migrate/host/host_runtime.hpp"
 #include "core/run_stats.hpp"
+#include "runtime/host/host_runtime.hpp"
+#include "runtime/session/profiling_arena.hpp"
+#include "runtime/session/session.hpp"
 
 namespace tierpack {
 

@@ -10,7 +10,8 @@
 // beyond the plan, a different size) goes to the default class on the fast tier. A size mismatch
 // means this iteration diverged from the profiled one (dynamic shapes): the runtime stops using the
 // plan for the rest of the iteration (no more routing, no more moves), counts it, and says why in
-// IterationStats::divergence; after `max_divergent_iterations` in a row it turns the plan off.
+// IterationStats::divergence; after `phases.divergence_limit` in a row it turns the plan off for good
+// (RunPhases: Note [Diverged iterations] in runtime/phases.hpp).
 // A block that does not fit the fast tier's budget goes to the slow tier instead (counted as a
 // fallback), so a budget is never exceeded by an allocation and a run never fails for it while
 // another tier has room.
@@ -31,6 +32,7 @@
 #include "core/plan.hpp"
 #include "migrate/host/foreign_pages.hpp"
 #include "migrate/host/host_mover.hpp"
+#include "runtime/phases.hpp"
 
 namespace tierpack::host {
 
@@ -38,7 +40,7 @@ struct HostRuntimeOptions {
   HostAllocatorOptions alloc;
   MoverOptions mover;
   TensorClass default_class = TensorClass::iteration;
-  int max_divergent_iterations = 2;
+  RunPhaseOptions phases;  ///< the divergence limit (Note [Diverged iterations])
 };
 
 /// What happened in one iteration (begin_iteration .. end_iteration).
@@ -53,7 +55,7 @@ struct IterationStats {
   MoveCounters moves;
   std::string divergence;         ///< first reason the plan was not followed ("" when it was)
   bool had_plan = false;          ///< a plan was in force when the iteration began
-  bool turned_off = false;        ///< the plan was turned off at this iteration's end (divergence says why)
+  bool turned_off = false;        ///< the plan was turned off in this iteration (divergence says why)
 
   /// The plan was in force for the whole iteration: every allocation it placed was routed by it and
   /// every move it schedules was issued (what `tierpack run` counts as "applied").
@@ -67,8 +69,9 @@ class HostRuntime {
   HostRuntime(const Config& config, const Topology& topo, HostRuntimeOptions options = {});
   ~HostRuntime();
 
-  /// Installs a plan (from the profile just taken, or config.plan_in). Throws logic_error when
-  /// the plan names tiers this machine lacks; the runtime then keeps running without one.
+  /// Installs a plan (from the profile just taken, or config.plan_in); one per runtime. Throws logic_error
+  /// when the plan names tiers this machine lacks, or when a plan was installed already; the runtime then
+  /// keeps running as it was.
   /// Live blocks of persistent placements (seq -1) are found by address, tagged with their group,
   /// and moved to the group's home tier if they are elsewhere.
   void set_plan(Plan plan);
@@ -133,8 +136,7 @@ class HostRuntime {
 
   mutable std::mutex mu_;
   std::shared_ptr<const ActivePlan> plan_;  // replaced whole by set_plan; read under mu_
-  bool suspended_ = false;                  // this iteration diverged
-  int divergent_streak_ = 0;
+  RunPhases phases_;                        // warm-up until set_plan; under mu_
   std::atomic<std::int64_t> seq_{0};
   std::int64_t iteration_ = -1;
   IterationStats current_;

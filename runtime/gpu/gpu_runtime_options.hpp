@@ -10,6 +10,7 @@
 #include "core/config.hpp"
 #include "core/units.hpp"
 #include "migrate/gpu/group_mover.hpp"
+#include "runtime/phases.hpp"
 
 namespace tierpack::gpu {
 
@@ -25,7 +26,7 @@ struct GpuRuntimeOptions {
   bool spill = true;          ///< over budget, back chunks with host memory rather than fail
   bool migrate = true;        ///< trace an iteration, plan, move page groups (off: budgeted caching allocator)
   int warmup_iterations = 1;  ///< iterations before the traced one
-  int max_divergences = 3;    ///< diverged iterations in a row before the plan is given up (Note [Diverged iterations])
+  RunPhaseOptions phases;     ///< divergence_limit: TIERPACK_GPU divergences (Note [Diverged iterations])
   std::uint64_t group_bytes = std::uint64_t{512} << 20;
   double headroom = 0;         ///< 0: 0.85 (and no moves at all when the live peak fits the budget)
   bool move_persistent = true;

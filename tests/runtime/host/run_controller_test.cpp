@@ -15,8 +15,8 @@
 
 #include "core/error.hpp"
 
-#include "integrations/run/run_controller.hpp"
-#include "integrations/session/session.hpp"
+#include "runtime/host/run_controller.hpp"
+#include "runtime/session/session.hpp"
 
 using namespace tierpack;
 namespace fs = std::filesystem;

@@ -1,5 +1,5 @@
 // The Session (see session.hpp, Note [Session fan-out]).
-#include "integrations/session/session.hpp"
+#include "runtime/session/session.hpp"
 
 #include <cstdio>
 #include <exception>
@@ -7,8 +7,8 @@
 #include "core/error.hpp"
 #include "core/profile.hpp"
 #include "core/units.hpp"
-#include "integrations/session/profiling_arena.hpp"
 #include "profiler/page_tracer.hpp"
+#include "runtime/session/profiling_arena.hpp"
 
 namespace tierpack {
 namespace {

@@ -1,5 +1,5 @@
 // RunController and RunMemory (see run_controller.hpp).
-#include "integrations/run/run_controller.hpp"
+#include "runtime/host/run_controller.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,7 +1,7 @@
 // The GPU runtime's phases on the memfd twin: warm-up, traced iteration, planned iterations that
 // move page groups under a budget with every byte intact, and the fallback when an iteration stops
 // matching the traced one.
-#include "integrations/preload/gpu_runtime.hpp"
+#include "runtime/gpu/gpu_runtime.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -414,13 +414,14 @@ TEST(GpuRuntime, ResumesThePlanAfterOneDivergedIteration) {
 TEST(GpuRuntime, FallsBackSafelyWhenIterationsKeepDiverging) {
   auto s = make_runtime(5 << 20);
   ToyTraining train(*s.rt, *s.be, 8, 512 * KiB);
+  const int limit = GpuRuntimeOptions{}.phases.divergence_limit;
   train.iterations(1, 3);
-  train.iterations(4, 6, /*odd=*/true);  // max_divergences (3) in a row
-  train.iterations(7, 7);
+  train.iterations(4, 3 + limit, /*odd=*/true);  // the divergence limit in a row
+  train.iterations(4 + limit, 4 + limit);
   EXPECT_EQ(train.mismatches(), 0u);
   const auto j = nlohmann::json::parse(s.rt->stats_json());
   EXPECT_EQ(j["phase"], "fallback");
-  EXPECT_EQ(j["divergences"], 3);
+  EXPECT_EQ(j["divergences"], limit);
   EXPECT_EQ(j["iterations"].back()["bytes_to_host"], 0) << "nothing moves after the fallback";
 }
 
@@ -485,7 +486,7 @@ TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
   EXPECT_EQ(r.remap_when, RemapWhen::idle);
   EXPECT_EQ(r.remap_max_delay, std::chrono::milliseconds(5));
   EXPECT_EQ(r.copy_piece, std::size_t{8} << 20);
-  EXPECT_EQ(r.max_divergences, 1);
+  EXPECT_EQ(r.phases.divergence_limit, 1);
   EXPECT_EQ(parse_gpu_options("evict_lag:64", {}).eviction_lag, 64);
   EXPECT_FALSE(parse_gpu_options("resident:off", {}).host_resident);
   EXPECT_TRUE(GpuRuntimeOptions{}.host_resident) << "the default";
