@@ -4,6 +4,8 @@
 # libraries, the CMake package). `cmake --install` installs all three; the pip build (setup.py) the first two.
 include(CMakePackageConfigHelpers)
 install(FILES ${PROJECT_BINARY_DIR}/generated/core/version.hpp DESTINATION include/tierpack/core COMPONENT tierpack_dev)
+# The C ABI of the shared libraries, where a C program looks for it: #include <tierpack.h>.
+install(FILES ${PROJECT_SOURCE_DIR}/include/tierpack.h DESTINATION include COMPONENT tierpack_dev)
 install(EXPORT tierpackTargets NAMESPACE tierpack:: DESTINATION lib/cmake/tierpack COMPONENT tierpack_dev)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tierpackConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/tierpackConfig.cmake INSTALL_DESTINATION lib/cmake/tierpack)

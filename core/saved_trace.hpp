@@ -5,7 +5,7 @@
 // it, with the GPU time and the live bytes of PyTorch's allocator at that point. The placer
 // (placer/saved_plan.hpp) turns it into a SavedPlan under a budget: which storages leave the device,
 // at which event they are released, at which event their copy back starts. Both travel as JSON through
-// the C ABI (tierpack_plan_saved in integrations/preload/gpu_preload.cpp); the readers check every
+// the C ABI (tierpack_plan_saved in integrations/cuda/cuda_c_api.cpp); the readers check every
 // field's range and name the field that is wrong.
 #pragma once
 

@@ -36,7 +36,7 @@ struct VmmPlanOptions {
   std::uint64_t group_bytes = std::uint64_t{512} << 20;     ///< target page-group size
   std::int64_t min_gap = 16;      ///< shortest idle window (clock ticks) worth a round trip
   std::int64_t eviction_lag = 4;  ///< ticks between issuing an eviction and its memory being free
-  double headroom = 0.85;         ///< fraction of the budget the plan may fill (the runtime sets GpuRuntimeOptions::vmm_headroom())
+  double headroom = 0.85;  ///< fraction of the budget the plan may fill (the runtime's: vmm_headroom())
   bool move_persistent = true;    ///< also move segments of tensors alive across iterations
   /// Where moves cannot meet the budget, keep persistent groups in host memory for good (Note
   /// [Groups that live on the host] in vmm_plan.cpp).

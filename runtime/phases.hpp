@@ -25,15 +25,12 @@
 
 #include <cstdint>
 
+#include "core/config.hpp"  // RunPhaseOptions (a setting: gpu_divergences)
+
 namespace tierpack {
 
 enum class RunPhase : std::uint8_t { warmup, recording, planned, suspended, off };
 const char* to_string(RunPhase p);
-
-struct RunPhaseOptions {
-  /// Diverged iterations in a row that turn the plan off (1: the first); TIERPACK_GPU `divergences`.
-  int divergence_limit = 3;
-};
 
 class RunPhases {
  public:

@@ -412,32 +412,27 @@ int run(const Args& a) {
   if (budget <= a.context) usage("--budget is not above --context");
   const auto scaled = [&](std::uint64_t b) { return static_cast<std::uint64_t>(static_cast<double>(b) / a.scale); };
 
-  GpuRuntimeOptions o;
-  o.chunk_bytes = 64ull << 20;
-  o.group_bytes = 512ull << 20;
-  o.min_move_bytes = 1ull << 20;
-  // 4x the runtime's default: before a plan exists every tensor over the budget spills into a chunk of
-  // its own, and at 1/64 scale a chunk holds far fewer of the (scaled) tensors than on the GPU; the
-  // twin's stream also releases them late on a busy machine. With 64G, plain runs at 35% ran out of
-  // host memory in the warm-up iteration now and then.
-  o.host_limit = 256ull << 30;
+  // The bench's defaults, then --gpu (TIERPACK_GPU syntax: a key given again wins). host_limit is 4x the runtime's
+  // default: before a plan exists every tensor over the budget spills into a chunk of its own, and at 1/64 scale a
+  // chunk holds far fewer of the (scaled) tensors than on the GPU; the twin's stream also releases them late on a
+  // busy machine. With 64G, plain runs at 35% ran out of host memory in the warm-up iteration now and then.
+  Config o = parse_config("", "chunk:64M,group:512M,min_move:1M,host_limit:256G," + a.gpu);
   o.warmup_iterations = 1;
   o.log = LogLevel::info;
-  if (!a.gpu.empty()) o = parse_gpu_options(a.gpu, o);
   // Everything in bytes shrinks by the scale; the twin's page is 64 KiB, so chunks stay multiples of it.
   const std::uint64_t page = 64 << 10;
-  o.chunk_bytes = std::max<std::uint64_t>(page, scaled(o.chunk_bytes) / page * page);
-  o.group_bytes = std::max<std::uint64_t>(o.chunk_bytes, scaled(o.group_bytes));
-  o.min_move_bytes = scaled(o.min_move_bytes);
-  o.host_limit = scaled(o.host_limit);
-  o.budget.bytes = scaled(budget - a.context);
-  o.budget.fraction.reset();
-  o.prewarm_threads = std::min(o.prewarm_threads, 1);
+  o.gpu.chunk_bytes = std::max<std::uint64_t>(page, scaled(o.gpu.chunk_bytes) / page * page);
+  o.gpu.group_bytes = std::max<std::uint64_t>(o.gpu.chunk_bytes, scaled(o.gpu.group_bytes));
+  o.gpu.min_move_bytes = scaled(o.gpu.min_move_bytes);
+  o.gpu.host_limit = scaled(o.gpu.host_limit);
+  o.gpu_budget.bytes = scaled(budget - a.context);
+  o.gpu_budget.fraction.reset();
+  o.gpu.prewarm_threads = std::min(o.gpu.prewarm_threads, 1);
 
   TwinOptions t;
   t.granularity = page;
   t.device_bytes = scaled(peak) * 2 + (64 << 20);
-  t.host_bytes = o.host_limit + (64 << 20);
+  t.host_bytes = o.gpu.host_limit + (64 << 20);
   auto backend = std::make_unique<MemfdBackend>(t);
   MemfdBackend& be = *backend;
   GpuRuntime rt(std::move(backend), o);
@@ -445,9 +440,9 @@ int run(const Args& a) {
       "profile %s: %zu ops, %zu tensors, peak %s; budget %s less context %s, at scale 1/%g: "
       "allocator budget %s, chunk %s\n",
       a.profile.c_str(), p.ops.size(), p.tensors.size(), format_bytes(peak).c_str(), format_bytes(budget).c_str(),
-      format_bytes(a.context).c_str(), a.scale, format_bytes(*o.budget.bytes).c_str(),
-      format_bytes(o.chunk_bytes).c_str());
-  Replay r(p, a.scale, a.time_scale, a.explain, o.plan_out);
+      format_bytes(a.context).c_str(), a.scale, format_bytes(*o.gpu_budget.bytes).c_str(),
+      format_bytes(o.gpu.chunk_bytes).c_str());
+  Replay r(p, a.scale, a.time_scale, a.explain, o.gpu.plan_out);
   // An error leaves work queued on the twin's stream: it must finish before the runtime (which maps
   // the memory it touches) goes.
   auto failed = [&](const char* when, const std::exception& e) {
@@ -479,7 +474,7 @@ int run(const Args& a) {
     const auto& its = j.at("iterations");
     if (its.empty()) continue;
     const auto& it = its.back();
-    if (a.explain && !o.plan_out.empty() && !told_plan && it.at("phase") == "reference") {
+    if (a.explain && !o.gpu.plan_out.empty() && !told_plan && it.at("phase") == "reference") {
       told_plan = true;
       r.default_peak(rt);
     }

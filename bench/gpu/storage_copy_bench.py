@@ -39,11 +39,10 @@ MiB = 1 << 20
 def copies(a):
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import torch
+    from tierpack import _native
     from tierpack.copy_streams import CudaTransport
 
-    import ctypes
-
-    movers = {"torch": CudaTransport(torch, "cuda"), "raw": CudaTransport(torch, "cuda", ctypes.CDLL(a.lib))}
+    movers = {"torch": CudaTransport(torch, "cuda"), "raw": CudaTransport(torch, "cuda", _native.cuda_library(a.lib))}
     tr = movers["raw"]
     side = torch.cuda.Stream()
     rows = []

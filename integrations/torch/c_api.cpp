@@ -1,4 +1,4 @@
-// libtierpack_torch.so's entry points: the C ABI (tierpack_c.h), the C++ API (tierpack_torch.hpp) and
+// libtierpack_torch.so's entry points: the C ABI (include/tierpack.h), the C++ API (tierpack_torch.hpp) and
 // the LD_PRELOAD constructor. The one process-wide Session lives here, created explicitly by
 // tierpack_enable() (or the constructor, when $TIERPACK_CONF asks for it) and never destroyed: torch
 // may free tensors, and run ops on other threads, until the very end of the process.
@@ -24,9 +24,9 @@
 #include "runtime/host/run_controller.hpp"
 #include "runtime/session/session.hpp"
 #include "integrations/torch/python_source.hpp"
-#include "integrations/torch/tierpack_c.h"
 #include "integrations/torch/tierpack_torch.hpp"
 #include "integrations/torch/torch_hooks.hpp"
+#include "tierpack.h"
 
 namespace {
 
@@ -125,7 +125,7 @@ int guarded(F&& f) noexcept {
   return -1;
 }
 
-// Loaded by the LD_PRELOAD shim (preload_shim.c) into an unmodified LibTorch program, by the
+// Loaded by the LD_PRELOAD shim (integrations/preload/preload_shim.c) into an unmodified LibTorch program, by the
 // Python package, or preloaded directly: enable from $TIERPACK_CONF (before main() when preloaded). Our
 // dependencies (c10, torch_cpu) are initialised before this constructor runs.
 __attribute__((constructor)) void tierpack_preload_init() {

@@ -1,8 +1,8 @@
-// libtierpack_cuda_torch.so: PyTorch's pluggable-allocator entry points over libtierpack_cuda.so that
-// raise PyTorch's own out-of-memory error. libtierpack_cuda.so has no torch headers, so when the GPU
+// libtierpack_cuda_torch.so: PyTorch's pluggable-allocator entry points (include/tierpack.h) over libtierpack_cuda.so
+// that raise PyTorch's own out-of-memory error. libtierpack_cuda.so has no torch headers, so when the GPU
 // budget is exhausted and nothing can be evicted it can only throw a std::exception, which PyTorch
 // turns into a RuntimeError (Note [Out of memory through the pluggable allocator] in
-// integrations/preload/gpu_preload.cpp). This shim throws c10::OutOfMemoryError instead, which
+// integrations/cuda/cuda_c_api.cpp). This shim throws c10::OutOfMemoryError instead, which
 // PyTorch raises as torch.OutOfMemoryError (torch.cuda.OutOfMemoryError), the class training scripts
 // catch to lower their batch size; its message is tierpack's: what was requested, the budget, the
 // tier and what is resident where. Any other failure is a c10::Error (RuntimeError).
@@ -14,15 +14,9 @@
 
 #include <c10/util/Exception.h>
 
-extern "C" {
-void* tierpack_cuda_malloc_status(ssize_t size, int device, void* stream, int* status);
-void tierpack_cuda_free(void* ptr, ssize_t size, int device, void* stream);
-const char* tierpack_gpu_last_error(void);
-}
+#include "tierpack.h"
 
-#define TIERPACK_SHIM_API extern "C" __attribute__((visibility("default")))
-
-TIERPACK_SHIM_API void* tierpack_cuda_torch_malloc(ssize_t size, int device, void* stream) {
+extern "C" void* tierpack_cuda_torch_malloc(ssize_t size, int device, void* stream) {
   int status = 0;
   void* p = tierpack_cuda_malloc_status(size, device, stream, &status);
   TORCH_CHECK_WITH(OutOfMemoryError, status != 1, tierpack_gpu_last_error());
@@ -30,6 +24,6 @@ TIERPACK_SHIM_API void* tierpack_cuda_torch_malloc(ssize_t size, int device, voi
   return p;
 }
 
-TIERPACK_SHIM_API void tierpack_cuda_torch_free(void* ptr, ssize_t size, int device, void* stream) {
+extern "C" void tierpack_cuda_torch_free(void* ptr, ssize_t size, int device, void* stream) {
   tierpack_cuda_free(ptr, size, device, stream);
 }

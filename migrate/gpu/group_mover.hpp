@@ -104,6 +104,7 @@
 #include <vector>
 
 #include "alloc/gpu/gpu_allocator.hpp"
+#include "core/config.hpp"
 
 namespace tierpack::gpu {
 
@@ -134,13 +135,9 @@ struct MoverCounters {
   MoverCounters& operator+=(const MoverCounters& o);
 };
 
-/// Which moves are checked behind the gate (Note [Verified remaps]): none; evictions only; evictions
-/// in full and prefetches by samples (64 KiB of every MiB); everything in full.
-enum class Verify : std::uint8_t { off, evictions, sampled, all };
+// Verify (which moves are checked behind the gate) and RemapWhen (when ready chunks are remapped) are settings:
+// core/config.hpp.
 inline constexpr std::size_t kPrefetchSampleStride = std::size_t{1} << 20;
-
-/// When a worker remaps the chunks whose copies are done (Note [When to remap]).
-enum class RemapWhen : std::uint8_t { eager, idle };
 
 /// A chunk found written between its copy and its remap (and copied again).
 struct RewriteReport {

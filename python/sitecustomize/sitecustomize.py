@@ -70,11 +70,10 @@ def _enable_tierpack():
     try:
         tierpack = _import_tierpack()
         # `tierpack run --gpu-budget`: the GPU tier must be PyTorch's CUDA allocator before the first
-        # CUDA tensor, and it reads TIERPACK_CONF, which enable() removes from the environment.
-        gpu_tier = False
-        if "gpu_budget:" in os.environ.get("TIERPACK_CONF", ""):
-            import tierpack.cuda
-            gpu_tier = tierpack.cuda.install_from_env()
+        # CUDA tensor, and it reads TIERPACK_CONF, which enable() removes from the environment. Whether the
+        # settings ask for it is the library's reading of them (tierpack.cuda.settings()).
+        import tierpack.cuda
+        gpu_tier = tierpack.cuda.install_from_env()
         if gpu_tier:
             # Note [Host side steps aside] (core/config.hpp). The configuration leaves the environment before
             # the host library loads (loaded with it, the library enables itself); processes this one starts

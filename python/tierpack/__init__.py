@@ -13,7 +13,7 @@ call tierpack.step() unconditionally.
 
 The native side is libtierpack_torch.so, found through $TIERPACK_LIB, else next to this package:
 tierpack/lib/ when pip installed it, <prefix>/lib/ when `cmake --install` did, build/lib/ in the source
-tree (tierpack/_libs.py).
+tree (tierpack/_libs.py); tierpack/_native.py loads it and declares its C functions (include/tierpack.h).
 
 ``tierpack.__version__`` is the project's VERSION (CMakeLists.txt), the one `tierpack --version` prints.
 """
@@ -24,7 +24,8 @@ import os
 import re
 import sys
 
-from tierpack import _libs, _module_paths
+from tierpack import _module_paths, _native
+from tierpack._native import TierpackError
 
 __all__ = ["enable", "enabled", "step", "finish", "status", "library_path", "TierpackError", "__version__"]
 
@@ -54,89 +55,14 @@ _lib = None
 _hooks_installed = False
 
 
-class TierpackError(RuntimeError):
-    """tierpack could not be loaded or enabled."""
-
-
-def library_path():
-    """Where libtierpack_torch.so is, or None."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = []
-    if os.environ.get("TIERPACK_LIB"):
-        candidates.append(os.environ["TIERPACK_LIB"])
-    candidates += [
-        _libs.installed_library("libtierpack_torch.so"),  # tierpack/lib, <prefix>/lib, build/lib
-        os.path.join(here, "libtierpack_torch.so"),
-    ]
-    for c in candidates:
-        if c and os.path.isfile(c):
-            return os.path.abspath(c)
-    return None
+library_path = _native.torch_library_path  # where libtierpack_torch.so is, or None
 
 
 def _load():
     global _lib
-    if _lib is not None:
-        return _lib
-    if "torch" not in sys.modules:
-        import torch  # noqa: F401  (the library links the torch this Python has loaded)
-    path = library_path()
-    if path is None:
-        raise TierpackError("libtierpack_torch.so not found: set TIERPACK_LIB, or build tierpack with "
-                            "-DTIERPACK_WITH_TORCH=ON and run through `tierpack profile`")
-    _check_torch_version(path)
-    try:
-        lib = ctypes.CDLL(path)
-    except OSError as e:
-        hint = ""
-        if "static TLS" in str(e):
-            hint = (" (jemalloc needs static TLS space in a process that loads it late: set "
-                    "GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536 before starting Python, "
-                    "as `tierpack profile` does)")
-        raise TierpackError("cannot load %s: %s%s" % (path, e, hint)) from None
-    lib.tierpack_enable.argtypes = [ctypes.c_char_p]
-    lib.tierpack_enable.restype = ctypes.c_int
-    lib.tierpack_host_side_needed.argtypes = [ctypes.c_char_p]
-    lib.tierpack_host_side_needed.restype = ctypes.c_int
-    for name in ("tierpack_enabled", "tierpack_step", "tierpack_finish",
-                 "tierpack_wants_marks", "tierpack_recording", "tierpack_wants_sources"):
-        getattr(lib, name).restype = ctypes.c_int
-        getattr(lib, name).argtypes = []
-    lib.tierpack_module_name.argtypes = [ctypes.c_int, ctypes.c_char_p]
-    lib.tierpack_module_name.restype = ctypes.c_int
-    for name in ("tierpack_module_enter", "tierpack_module_exit"):
-        getattr(lib, name).argtypes = [ctypes.c_int]
-        getattr(lib, name).restype = None
-    lib.tierpack_module_reset.argtypes = []
-    lib.tierpack_module_reset.restype = None
-    lib.tierpack_mark_tensor.argtypes = [ctypes.c_void_p, ctypes.c_int]
-    lib.tierpack_mark_tensor.restype = ctypes.c_int
-    lib.tierpack_status.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
-    lib.tierpack_status.restype = ctypes.c_size_t
-    lib.tierpack_last_error.restype = ctypes.c_char_p
-    lib.tierpack_version.restype = ctypes.c_char_p
-    _lib = lib
-    return lib
-
-
-def _major_minor(version):
-    parts = version.split("+")[0].split(".")
-    return tuple(int("".join(ch for ch in p if ch.isdigit()) or 0) for p in parts[:2])
-
-
-def _check_torch_version(path):
-    """The library links one torch build; loading it next to another torch would crash later."""
-    import torch
-    stamp = os.path.join(os.path.dirname(path), "libtierpack_torch.torch-version")
-    try:
-        with open(stamp) as f:
-            built = f.read().strip()
-    except OSError:
-        return  # no stamp (an older build): nothing to compare
-    if built and _major_minor(built) != _major_minor(torch.__version__):
-        raise TierpackError("%s was built against torch %s but this Python (%s) has torch %s: rebuild tierpack "
-                            "against it (TIERPACK_PYTHON=%s cmake ...)" % (path, built, sys.executable,
-                                                                          torch.__version__, sys.executable))
+    if _lib is None:
+        _lib = _native.torch_library()
+    return _lib
 
 
 def enable(conf=None):

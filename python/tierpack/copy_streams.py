@@ -87,16 +87,7 @@ class RawCopies:
     CUDA stream handles (``torch.cuda.Stream.cuda_stream``; 0 is CUDA's default stream)."""
 
     def __init__(self, lib, device_index):
-        u64, i32 = ctypes.c_uint64, ctypes.c_int
-        p64 = ctypes.POINTER(u64)
-        lib.tierpack_gpu_last_error.restype = ctypes.c_char_p
-        lib.tierpack_copies_open.argtypes, lib.tierpack_copies_open.restype = [i32], i32
-        lib.tierpack_copy_event_new.argtypes, lib.tierpack_copy_event_new.restype = [i32], u64
-        lib.tierpack_copy_event_free.argtypes, lib.tierpack_copy_event_free.restype = [i32, u64], None
-        lib.tierpack_copy_event_done.argtypes, lib.tierpack_copy_event_done.restype = [i32, u64], i32
-        lib.tierpack_copy_stream_wait.argtypes, lib.tierpack_copy_stream_wait.restype = [i32, u64, u64], i32
-        lib.tierpack_copy_batch.argtypes = [i32, i32, u64, u64, p64, i32, p64, p64, p64, i32, u64]
-        lib.tierpack_copy_batch.restype = i32
+        """`lib`: libtierpack_cuda.so as tierpack/_native.py loads it (cuda_library())."""
         self._lib, self._device = lib, device_index
         self._spare = []  # events whose objects died: made again from here (Note [Raw copies])
         self._m = threading.Lock()
@@ -150,7 +141,8 @@ class CudaTransport:
     """Copies of flat uint8 storages between one CUDA device and pinned host memory."""
 
     def __init__(self, torch, device, lib=None):
-        """`lib`: libtierpack_cuda.so (ctypes) for raw copies (Note [Raw copies]); None: torch's calls."""
+        """`lib`: libtierpack_cuda.so (tierpack/_native.py's cuda_library()) for raw copies (Note [Raw copies]);
+        None: torch's calls."""
         self.torch = torch
         self.device = torch.device(device)
         self.d2h = torch.cuda.Stream(self.device)

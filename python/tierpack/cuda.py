@@ -1,8 +1,8 @@
 """tierpack's GPU tier: installs the storage mover (default) or makes tierpack PyTorch's CUDA allocator.
 
 ``install()`` must run before the first CUDA allocation of the process (the sitecustomize bootstrap of
-``tierpack run`` calls ``install_from_env()``). TIERPACK_GPU's ``mechanism`` chooses how tensors leave the
-device (docs/config.md, docs/architecture.md):
+``tierpack run`` calls ``install_from_env()``). The setting ``gpu_mechanism`` (TIERPACK_GPU's ``mechanism``)
+chooses how tensors leave the device (docs/config.md, docs/architecture.md):
 
 * ``storage`` (default): PyTorch's caching allocator stays, with ``expandable_segments``; saved activations
   move as whole storages through autograd's saved-tensor hooks, in stream order, at the points the
@@ -25,11 +25,12 @@ Iteration boundaries come from the optimizer-step hooks (or ``tierpack.cuda.step
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import json
 import os
 import sys
 import threading
+
+from tierpack import _native
 
 _lib = None
 _lib_path = None
@@ -40,78 +41,14 @@ _observe = True
 _lock = threading.Lock()
 
 
-def library_path() -> str:
-    """Where libtierpack_cuda.so is: $TIERPACK_CUDA_LIB, the build tree next to this package, an
-    installed prefix, or the linker's search path."""
-    env = os.environ.get("TIERPACK_CUDA_LIB")
-    if env:
-        return env
-    from tierpack._libs import installed_library
-
-    installed = installed_library("libtierpack_cuda.so")  # pip's, cmake --install's, or the build tree's
-    if installed:
-        return installed
-    c = os.path.join(sys.prefix, "lib", "libtierpack_cuda.so")
-    if os.path.exists(c):
-        return c
-    found = ctypes.util.find_library("tierpack_cuda")
-    if found:
-        return found
-    raise FileNotFoundError("tierpack: libtierpack_cuda.so not found (set TIERPACK_CUDA_LIB or build with CUDA)")
+library_path = _native.cuda_library_path  # where libtierpack_cuda.so is
 
 
 def _load(path: str):
     global _lib, _lib_path
-    if _lib is not None:
-        return _lib
-    lib = ctypes.CDLL(path)
-    lib.tierpack_gpu_configure.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-    lib.tierpack_gpu_configure.restype = ctypes.c_int
-    lib.tierpack_gpu_iteration.restype = ctypes.c_int
-    lib.tierpack_gpu_tracing.restype = ctypes.c_int
-    lib.tierpack_gpu_op_begin.argtypes = [ctypes.c_int64]
-    lib.tierpack_gpu_op_end.argtypes = [ctypes.c_int64]
-    if hasattr(lib, "tierpack_gpu_op_begin_named"):
-        lib.tierpack_gpu_op_begin_named.argtypes = [ctypes.c_char_p]
-    lib.tierpack_gpu_op_tensors.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int64]
-    lib.tierpack_gpu_stats_json.argtypes = [ctypes.c_int]
-    lib.tierpack_gpu_stats_json.restype = ctypes.c_char_p
-    lib.tierpack_gpu_last_error.restype = ctypes.c_char_p
-    lib.tierpack_gpu_memory_stat.argtypes = [ctypes.c_int, ctypes.c_int]
-    lib.tierpack_gpu_memory_stat.restype = ctypes.c_uint64
-    lib.tierpack_gpu_reset_peak.argtypes = [ctypes.c_int]
-    lib.tierpack_cuda_empty_cache.argtypes = []
-    lib.tierpack_cuda_record_stream.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-    lib.tierpack_gpu_options_json.restype = ctypes.c_char_p
-    if hasattr(lib, "tierpack_cuda_add_stream"):
-        lib.tierpack_cuda_add_stream.argtypes = [ctypes.c_int, ctypes.c_void_p]
-        lib.tierpack_cuda_add_stream.restype = ctypes.c_int
-    _lib, _lib_path = lib, path
-    return lib
-
-
-def _oom_shim(path: str):
-    """libtierpack_cuda_torch.so when it can be used with this torch, else (None, why)."""
-    import torch
-
-    shim = os.environ.get("TIERPACK_CUDA_TORCH_LIB") or os.path.join(os.path.dirname(path), "libtierpack_cuda_torch.so")
-    if not os.path.exists(shim):
-        return None, shim + " not found"
-    stamp = shim[: -len(".so")] + ".torch-version"
-    try:
-        with open(stamp) as f:
-            built = f.read().strip()
-    except OSError:
-        return None, stamp + " missing (which torch the shim was built against is unknown)"
-    from tierpack import _major_minor
-
-    if _major_minor(built) != _major_minor(torch.__version__):
-        return None, "%s was built against torch %s, this is torch %s" % (shim, built, torch.__version__)
-    try:
-        ctypes.CDLL(shim)
-    except OSError as e:
-        return None, "%s does not load: %s" % (shim, e)
-    return shim, ""
+    if _lib is None:
+        _lib, _lib_path = _native.cuda_library(path), path
+    return _lib
 
 
 _oom_class = "RuntimeError"
@@ -131,7 +68,8 @@ def install(budget=None, gpu: str | None = None, conf: str | None = None, path: 
     """Make tierpack the CUDA allocator of this process.
 
     budget: bytes (int) or a string such as "24G" / "60%" (TIERPACK_CONF's gpu_budget);
-    gpu: TIERPACK_GPU options ("chunk:32M,spill:on,..."); conf: a whole TIERPACK_CONF text.
+    gpu: TIERPACK_GPU options, the alias of TIERPACK_CONF's gpu_* keys ("chunk:32M,spill:on,..."); conf: a whole
+    TIERPACK_CONF text (default: $TIERPACK_CONF; gpu: $TIERPACK_GPU).
     Raises RuntimeError when PyTorch's CUDA allocator is already in use (install() came too late).
     """
     global _installed, _observe, _oom_class
@@ -147,18 +85,17 @@ def install(budget=None, gpu: str | None = None, conf: str | None = None, path: 
             parts.append("gpu_budget:" + (str(int(budget)) + "B" if isinstance(budget, (int, float)) else str(budget)))
         conf_text = ",".join(p for p in parts if p)
         gpu_text = gpu if gpu is not None else os.environ.get("TIERPACK_GPU")
-        rc = lib.tierpack_gpu_configure(conf_text.encode() if conf_text else None,
-                                        gpu_text.encode() if gpu_text else None)
+        rc = lib.tierpack_gpu_configure(conf_text.encode(), gpu_text.encode() if gpu_text is not None else None)
         if rc != 0:
             raise ValueError(last_error())
-        options = gpu_options()
-        if options["mechanism"] == "storage":
+        options = settings()
+        if options["gpu_mechanism"] == "storage":
             _install_storage_mover(torch, lib, options)
             _installed = True
             _observe = False
             _oom_class = "torch.OutOfMemoryError"
             return
-        shim, why = _oom_shim(path)
+        shim, why = _native.cuda_torch_shim(path)
         if shim:
             alloc = torch.cuda.memory.CUDAPluggableAllocator(shim, "tierpack_cuda_torch_malloc", "tierpack_cuda_torch_free")
         else:
@@ -197,12 +134,17 @@ def _forward_record_stream(alloc, lib) -> bool:
 
 
 def install_from_env() -> bool:
-    """For the sitecustomize bootstrap: installs when TIERPACK_CONF has mode:run with a gpu_budget
-    (or TIERPACK_GPU is set) and CUDA is available. Returns whether it installed; says why not."""
-    conf = os.environ.get("TIERPACK_CONF", "")
-    keys = dict(item.split(":", 1) for item in conf.split(",") if ":" in item)
-    wanted = (keys.get("mode") == "run" and "gpu_budget" in keys) or bool(os.environ.get("TIERPACK_GPU"))
-    if not wanted:
+    """For the sitecustomize bootstrap: installs when the settings (TIERPACK_CONF, and its alias TIERPACK_GPU) say
+    mode:run with a gpu_budget (or TIERPACK_GPU is set) and CUDA is available. Returns whether it installed; says why
+    not. Raises ValueError on a bad setting (the bootstrap stops the program: docs/config.md)."""
+    try:
+        lib = _load(library_path())
+    except OSError:
+        return False  # a build without the GPU tier (no libtierpack_cuda.so): nothing to install
+    if lib.tierpack_gpu_configure(None, None) != 0:
+        raise ValueError(last_error())
+    given = settings()
+    if not ((given["mode"] == "run" and given["gpu_budget"] is not None) or os.environ.get("TIERPACK_GPU")):
         return False
     try:
         import torch
@@ -218,16 +160,18 @@ def install_from_env() -> bool:
         return False
 
 
-def gpu_options() -> dict:
-    """The GPU tier's options as the library parsed them (TIERPACK_CONF + TIERPACK_GPU), read by name."""
-    out = _lib.tierpack_gpu_options_json()
+def settings() -> dict:
+    """The settings as libtierpack_cuda.so parsed them (TIERPACK_CONF and its alias TIERPACK_GPU, or what install()
+    gave it), read by name: every key of docs/config.md by its TIERPACK_CONF name, with gpu_fill and gpu_headroom as
+    the runtime uses them and gpu_fits_fraction (include/tierpack.h, tierpack_settings_json)."""
+    out = _lib.tierpack_settings_json()
     if out is None:
         raise ValueError(last_error())
     return json.loads(out.decode())
 
 
 def autocast_cache(torch, keep, log) -> None:
-    """TIERPACK_GPU autocast_cache:off (the default; ``keep`` False): autocast regions entered from now on without
+    """gpu_autocast_cache:off (the default; ``keep`` False): autocast regions entered from now on without
     their own ``cache_enabled`` keep no cache of their casts of parameters. The cache holds every cast until the region
     exits, so none of them can leave the device in forward (Note [Recipes] in tierpack/recipes.py: 1.2-1.4 GiB
     on GPT-2 large); without it each cast is a saved storage like any other, which the plan may let go and make
@@ -240,13 +184,14 @@ def autocast_cache(torch, keep, log) -> None:
             "autocast_cache:off has no effect")
         return
     setter(False)
-    log("storage mover: autocast keeps no cache of its casts of parameters (TIERPACK_GPU autocast_cache:off): each "
+    log("storage mover: autocast keeps no cache of its casts of parameters (gpu_autocast_cache:off): each "
         "cast is a saved storage the plan may let go in forward")
 
 
 def _install_storage_mover(torch, lib, options):
-    """mechanism:storage (Note [Storage moves] in tierpack/activations.py)."""
+    """mechanism:storage (Note [Storage moves] in tierpack/activations.py). `options`: settings(), by name."""
     global _offloader
+    budget = options["gpu_budget"] or {}
     from tierpack.activations import StorageMover
     from tierpack.copy_streams import CudaTransport
     from tierpack.planning import plan_with_library
@@ -298,20 +243,20 @@ def _install_storage_mover(torch, lib, options):
 
     _offloader = StorageMover(
         # Note [Raw copies] (copy_streams.py): copies:raw, the default, issues each batch through the library
-        torch, lambda device: CudaTransport(torch, device, lib if options.get("copies", "raw") == "raw" else None),
+        torch, lambda device: CudaTransport(torch, device, lib if options["gpu_copies"] == "raw" else None),
         plan_with_library(lib),
-        budget_bytes=options["budget_bytes"], budget_fraction=options["budget_fraction"],
+        budget_bytes=budget.get("bytes"), budget_fraction=budget.get("fraction"),
         allocated=allocated, max_allocated=max_allocated, reset_peak=reset_peak, set_limit=set_limit,
         max_reserved=max_reserved,
-        capacity=lambda d: torch.cuda.get_device_properties(d).total_memory, fill=options["fill"],
-        fits_fraction=options["fits_fraction"],
-        record_iteration=max(3, int(options["warmup_iterations"]) + 2), divergences=options["divergences"],
+        capacity=lambda d: torch.cuda.get_device_properties(d).total_memory, fill=options["gpu_fill"],
+        fits_fraction=options["gpu_fits_fraction"],
+        record_iteration=max(3, int(options["warmup_iterations"]) + 2), divergences=options["gpu_divergences"],
         empty_cache=torch.cuda.empty_cache, optimizer_state=True,
-        hard_limit=bool(options.get("hard_limit")), recompute=bool(options.get("recompute", True)),
-        gc_freeze=bool(options.get("gc_freeze", True)), stream_step=bool(options.get("stream_step", False)),
+        hard_limit=options["gpu_limit"] == "hard", recompute=options["gpu_recompute"],
+        gc_freeze=options["gpu_gc"] == "freeze", stream_step=options["gpu_step"] == "stream",
         stats_out=options["stats_out"], memory_state=memory_state)
     _offloader.install()
-    autocast_cache(torch, bool(options.get("autocast_cache", False)), _offloader.log)
+    autocast_cache(torch, options["gpu_autocast_cache"], _offloader.log)
     observe = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
     if observe is not None:  # says why, before PyTorch raises
         observe(lambda device, size, limit, free: _offloader.out_of_memory(size, limit))
@@ -385,7 +330,6 @@ def _make_observer_class():
     from torch.utils._pytree import tree_flatten
 
     lib = _lib
-    named = hasattr(lib, "tierpack_gpu_op_begin_named")
 
     def report(tree):
         ptrs = []
@@ -404,10 +348,7 @@ def _make_observer_class():
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            if named:
-                lib.tierpack_gpu_op_begin_named(str(func).encode())
-            else:
-                lib.tierpack_gpu_op_begin(0)
+            lib.tierpack_gpu_op_begin_named(str(func).encode())
             report((args, kwargs))
             out = func(*args, **kwargs)
             report(out)
@@ -431,23 +372,23 @@ def _patch_stats(torch, lib):
     def dev(device):
         return _get_device_index(device, optional=True)
 
-    def stat(which):
-        return lambda device=None: int(lib.tierpack_gpu_memory_stat(dev(device), which))
+    def stat(name):
+        return lambda device=None: int(lib.tierpack_gpu_memory_stat(dev(device), name.encode()))
 
     def reset(device=None):
         lib.tierpack_gpu_reset_peak(dev(device))
 
     def memory_stats(device=None):
         d = dev(device)
-        s = {w: int(lib.tierpack_gpu_memory_stat(d, i)) for i, w in enumerate(
-            ["allocated", "allocated_peak", "reserved", "reserved_peak", "host", "budget"])}
+        s = {name: int(lib.tierpack_gpu_memory_stat(d, name.encode()))
+             for name in ("allocated", "allocated_peak", "reserved", "reserved_peak", "host", "gpu_budget")}
         return {
             "allocated_bytes.all.current": s["allocated"],
             "allocated_bytes.all.peak": s["allocated_peak"],
             "reserved_bytes.all.current": s["reserved"],
             "reserved_bytes.all.peak": s["reserved_peak"],
             "tierpack.host_bytes.current": s["host"],
-            "tierpack.budget_bytes": s["budget"],
+            "tierpack.budget_bytes": s["gpu_budget"],
         }
 
     def memory_summary(device=None, abbreviated=False):
@@ -466,8 +407,8 @@ def _patch_stats(torch, lib):
         lib.tierpack_cuda_empty_cache()
 
     patches = {
-        "memory_allocated": stat(0), "max_memory_allocated": stat(1),
-        "memory_reserved": stat(2), "max_memory_reserved": stat(3),
+        "memory_allocated": stat("allocated"), "max_memory_allocated": stat("allocated_peak"),
+        "memory_reserved": stat("reserved"), "max_memory_reserved": stat("reserved_peak"),
         "reset_peak_memory_stats": reset, "reset_max_memory_allocated": reset,
         "memory_stats": memory_stats, "memory_summary": memory_summary, "empty_cache": empty_cache,
     }

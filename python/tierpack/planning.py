@@ -150,13 +150,9 @@ def plan_actions(plan):
 
 
 def plan_with_library(lib):
-    """planner(trace, options) for StorageMover: the placer through libtierpack_cuda.so's C ABI."""
-    import ctypes
-
+    """planner(trace, options) for StorageMover: the placer through libtierpack_cuda.so's C ABI (`lib` as
+    tierpack/_native.py's cuda_library() loads it)."""
     fn = lib.tierpack_plan_saved
-    fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-    fn.restype = ctypes.c_char_p
-    lib.tierpack_gpu_last_error.restype = ctypes.c_char_p
 
     def planner(trace, options):
         out = fn(json.dumps(trace).encode(), json.dumps(options).encode())

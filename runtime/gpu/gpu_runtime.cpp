@@ -30,36 +30,37 @@ bool GpuRuntime::observing_locked() const {
   return phases_.phase() == RunPhase::recording && phases_.recorded() == 0;
 }
 
-GpuRuntime::GpuRuntime(std::unique_ptr<VmmBackend> backend, GpuRuntimeOptions options, int device)
-    : options_(std::move(options)), device_(device), backend_(std::move(backend)), phases_(options_.phases) {
+GpuRuntime::GpuRuntime(std::unique_ptr<VmmBackend> backend, Config settings, int device)
+    : settings_(std::move(settings)), device_(device), backend_(std::move(backend)),
+      phases_(settings_.gpu.phases) {
   GpuAllocatorOptions ao;
-  ao.chunk_bytes = options_.chunk_bytes;
+  ao.chunk_bytes = settings_.gpu.chunk_bytes;
   const std::size_t g = backend_->info().granularity;
   ao.page_bytes = std::min<std::size_t>(g, ao.chunk_bytes);
   ao.small_threshold = std::min<std::size_t>(std::size_t{1} << 20, ao.page_bytes / 2);
-  ao.host_limit = options_.host_limit;
-  ao.spill_to_host = options_.spill;
+  ao.host_limit = settings_.gpu.host_limit;
+  ao.spill_to_host = settings_.gpu.spill;
   ao.tier_name = "gpu" + std::to_string(device);
-  if (options_.budget.bytes) ao.device_budget = *options_.budget.bytes;
+  if (settings_.gpu_budget.bytes) ao.device_budget = *settings_.gpu_budget.bytes;
   alloc_ = std::make_unique<GpuAllocator>(*backend_, ao);
-  budget_bytes_ = alloc_->device_budget();
+  gpu_budget_bytes_ = alloc_->device_budget();
   MoverOptions mo;
-  mo.remap_threads = options_.remap_threads;
-  mo.verify = options_.verify;
-  mo.gate = options_.gate;
-  mo.remap_when = options_.remap_when;
-  mo.remap_max_delay = options_.remap_max_delay;
-  mo.copy_piece = options_.copy_piece;
+  mo.remap_threads = settings_.gpu.remap_threads;
+  mo.verify = settings_.gpu.verify;
+  mo.gate = settings_.gpu.gate;
+  mo.remap_when = settings_.gpu.remap_when;
+  mo.remap_max_delay = settings_.gpu.remap_max_delay;
+  mo.copy_piece = settings_.gpu.copy_piece;
   mo.on_rewrite = [this](const RewriteReport& r) { note_rewrite(r); };
   mover_ = std::make_unique<GroupMover>(*alloc_, mo);
   alloc_->set_pressure_handler([m = mover_.get()] { return m->wait_for_eviction(); });
   iteration_start_ = std::chrono::steady_clock::now();
-  if (options_.migrate && options_.warmup_iterations == 0) {
+  if (settings_.gpu.migrate && settings_.warmup_iterations == 0) {
     phases_.record();
     start_trace_locked();
   }
   timeline_stride_ = 64;
-  if (!options_.gate)
+  if (!settings_.gpu.gate)
     log("gate:off (diagnostic): remaps run while kernels do; a kernel the plan did not foresee faults the process");
 }
 
@@ -71,15 +72,17 @@ GpuRuntime::~GpuRuntime() {
 }
 
 void GpuRuntime::log(const std::string& line) const {
-  if (options_.log != LogLevel::quiet) std::fprintf(stderr, "tierpack: %s\n", line.c_str());
+  if (settings_.log != LogLevel::quiet) std::fprintf(stderr, "tierpack: %s\n", line.c_str());
 }
 
 std::string GpuRuntime::describe() const {
   return "GPU tier on gpu" + std::to_string(device_) + " (" + backend_->info().device_name + ", " +
-         backend_->info().name + "): budget " + format_bytes(budget_bytes_) +
-         (options_.budget.fraction ? " until the traced iteration resolves " + options_.budget.to_string() : "") +
-         ", chunk " + format_bytes(options_.chunk_bytes) + ", spill to host " + (options_.spill ? "on" : "off") +
-         ", migration " + (options_.migrate ? "on" : "off");
+         backend_->info().name + "): budget " + format_bytes(gpu_budget_bytes_) +
+         (settings_.gpu_budget.fraction ? " until the traced iteration resolves " + settings_.gpu_budget.to_string()
+                                        : "") +
+         ", chunk " + format_bytes(settings_.gpu.chunk_bytes) +
+         ", spill to host " + (settings_.gpu.spill ? "on" : "off") +
+         ", migration " + (settings_.gpu.migrate ? "on" : "off");
 }
 
 bool GpuRuntime::owns(const void* p) const {
@@ -127,7 +130,7 @@ void* GpuRuntime::allocate(std::size_t bytes, StreamHandle stream) {
     traced = phases_.phase() == RunPhase::recording;
   }
   void* p = alloc_->allocate(bytes, stream, arena);
-  if (arena != kDefaultArena && options_.verify != Verify::off) {
+  if (arena != kDefaultArena && settings_.gpu.verify != Verify::off) {
     std::lock_guard g(diag_m_);
     block_seq_[reinterpret_cast<std::uintptr_t>(p)] = seq;
   }
@@ -175,7 +178,7 @@ void GpuRuntime::deallocate(void* p) noexcept {
     log(std::string("migration step failed while freeing (the free still happens): ") + e.what());
   } catch (...) {
   }
-  if (options_.verify != Verify::off) {
+  if (settings_.gpu.verify != Verify::off) {
     std::lock_guard g(diag_m_);
     block_seq_.erase(reinterpret_cast<std::uintptr_t>(p));
   }
@@ -336,13 +339,13 @@ Topology GpuRuntime::topology() const {
   gpu.name = "gpu" + std::to_string(device_);
   gpu.device = device_;
   gpu.capacity_bytes = backend_->info().device_bytes;
-  gpu.page_size = options_.chunk_bytes;
+  gpu.page_size = settings_.gpu.chunk_bytes;
   gpu.source = backend_->info().name;
   Tier host;
   host.kind = TierKind::host_dram;
   host.name = "host";
   host.numa_node = backend_->info().host_numa_node;
-  host.page_size = options_.chunk_bytes;
+  host.page_size = settings_.gpu.chunk_bytes;
   host.source = backend_->info().name;
   if (t.add(gpu) != kGpuTier || t.add(host) != kHostTier) throw logic_error("GPU runtime topology: unexpected tier ids");
   return t;
@@ -404,7 +407,7 @@ void GpuRuntime::write_profile_locked() {
   info.allocations = static_cast<std::uint32_t>(seq_);
   p.iterations.push_back(info);
   p.validate();
-  std::string path = options_.profile_out;
+  std::string path = gpu_profile_path(settings_);
   if (const std::size_t at = path.find("%d"); at != std::string::npos) path.replace(at, 2, std::to_string(device_));
   write_profile(p, path);
   log("profile of the observed iteration written to " + path + " (" + std::to_string(p.ops.size()) +
@@ -438,10 +441,10 @@ void GpuRuntime::finish_trace_locked() {
   observed_ = IterationTrace{};
   log("trace of gpu" + std::to_string(device_) + ": " + as.summary());
   VmmPlanOptions po;
-  po.chunk_bytes = options_.chunk_bytes;
-  po.group_bytes = options_.group_bytes;
-  po.move_persistent = options_.move_persistent;
-  po.host_resident = options_.host_resident;
+  po.chunk_bytes = settings_.gpu.chunk_bytes;
+  po.group_bytes = settings_.gpu.group_bytes;
+  po.move_persistent = settings_.gpu.move_persistent;
+  po.host_resident = settings_.gpu.host_resident;
   // When the live peak fits the budget, nothing moves: the caching allocator reclaims cached
   // segments under pressure (and spills a chunk at worst), which costs less than a round trip of
   // page groups every iteration. Otherwise the plan fills `headroom` of the budget (the allocator
@@ -451,27 +454,27 @@ void GpuRuntime::finish_trace_locked() {
     VmmPlanOptions probe = po;
     probe.budget = 0;
     const std::uint64_t live_peak = plan_from_trace(trace_, probe).prediction.natural_peak_bytes;
-    fits = static_cast<double>(live_peak) <= options_.fits_fraction() * static_cast<double>(budget_bytes_);
+    fits = static_cast<double>(live_peak) <= fits_fraction(settings_) * static_cast<double>(gpu_budget_bytes_);
   }
-  po.headroom = options_.vmm_headroom();
-  po.min_tensor_bytes = options_.min_move_bytes;
-  po.eviction_lag = options_.eviction_lag;
+  po.headroom = vmm_headroom(settings_);
+  po.min_tensor_bytes = settings_.gpu.min_move_bytes;
+  po.eviction_lag = settings_.gpu.eviction_lag;
   po.device = device_;
-  if (options_.budget.fraction) {
+  if (settings_.gpu_budget.fraction) {
     po.budget = 0;
     const Plan natural = plan_from_trace(trace_, po);
-    budget_bytes_ = static_cast<std::uint64_t>(*options_.budget.fraction *
+    gpu_budget_bytes_ = static_cast<std::uint64_t>(*settings_.gpu_budget.fraction *
                                                static_cast<double>(natural.prediction.natural_peak_bytes));
-    alloc_->set_device_budget(budget_bytes_);
-    budget_bytes_ = alloc_->device_budget();
+    alloc_->set_device_budget(gpu_budget_bytes_);
+    gpu_budget_bytes_ = alloc_->device_budget();
   }
-  po.budget = fits && !options_.budget.fraction ? 0 : budget_bytes_;
+  po.budget = fits && !settings_.gpu_budget.fraction ? 0 : gpu_budget_bytes_;
   plan_ = plan_from_trace(trace_, po);
-  plan_.fast_budget_bytes = budget_bytes_;
+  plan_.fast_budget_bytes = gpu_budget_bytes_;
   have_plan_ = true;
-  if (!options_.plan_out.empty()) {
+  if (!settings_.gpu.plan_out.empty()) {
     try {
-      write_plan(plan_, options_.plan_out);
+      write_plan(plan_, settings_.gpu.plan_out);
     } catch (const std::exception& e) {
       log(std::string("could not write the plan: ") + e.what());
     }
@@ -498,7 +501,7 @@ void GpuRuntime::apply_plan_locked() {
     if (p.seq >= 0) planned_[static_cast<std::size_t>(p.seq)].arena = arenas.at(p.group);
     else adopted += alloc_->adopt(arenas.at(p.group), reinterpret_cast<const void*>(p.address));
   }
-  if (options_.verify != Verify::off) {
+  if (settings_.gpu.verify != Verify::off) {
     std::lock_guard g(diag_m_);
     for (const TracedTensor& t : trace_.tensors) {
       DiagTensor d{t.bytes, t.uses};
@@ -513,8 +516,8 @@ void GpuRuntime::apply_plan_locked() {
   for (const std::string& n : plan_.notes) log("plan for gpu" + std::to_string(device_) + ": " + n);
   // Host handles are slow to create: make the ones the evictions need now, off the training thread.
   const std::uint64_t host_need = plan_.prediction.bytes_to_slow;
-  if (host_need > 0 && options_.prewarm_threads > 0) {
-    for (int i = 0; i < options_.prewarm_threads; ++i)
+  if (host_need > 0 && settings_.gpu.prewarm_threads > 0) {
+    for (int i = 0; i < settings_.gpu.prewarm_threads; ++i)
       prewarm_.emplace_back([a = alloc_.get(), host_need] {
         try {
           a->prewarm_host(host_need);
@@ -586,7 +589,7 @@ bool GpuRuntime::iteration() {
   const RunPhase finished = phases_.phase();
   const bool observed = observing_locked();  // the reference iteration comes next
   phases_.end_iteration();  // a suspended plan runs again (Note [Diverged iterations])
-  if (observed && !options_.profile_out.empty()) {
+  if (observed && !gpu_profile_path(settings_).empty()) {
     try {
       write_profile_locked();
     } catch (const std::exception& e) {
@@ -613,7 +616,7 @@ bool GpuRuntime::iteration() {
   seq_ = 0;
   alloc_->reset_peaks();
   iteration_start_ = std::chrono::steady_clock::now();
-  if (options_.migrate && finished == RunPhase::warmup && iteration_ == options_.warmup_iterations + 1) {
+  if (settings_.gpu.migrate && finished == RunPhase::warmup && iteration_ == settings_.warmup_iterations + 1) {
     phases_.record();
     start_trace_locked();
   }
@@ -641,7 +644,7 @@ std::string GpuRuntime::stats_path(const std::string& stats_out, int device) {
 // goes on), to a temporary name and renamed, so a reader never sees half a file and a run that ends
 // without a clean exit (CUDA processes often do) still leaves the last iteration's figures.
 void GpuRuntime::write_stats_locked() const {
-  const std::string path = stats_path(options_.stats_out, device_);
+  const std::string path = stats_path(settings_.stats_out, device_);
   if (path.empty()) return;
   const std::string tmp = path + ".tmp";
   {
@@ -652,7 +655,7 @@ void GpuRuntime::write_stats_locked() const {
   }
   std::rename(tmp.c_str(), path.c_str());
   // Note [GPU run statistics], the same way.
-  const std::string run_path = run_stats_path(options_.stats_out, device_);
+  const std::string run_path = run_stats_path(settings_.stats_out, device_);
   try {
     write_run_stats(run_stats_locked(), run_path + ".tmp");
     std::rename((run_path + ".tmp").c_str(), run_path.c_str());
@@ -680,7 +683,7 @@ void GpuRuntime::write_stats_locked() const {
 RunStats GpuRuntime::run_stats_locked() const {
   RunStats s;
   s.source = "tierpack gpu runtime (gpu" + std::to_string(device_) + ")";
-  s.fast_budget_bytes = budget_bytes_;
+  s.fast_budget_bytes = gpu_budget_bytes_;
   s.profile_id = profile_id_;
   const IterationRecord* sampled = nullptr;
   for (const IterationRecord& r : history_) {
@@ -729,23 +732,23 @@ std::string GpuRuntime::stats_json_locked(bool timelines) const {
   j["device"] = device_;
   j["backend"] = backend_->info().name;
   j["device_name"] = backend_->info().device_name;
-  j["budget"] = budget_bytes_;
+  j["budget"] = gpu_budget_bytes_;
   {
     std::lock_guard g(diag_m_);
-    const char* mode = options_.verify == Verify::all         ? "all"
-                       : options_.verify == Verify::sampled   ? "sampled"
-                       : options_.verify == Verify::evictions ? "evictions"
+    const char* mode = settings_.gpu.verify == Verify::all         ? "all"
+                       : settings_.gpu.verify == Verify::sampled   ? "sampled"
+                       : settings_.gpu.verify == Verify::evictions ? "evictions"
                                                               : "off";
     j["verify"] = {{"mode", mode},
                    {"rewrites", rewrite_reports_},
                    {"repairs", repairs_}};
   }
-  j["chunk"] = options_.chunk_bytes;
-  j["remap"] = {{"when", options_.remap_when == RemapWhen::idle ? "idle" : "eager"},
-                {"max_delay_ms", options_.remap_max_delay.count()},
-                {"copy_piece", options_.copy_piece},
-                {"gate", options_.gate}};
-  j["spill"] = options_.spill;
+  j["chunk"] = settings_.gpu.chunk_bytes;
+  j["remap"] = {{"when", settings_.gpu.remap_when == RemapWhen::idle ? "idle" : "eager"},
+                {"max_delay_ms", settings_.gpu.remap_max_delay.count()},
+                {"copy_piece", settings_.gpu.copy_piece},
+                {"gate", settings_.gpu.gate}};
+  j["spill"] = settings_.gpu.spill;
   j["phase"] = phase_name_locked();
   j["iteration"] = iteration_;
   j["divergence"] = divergence_;

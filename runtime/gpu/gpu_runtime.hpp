@@ -48,7 +48,7 @@ namespace tierpack::gpu {
 
 class GpuRuntime {
  public:
-  GpuRuntime(std::unique_ptr<VmmBackend> backend, GpuRuntimeOptions options, int device = 0);
+  GpuRuntime(std::unique_ptr<VmmBackend> backend, Config settings, int device = 0);
   ~GpuRuntime();
   GpuRuntime(const GpuRuntime&) = delete;
   GpuRuntime& operator=(const GpuRuntime&) = delete;
@@ -80,7 +80,7 @@ class GpuRuntime {
   AllocatorStats allocator_stats() const { return alloc_->stats(); }
   void reset_peaks() { alloc_->reset_peaks(); }
   GpuAllocator& allocator() { return *alloc_; }
-  const GpuRuntimeOptions& options() const { return options_; }
+  const Config& settings() const { return settings_; }
   /// One line for the log: device, budget, chunk, spill, migrate.
   std::string describe() const;
 
@@ -145,7 +145,7 @@ class GpuRuntime {
   void note_rewrite(const RewriteReport& r);  // mover thread (Note [Rewrite reports])
   void repair_locked();                       // applies missed_ to the schedule between iterations
 
-  GpuRuntimeOptions options_;
+  Config settings_;  ///< TIERPACK_CONF (and its alias TIERPACK_GPU), parsed once (core/config.hpp)
   int device_ = 0;
   std::unique_ptr<VmmBackend> backend_;
   std::unique_ptr<GpuAllocator> alloc_;
@@ -168,7 +168,7 @@ class GpuRuntime {
   std::vector<ArenaId> group_arenas_;
   Plan plan_;
   bool have_plan_ = false;
-  std::uint64_t budget_bytes_ = 0;
+  std::uint64_t gpu_budget_bytes_ = 0;
   std::string profile_id_;  ///< identity of the profile profile_out holds (Note [Profile identity])
   std::string divergence_;
   std::uint64_t divergences_ = 0;  // diverged iterations (Note [Diverged iterations])

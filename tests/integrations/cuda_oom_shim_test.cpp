@@ -12,11 +12,7 @@
 #include <string>
 #include <vector>
 
-extern "C" {
-void* tierpack_cuda_torch_malloc(ssize_t size, int device, void* stream);
-void tierpack_cuda_torch_free(void* ptr, ssize_t size, int device, void* stream);
-int tierpack_gpu_configure(const char* conf, const char* gpu);
-}
+#include "tierpack.h"
 
 TEST(CudaOomShim, AnExhaustedBudgetIsTorchsOutOfMemoryErrorAndTheProcessRecovers) {
   ::setenv("TIERPACK_GPU_TEST_BACKEND", "twin", 1);

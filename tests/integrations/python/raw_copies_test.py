@@ -19,6 +19,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))
 os.environ["TIERPACK_GPU_TEST_BACKEND"] = "twin"
 
+from tierpack import _native  # noqa: E402
 from tierpack.copy_streams import RawCopies  # noqa: E402
 
 LIB = os.environ.get("TIERPACK_CUDA_LIB", "")
@@ -38,7 +39,7 @@ def settle(ev, seconds=5.0):
 class RawCopiesTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.copies = RawCopies(ctypes.CDLL(LIB), 0)
+        cls.copies = RawCopies(_native.cuda_library(LIB), 0)
 
     def buffers(self, n, fill):
         src = [ctypes.create_string_buffer(bytes([fill + i]) * (1000 + i), 1000 + i) for i in range(n)]
@@ -129,7 +130,7 @@ class RawTransportTest(unittest.TestCase):
     def test_storages_go_out_and_come_back_bit_identical_and_pinned_buffers_stay_held_until_their_copy_ends(self):
         from tierpack.copy_streams import CudaTransport
 
-        tr = CudaTransport(_TwinTorch(), "cuda:0", ctypes.CDLL(LIB))
+        tr = CudaTransport(_TwinTorch(), "cuda:0", _native.cuda_library(LIB))
         self.assertIsNotNone(tr.raw)
         src = [torch.randint(0, 255, (n,), dtype=torch.uint8) for n in (4096, 1000, 77)]
         one = tr.to_host(tr.source(src[0].untyped_storage() if hasattr(src[0], "untyped_storage")

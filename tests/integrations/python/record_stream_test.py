@@ -30,8 +30,6 @@ def _block(lib):
     """A 1 MiB block of device 0 on the twin (the first call configures the runtime: 64 MiB budget)."""
     if not _configured:
         assert lib.tierpack_gpu_configure(b"gpu_budget:64M", None) == 0, lib.tierpack_gpu_last_error()
-        lib.tierpack_cuda_malloc_nothrow.restype = ctypes.c_void_p
-        lib.tierpack_cuda_malloc_nothrow.argtypes = [ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
         _configured.append(True)
     p = lib.tierpack_cuda_malloc_nothrow(1 << 20, 0, None)
     assert p, lib.tierpack_gpu_last_error()
@@ -70,7 +68,6 @@ class RecordStreamTest(unittest.TestCase):
         record(p, 0x1234)
         self.assertEqual(lib.tierpack_gpu_last_error(), error_before)
         self.assertEqual(streams(), before + 1, "the stream is not among those held at remap gates")
-        lib.tierpack_cuda_free.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int, ctypes.c_void_p]
         lib.tierpack_cuda_free(p, 1 << 20, 0, None)
 
     def test_a_pytorch_that_cannot_forward_it_is_named(self):

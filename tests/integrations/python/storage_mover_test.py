@@ -10,7 +10,6 @@ gradients with a run without hooks, bit for bit.
 
 Run: TIERPACK_CUDA_LIB=build/lib/libtierpack_cuda.so /usr/bin/python3 tests/integrations/python/storage_mover_test.py
 """
-import ctypes
 import gc
 import json
 import math
@@ -26,6 +25,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from tierpack import _native  # noqa: E402
 from tierpack._storage import untyped as _untyped  # noqa: E402
 from tierpack.activations import StorageMover  # noqa: E402
 from tierpack.planning import plan_with_library  # noqa: E402
@@ -367,7 +367,7 @@ def make_mover(budget, device=None, transport=None, poked=True, **kw):
     """A mover on the pretend device with the test transport and the real planner; poked: the device's peak
     follows every call (bench/gpu/hook_cost.py leaves it out: it costs more than the hooks)."""
     device = device or Device()
-    lib = ctypes.CDLL(LIB)
+    lib = _native.cuda_library(LIB)
     kw.setdefault("optimizer_state", True)
     kw.setdefault("min_bytes", 16 << 10)
     kw.setdefault("log", lambda m: None)
@@ -707,7 +707,7 @@ class StorageMoverTest(unittest.TestCase):
                 return _Mark(self.clock)
         peak = self.saved_peak()
         ref = train(18)
-        lib = ctypes.CDLL(LIB)
+        lib = _native.cuda_library(LIB)
         plan = plan_with_library(lib)
 
         def planner(trace, options):  # the cost replan asks to copy more (under a lower limit: `lower`)
@@ -1515,7 +1515,7 @@ class StorageMoverTest(unittest.TestCase):
         peak = self.saved_peak()
         ref = self.reference()
         dev = Device()
-        lib = ctypes.CDLL(LIB)
+        lib = _native.cuda_library(LIB)
         mover = StorageMover(torch, lambda d: SlowTransport(), plan_with_library(lib), budget_bytes=None,
                              budget_fraction=0.6, hard_limit=True, optimizer_state=True, allocated=dev.allocated, max_allocated=dev.max_allocated,
                              reset_peak=dev.reset_peak, set_limit=dev.set_limit, device_type="cpu",
@@ -1557,7 +1557,7 @@ class StorageMoverTest(unittest.TestCase):
         self.assertEqual((got["gaps"], got["size"], got["limit"]), (7, 64 << 20, 1 << 30))
 
     def test_planner_errors_name_the_field(self):
-        lib = ctypes.CDLL(LIB)
+        lib = _native.cuda_library(LIB)
         planner = plan_with_library(lib)
         with self.assertRaisesRegex(ValueError, "field 'step_ms'"):
             planner({"storages": [], "events": [], "optimizer_ms": 0, "context_bytes": 0},

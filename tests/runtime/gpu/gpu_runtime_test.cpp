@@ -157,19 +157,19 @@ Setup make_runtime(std::uint64_t budget, std::string profile_out = "", Verify ve
   auto be = std::make_unique<MemfdBackend>(t);
   Setup s;
   s.be = be.get();
-  GpuRuntimeOptions o;
-  o.budget.bytes = budget;
-  o.chunk_bytes = 256 * KiB;
-  o.host_limit = 32 << 20;
-  o.group_bytes = 1 << 20;
-  o.min_move_bytes = 64 * KiB;
-  o.headroom = 0.8;
-  o.prewarm_threads = 1;
+  Config o;
+  o.gpu_budget.bytes = budget;
+  o.gpu.chunk_bytes = 256 * KiB;
+  o.gpu.host_limit = 32 << 20;
+  o.gpu.group_bytes = 1 << 20;
+  o.gpu.min_move_bytes = 64 * KiB;
+  o.gpu.headroom = 0.8;
+  o.gpu.prewarm_threads = 1;
   o.log = LogLevel::quiet;
-  o.profile_out = std::move(profile_out);
-  o.verify = verify;
+  o.gpu.profile_out = std::move(profile_out);
+  o.gpu.verify = verify;
   o.stats_out = std::move(stats_out);
-  if (const char* out = std::getenv("TIERPACK_TEST_PLAN_OUT")) o.plan_out = out;
+  if (const char* out = std::getenv("TIERPACK_TEST_PLAN_OUT")) o.gpu.plan_out = out;
   s.rt = std::make_unique<GpuRuntime>(std::move(be), o);
   return s;
 }
@@ -414,7 +414,7 @@ TEST(GpuRuntime, ResumesThePlanAfterOneDivergedIteration) {
 TEST(GpuRuntime, FallsBackSafelyWhenIterationsKeepDiverging) {
   auto s = make_runtime(5 << 20);
   ToyTraining train(*s.rt, *s.be, 8, 512 * KiB);
-  const int limit = GpuRuntimeOptions{}.phases.divergence_limit;
+  const int limit = GpuConfig{}.phases.divergence_limit;
   train.iterations(1, 3);
   train.iterations(4, 3 + limit, /*odd=*/true);  // the divergence limit in a row
   train.iterations(4 + limit, 4 + limit);
@@ -429,13 +429,11 @@ TEST(GpuRuntime, OutOfMemoryWithoutSpillNamesBudgetAndTierAndRecovers) {
   TwinOptions t;
   t.granularity = 64 * KiB;
   t.device_bytes = 64 << 20;
-  GpuRuntimeOptions o;
-  o.budget.bytes = 1 << 20;
-  o.chunk_bytes = 256 * KiB;
-  o.host_limit = 4 << 20;
-  o.spill = false;
-  o.log = LogLevel::quiet;
+  // The budget and the knobs reach the runtime from TIERPACK_CONF alone (issue 24: one settings format).
+  Config o = parse_config("gpu_budget:1M,gpu_host_limit:4M,gpu_spill:off,log:quiet");
+  o.gpu.chunk_bytes = 256 * KiB;  // the twin's pages are 64 KiB; TIERPACK_CONF takes multiples of the GPU's 2 MiB
   GpuRuntime rt(std::make_unique<MemfdBackend>(t), o);
+  EXPECT_EQ(rt.allocator_stats().device_budget, std::uint64_t{1} << 20);
   void* a = rt.allocate(768 * KiB, 0);
   try {
     rt.allocate(512 * KiB, 0);
@@ -459,19 +457,23 @@ TEST(GpuRuntime, OutOfMemoryWithoutSpillNamesBudgetAndTierAndRecovers) {
 namespace tierpack::gpu {
 namespace {
 
-// TIERPACK_GPU: values are applied, and a bad key or value is one logic_error naming what is accepted.
-TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
-  const GpuRuntimeOptions o = parse_gpu_options("chunk:64M,verify:off,remap_threads:4", GpuRuntimeOptions{});
+// TIERPACK_GPU (the alias of TIERPACK_CONF's gpu_* keys): values are applied, and a bad key or value is one logic_error
+// naming what is accepted.
+GpuConfig alias(const char* text) { return parse_config("", text).gpu; }
+Config settings(const char* text) { return parse_config("", text); }
+
+TEST(GpuSettings, TheAliasAppliesKnobsAndNamesWhatABadOneAccepts) {
+  const GpuConfig o = alias("chunk:64M,verify:off,remap_threads:4");
   EXPECT_EQ(o.chunk_bytes, std::uint64_t{64} << 20);
   EXPECT_EQ(o.verify, Verify::off);
   EXPECT_EQ(o.remap_threads, 4);
-  EXPECT_EQ(parse_gpu_options("verify:evictions", {}).verify, Verify::evictions);
-  EXPECT_EQ(GpuRuntimeOptions{}.verify, Verify::sampled) << "the default";
-  EXPECT_TRUE(GpuRuntimeOptions{}.gate) << "gates are on unless asked";
-  EXPECT_FALSE(parse_gpu_options("gate:off", {}).gate);
+  EXPECT_EQ(alias("verify:evictions").verify, Verify::evictions);
+  EXPECT_EQ(GpuConfig{}.verify, Verify::sampled) << "the default";
+  EXPECT_TRUE(GpuConfig{}.gate) << "gates are on unless asked";
+  EXPECT_FALSE(alias("gate:off").gate);
   auto message = [](const char* text) {
     try {
-      parse_gpu_options(text, GpuRuntimeOptions{});
+      alias(text);
     } catch (const logic_error& e) {
       return std::string(e.what());
     }
@@ -482,53 +484,53 @@ TEST(GpuRuntimeOptions, ParsesKnobsAndNamesWhatABadOneAccepts) {
   EXPECT_NE(message("chunk:3M").find("a multiple of 2M"), std::string::npos) << message("chunk:3M");
   EXPECT_NE(message("verfy:all").find("verify"), std::string::npos) << "the unknown-key message lists verify";
   EXPECT_NE(message("chunk").find("is not key:value"), std::string::npos);
-  const GpuRuntimeOptions r = parse_gpu_options("remap:idle,remap_delay:5,copy_piece:8M,divergences:1", {});
+  const GpuConfig r = alias("remap:idle,remap_delay:5,copy_piece:8M,divergences:1");
   EXPECT_EQ(r.remap_when, RemapWhen::idle);
   EXPECT_EQ(r.remap_max_delay, std::chrono::milliseconds(5));
   EXPECT_EQ(r.copy_piece, std::size_t{8} << 20);
   EXPECT_EQ(r.phases.divergence_limit, 1);
-  EXPECT_EQ(parse_gpu_options("evict_lag:64", {}).eviction_lag, 64);
-  EXPECT_FALSE(parse_gpu_options("resident:off", {}).host_resident);
-  EXPECT_TRUE(GpuRuntimeOptions{}.host_resident) << "the default";
-  EXPECT_EQ(GpuRuntimeOptions{}.eviction_lag, 4) << "the default";
+  EXPECT_EQ(alias("evict_lag:64").eviction_lag, 64);
+  EXPECT_FALSE(alias("resident:off").host_resident);
+  EXPECT_TRUE(GpuConfig{}.host_resident) << "the default";
+  EXPECT_EQ(GpuConfig{}.eviction_lag, 4) << "the default";
   EXPECT_NE(message("evict_lag:-1").find("0..100000"), std::string::npos) << message("evict_lag:-1");
-  EXPECT_EQ(GpuRuntimeOptions{}.remap_when, RemapWhen::eager) << "the default";
+  EXPECT_EQ(GpuConfig{}.remap_when, RemapWhen::eager) << "the default";
   EXPECT_NE(message("remap:lazy").find("accepted: eager, idle"), std::string::npos) << message("remap:lazy");
   EXPECT_NE(message("copy_piece:3K").find("a multiple of 1M"), std::string::npos) << message("copy_piece:3K");
   EXPECT_NE(message("divergences:0").find("1..1000000"), std::string::npos) << message("divergences:0");
   // mechanism: storage moves by default (python/tierpack/activations.py), vmm page groups on request.
-  EXPECT_EQ(GpuRuntimeOptions{}.mechanism, Mechanism::storage) << "the default";
-  EXPECT_EQ(parse_gpu_options("mechanism:vmm", {}).mechanism, Mechanism::vmm);
-  EXPECT_DOUBLE_EQ(parse_gpu_options("fill:0.8", {}).storage_fill(), 0.8);
-  EXPECT_DOUBLE_EQ(GpuRuntimeOptions{}.storage_fill(), 0.95) << "the default (soft)";
-  EXPECT_DOUBLE_EQ(parse_gpu_options("limit:hard", {}).storage_fill(), 0.88) << "hard: room for what the allocator keeps";
-  EXPECT_DOUBLE_EQ(parse_gpu_options("limit:hard,fill:0.9", {}).storage_fill(), 0.9) << "an explicit fill stays";
+  EXPECT_EQ(GpuConfig{}.mechanism, Mechanism::storage) << "the default";
+  EXPECT_EQ(alias("mechanism:vmm").mechanism, Mechanism::vmm);
+  EXPECT_DOUBLE_EQ(storage_fill(settings("fill:0.8")), 0.8);
+  EXPECT_DOUBLE_EQ(storage_fill(Config{}), 0.95) << "the default (soft)";
+  EXPECT_DOUBLE_EQ(storage_fill(settings("limit:hard")), 0.88) << "hard: room for what the allocator keeps";
+  EXPECT_DOUBLE_EQ(storage_fill(settings("limit:hard,fill:0.9")), 0.9) << "an explicit fill stays";
   // Every threshold in one place (issue 24): the "nothing has to move" margin per mechanism, the vmm headroom.
-  EXPECT_DOUBLE_EQ(GpuRuntimeOptions{}.fits_fraction(), 0.98);
-  EXPECT_DOUBLE_EQ(parse_gpu_options("mechanism:vmm", {}).fits_fraction(), 0.97);
-  EXPECT_DOUBLE_EQ(GpuRuntimeOptions{}.vmm_headroom(), 0.85);
-  EXPECT_DOUBLE_EQ(parse_gpu_options("headroom:0.7", {}).vmm_headroom(), 0.7);
+  EXPECT_DOUBLE_EQ(fits_fraction(Config{}), 0.98);
+  EXPECT_DOUBLE_EQ(fits_fraction(settings("mechanism:vmm")), 0.97);
+  EXPECT_DOUBLE_EQ(vmm_headroom(Config{}), 0.85);
+  EXPECT_DOUBLE_EQ(vmm_headroom(settings("headroom:0.7")), 0.7);
   EXPECT_NE(message("mechanism:remap").find("accepted: storage, vmm"), std::string::npos) << message("mechanism:remap");
   EXPECT_NE(message("fill:1.5").find("(0, 1]"), std::string::npos) << message("fill:1.5");
-  EXPECT_FALSE(GpuRuntimeOptions{}.hard_limit) << "the default (Note [Reserved memory])";
-  EXPECT_TRUE(parse_gpu_options("limit:hard", {}).hard_limit);
-  EXPECT_FALSE(parse_gpu_options("limit:soft", {}).hard_limit);
+  EXPECT_FALSE(GpuConfig{}.hard_limit) << "the default (Note [Reserved memory])";
+  EXPECT_TRUE(alias("limit:hard").hard_limit);
+  EXPECT_FALSE(alias("limit:soft").hard_limit);
   EXPECT_NE(message("limit:strict").find("accepted: soft, hard"), std::string::npos) << message("limit:strict");
-  EXPECT_TRUE(GpuRuntimeOptions{}.gc_freeze) << "the default (Note [Python's collector])";
-  EXPECT_FALSE(parse_gpu_options("gc:as-is", {}).gc_freeze);
-  EXPECT_TRUE(parse_gpu_options("gc:freeze", {}).gc_freeze);
+  EXPECT_TRUE(GpuConfig{}.gc_freeze) << "the default (Note [Python's collector])";
+  EXPECT_FALSE(alias("gc:as-is").gc_freeze);
+  EXPECT_TRUE(alias("gc:freeze").gc_freeze);
   EXPECT_NE(message("gc:off").find("accepted: freeze, as-is"), std::string::npos) << message("gc:off");
-  EXPECT_FALSE(GpuRuntimeOptions{}.stream_step) << "the default (Note [Streamed step])";
-  EXPECT_TRUE(parse_gpu_options("step:stream", {}).stream_step);
-  EXPECT_FALSE(parse_gpu_options("step:whole", {}).stream_step);
+  EXPECT_FALSE(GpuConfig{}.stream_step) << "the default (Note [Streamed step])";
+  EXPECT_TRUE(alias("step:stream").stream_step);
+  EXPECT_FALSE(alias("step:whole").stream_step);
   EXPECT_NE(message("step:chunked").find("accepted: whole, stream"), std::string::npos) << message("step:chunked");
-  EXPECT_FALSE(GpuRuntimeOptions{}.autocast_cache) << "the default: no cache, casts may leave in forward";
-  EXPECT_FALSE(parse_gpu_options("autocast_cache:off", {}).autocast_cache);
-  EXPECT_TRUE(parse_gpu_options("autocast_cache:on", {}).autocast_cache);
+  EXPECT_FALSE(GpuConfig{}.autocast_cache) << "the default: no cache, casts may leave in forward";
+  EXPECT_FALSE(alias("autocast_cache:off").autocast_cache);
+  EXPECT_TRUE(alias("autocast_cache:on").autocast_cache);
   EXPECT_NE(message("autocast_cache:no").find("autocast_cache"), std::string::npos) << message("autocast_cache:no");
-  EXPECT_TRUE(GpuRuntimeOptions{}.raw_copies) << "the default (Note [Raw copies])";
-  EXPECT_FALSE(parse_gpu_options("copies:torch", {}).raw_copies);
-  EXPECT_TRUE(parse_gpu_options("copies:raw", {}).raw_copies);
+  EXPECT_TRUE(GpuConfig{}.raw_copies) << "the default (Note [Raw copies])";
+  EXPECT_FALSE(alias("copies:torch").raw_copies);
+  EXPECT_TRUE(alias("copies:raw").raw_copies);
   EXPECT_NE(message("copies:fast").find("accepted: raw, torch"), std::string::npos) << message("copies:fast");
   EXPECT_NE(message("activations:offload").find("unknown key 'activations'"), std::string::npos)
       << message("activations:offload");

@@ -1,5 +1,6 @@
-// libtierpack_cuda.so: the C functions PyTorch's CUDAPluggableAllocator loads, plus the op/iteration
-// events and statistics the Python side (python/tierpack/cuda.py) and the torch integration call.
+// libtierpack_cuda.so's C ABI (declared in include/tierpack.h): the C functions PyTorch's CUDAPluggableAllocator
+// loads, plus the op/iteration events, statistics, settings, the storage mover's planner and copies that the Python
+// side (python/tierpack/_native.py) and the torch integration call.
 //
 // The process-wide state PyTorch's C ABI forces on us lives here, in one registry created on first
 // use and never destroyed (tensors are still freed while the interpreter shuts down). Every entry
@@ -39,10 +40,10 @@
 #include "core/error.hpp"
 #include "core/saved_trace.hpp"
 #include "runtime/gpu/gpu_runtime.hpp"
+#include "runtime/gpu/gpu_runtime_options.hpp"
 #include "migrate/gpu/storage_copies.hpp"
 #include "placer/saved_plan.hpp"
-
-#define TIERPACK_C_API extern "C" __attribute__((visibility("default")))
+#include "tierpack.h"
 
 namespace tierpack::gpu {
 namespace {
@@ -53,7 +54,7 @@ struct Registry {
   std::mutex m;
   std::array<std::atomic<GpuRuntime*>, kMaxDevices> devices{};
   std::array<std::atomic<StorageCopies*>, kMaxDevices> copies{};  // the storage mover's, with a backend each
-  std::optional<GpuRuntimeOptions> options;  // from tierpack_gpu_configure, else the environment
+  std::optional<tierpack::Config> settings;  // from tierpack_gpu_configure, else the environment
   std::string last_error;
   bool announced_failure = false;
 };
@@ -88,9 +89,9 @@ GpuRuntime& runtime(int device) {
   if (GpuRuntime* rt = r.devices[device].load(std::memory_order_acquire)) return *rt;
   std::lock_guard lk(r.m);
   if (GpuRuntime* rt = r.devices[device].load(std::memory_order_acquire)) return *rt;
-  if (!r.options) r.options = gpu_options_from_env();
-  auto* rt = new GpuRuntime(make_backend(device), *r.options, device);
-  if (r.options->log != LogLevel::quiet) std::fprintf(stderr, "tierpack: %s\n", rt->describe().c_str());
+  if (!r.settings) r.settings = tierpack::config_from_env();
+  auto* rt = new GpuRuntime(make_backend(device), *r.settings, device);
+  if (r.settings->log != LogLevel::quiet) std::fprintf(stderr, "tierpack: %s\n", rt->describe().c_str());
   r.devices[device].store(rt, std::memory_order_release);
   return *rt;
 }
@@ -152,8 +153,6 @@ thread_local std::string t_json;
 
 using namespace tierpack::gpu;
 
-TIERPACK_C_API const char* tierpack_gpu_last_error(void);
-
 namespace {
 struct CudaOutOfMemory : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -181,7 +180,7 @@ void* malloc_or_report(ssize_t size, int device, void* stream, int* status) noex
 
 /// PyTorch's pluggable-allocator malloc. Out of memory throws (Note [Out of memory through the
 /// pluggable allocator]); PyTorch raises it as a RuntimeError with tierpack's message.
-TIERPACK_C_API void* tierpack_cuda_malloc(ssize_t size, int device, void* stream) {
+extern "C" void* tierpack_cuda_malloc(ssize_t size, int device, void* stream) {
   int status = 0;
   void* p = malloc_or_report(size, device, stream, &status);
   if (status != 0) throw CudaOutOfMemory(tierpack_gpu_last_error());
@@ -190,7 +189,7 @@ TIERPACK_C_API void* tierpack_cuda_malloc(ssize_t size, int device, void* stream
 
 /// The same, returning nullptr on failure (message in tierpack_gpu_last_error()): for callers that
 /// raise their own error, such as a torch-side shim throwing c10::OutOfMemoryError.
-TIERPACK_C_API void* tierpack_cuda_malloc_nothrow(ssize_t size, int device, void* stream) {
+extern "C" void* tierpack_cuda_malloc_nothrow(ssize_t size, int device, void* stream) {
   int status = 0;
   return malloc_or_report(size, device, stream, &status);
 }
@@ -198,14 +197,14 @@ TIERPACK_C_API void* tierpack_cuda_malloc_nothrow(ssize_t size, int device, void
 /// The same, saying why it returned nullptr: *status 0 (allocated, or size 0), 1 (out of memory under
 /// the budget: the message in tierpack_gpu_last_error() names the budget, the tier and what is
 /// resident), 2 (any other failure). What libtierpack_cuda_torch.so builds torch.OutOfMemoryError on.
-TIERPACK_C_API void* tierpack_cuda_malloc_status(ssize_t size, int device, void* stream, int* status) {
+extern "C" void* tierpack_cuda_malloc_status(ssize_t size, int device, void* stream, int* status) {
   int s = 0;
   void* p = malloc_or_report(size, device, stream, &s);
   if (status) *status = s;
   return p;
 }
 
-TIERPACK_C_API void tierpack_cuda_free(void* ptr, ssize_t /*size*/, int device, void* /*stream*/) {
+extern "C" void tierpack_cuda_free(void* ptr, ssize_t /*size*/, int device, void* /*stream*/) {
   try {
     if (!ptr) return;
     GpuRuntime* rt = existing_runtime(device);
@@ -217,7 +216,7 @@ TIERPACK_C_API void tierpack_cuda_free(void* ptr, ssize_t /*size*/, int device, 
   }
 }
 
-TIERPACK_C_API void tierpack_cuda_record_stream(void* ptr, void* stream) {
+extern "C" void tierpack_cuda_record_stream(void* ptr, void* stream) {
   try {
     if (GpuRuntime* rt = runtime_owning(ptr)) rt->record_stream(ptr, reinterpret_cast<StreamHandle>(stream));
   } catch (const std::exception& e) {
@@ -230,7 +229,7 @@ TIERPACK_C_API void tierpack_cuda_record_stream(void* ptr, void* stream) {
 /// library's stream, a side stream that only reads): the page-group mover holds it at its remap gates
 /// (Note [Remap gate]). Returns 0, or -1 with tierpack_gpu_last_error() saying why (no runtime for
 /// that device yet: call it after the device's first allocation).
-TIERPACK_C_API int tierpack_cuda_add_stream(int device, void* stream) {
+extern "C" int tierpack_cuda_add_stream(int device, void* stream) {
   try {
     GpuRuntime* rt = existing_runtime(device);
     if (!rt) {
@@ -248,7 +247,7 @@ TIERPACK_C_API int tierpack_cuda_add_stream(int device, void* stream) {
   }
 }
 
-TIERPACK_C_API void tierpack_cuda_empty_cache(void) {
+extern "C" void tierpack_cuda_empty_cache(void) {
   try {
     each_runtime([](GpuRuntime& rt) { rt.empty_cache(); });
   } catch (const std::exception& e) {
@@ -257,18 +256,18 @@ TIERPACK_C_API void tierpack_cuda_empty_cache(void) {
   }
 }
 
-/// Sets the options before the first allocation: `conf` in TIERPACK_CONF syntax and `gpu` in
+/// Sets the settings before the first allocation: `conf` in TIERPACK_CONF syntax and `gpu` in
 /// TIERPACK_GPU syntax (either may be null: the environment's value is used). Returns 0, or -1 with
-/// tierpack_gpu_last_error() saying why (bad option, or called after the first allocation).
-TIERPACK_C_API int tierpack_gpu_configure(const char* conf, const char* gpu) {
+/// tierpack_gpu_last_error() saying why (a bad setting, or called after the first allocation).
+extern "C" int tierpack_gpu_configure(const char* conf, const char* gpu) {
   try {
     Registry& r = registry();
     std::lock_guard lk(r.m);
     for (auto& d : r.devices)
       if (d.load()) throw tierpack::logic_error("tierpack_gpu_configure: the allocator is already in use");
-    GpuRuntimeOptions o = conf ? apply_core_config(tierpack::config_for_process(conf), GpuRuntimeOptions{}) : gpu_options_from_env();
-    if (gpu) o = parse_gpu_options(gpu, o);
-    r.options = o;
+    const char* conf_text = conf ? conf : std::getenv("TIERPACK_CONF");
+    const char* gpu_text = gpu ? gpu : std::getenv("TIERPACK_GPU");
+    r.settings = tierpack::config_for_process(conf_text ? conf_text : "", gpu_text ? gpu_text : "");
     return 0;
   } catch (const std::exception& e) {
     Registry& r = registry();
@@ -279,7 +278,7 @@ TIERPACK_C_API int tierpack_gpu_configure(const char* conf, const char* gpu) {
 
 /// An iteration ended (optimizer step or tierpack.step()). Returns 1 when the next iteration is
 /// traced, so the caller should report ops (tierpack_gpu_op_*), else 0.
-TIERPACK_C_API int tierpack_gpu_iteration(void) {
+extern "C" int tierpack_gpu_iteration(void) {
   int traced = 0;
   try {
     each_runtime([&](GpuRuntime& rt) { traced |= rt.iteration() ? 1 : 0; });
@@ -290,13 +289,13 @@ TIERPACK_C_API int tierpack_gpu_iteration(void) {
   return traced;
 }
 
-TIERPACK_C_API int tierpack_gpu_tracing(void) {
+extern "C" int tierpack_gpu_tracing(void) {
   int traced = 0;
   each_runtime([&](GpuRuntime& rt) { traced |= rt.tracing() ? 1 : 0; });
   return traced;
 }
 
-TIERPACK_C_API void tierpack_gpu_op_begin(std::int64_t /*op*/) {
+extern "C" void tierpack_gpu_op_begin(std::int64_t /*op*/) {
   try {
     each_runtime([](GpuRuntime& rt) { rt.op_begin(); });
   } catch (...) {
@@ -304,21 +303,21 @@ TIERPACK_C_API void tierpack_gpu_op_begin(std::int64_t /*op*/) {
 }
 
 /// op_begin with the op's name (recorded in the runtime's profile, TIERPACK_CONF profile_out).
-TIERPACK_C_API void tierpack_gpu_op_begin_named(const char* name) {
+extern "C" void tierpack_gpu_op_begin_named(const char* name) {
   try {
     each_runtime([name](GpuRuntime& rt) { rt.op_begin(name ? name : ""); });
   } catch (...) {
   }
 }
 
-TIERPACK_C_API void tierpack_gpu_op_tensor(const void* p) {
+extern "C" void tierpack_gpu_op_tensor(const void* p) {
   try {
     if (GpuRuntime* rt = runtime_owning(p)) rt->op_tensor(p);
   } catch (...) {
   }
 }
 
-TIERPACK_C_API void tierpack_gpu_op_tensors(const std::uint64_t* ptrs, std::int64_t n) {
+extern "C" void tierpack_gpu_op_tensors(const std::uint64_t* ptrs, std::int64_t n) {
   try {
     for (std::int64_t i = 0; i < n; ++i)
       if (GpuRuntime* rt = runtime_owning(reinterpret_cast<const void*>(ptrs[i]))) rt->op_tensor(reinterpret_cast<const void*>(ptrs[i]));
@@ -326,7 +325,7 @@ TIERPACK_C_API void tierpack_gpu_op_tensors(const std::uint64_t* ptrs, std::int6
   }
 }
 
-TIERPACK_C_API void tierpack_gpu_op_end(std::int64_t /*op*/) {
+extern "C" void tierpack_gpu_op_end(std::int64_t /*op*/) {
   try {
     each_runtime([](GpuRuntime& rt) { rt.op_end(); });
   } catch (...) {
@@ -334,7 +333,7 @@ TIERPACK_C_API void tierpack_gpu_op_end(std::int64_t /*op*/) {
 }
 
 /// JSON statistics of one device ("{}" when it has no runtime). Valid until the next call on this thread.
-TIERPACK_C_API const char* tierpack_gpu_stats_json(int device) {
+extern "C" const char* tierpack_gpu_stats_json(int device) {
   try {
     GpuRuntime* rt = existing_runtime(device);
     t_json = rt ? rt->stats_json() : "{}";
@@ -345,56 +344,38 @@ TIERPACK_C_API const char* tierpack_gpu_stats_json(int device) {
   return t_json.c_str();
 }
 
-/// 0 allocated, 1 peak allocated, 2 device bytes held (what the budget limits), 3 its peak,
-/// 4 bytes of chunks on the host, 5 budget.
-TIERPACK_C_API std::uint64_t tierpack_gpu_memory_stat(int device, int which) {
+/// One of the allocator's counters by name (include/tierpack.h lists them); 0 without a runtime on `device`, or with
+/// tierpack_gpu_last_error() naming an unknown counter.
+extern "C" std::uint64_t tierpack_gpu_memory_stat(int device, const char* name) {
   try {
+    const std::string_view n = name ? name : "";
     GpuRuntime* rt = existing_runtime(device);
-    if (!rt) return 0;
-    const tierpack::gpu::AllocatorStats s = rt->allocator_stats();
-    switch (which) {
-      case 0: return s.allocated;
-      case 1: return s.peak_allocated;
-      case 2: return s.device_handles;
-      case 3: return s.peak_device_handles;
-      case 4: return s.segment_bytes[1];
-      case 5: return s.device_budget;
-      default: return 0;
-    }
+    const tierpack::gpu::AllocatorStats s = rt ? rt->allocator_stats() : tierpack::gpu::AllocatorStats{};
+    const std::pair<std::string_view, std::uint64_t> counters[] = {
+        {"allocated", s.allocated},          {"allocated_peak", s.peak_allocated},
+        {"reserved", s.device_handles},      {"reserved_peak", s.peak_device_handles},
+        {"host", s.segment_bytes[1]},        {"gpu_budget", s.device_budget}};
+    for (const auto& [counter, value] : counters)
+      if (counter == n) return value;
+    throw tierpack::logic_error("tierpack_gpu_memory_stat: unknown counter " + tierpack::quote_input(n) +
+                                " (accepted: allocated, allocated_peak, reserved, reserved_peak, host, gpu_budget)");
+  } catch (const std::exception& e) {
+    remember(e.what());
   } catch (...) {
-    return 0;
   }
+  return 0;
 }
 
-/// The options the Python side acts on, parsed once here from TIERPACK_CONF and TIERPACK_GPU (or
-/// tierpack_gpu_configure), as JSON read by name: mechanism ("storage" or "vmm"), budget_bytes and
-/// budget_fraction (one of them, or both null: no budget), fill, fits_fraction, hard_limit, recompute, gc_freeze,
-/// stream_step, autocast_cache, copies, warmup_iterations, divergences, stats_out. nullptr with tierpack_gpu_last_error()
-/// naming the bad key when the options cannot be read.
-TIERPACK_C_API const char* tierpack_gpu_options_json(void) {
+/// The settings by name, parsed once (core/config.hpp) from tierpack_gpu_configure's texts, else from TIERPACK_CONF
+/// and TIERPACK_GPU, with what the GPU runtime resolves (runtime_settings_json). nullptr with tierpack_gpu_last_error()
+/// naming the bad key when they cannot be read.
+extern "C" const char* tierpack_settings_json(void) {
   thread_local std::string out;
   try {
     Registry& r = registry();
     std::lock_guard lk(r.m);
-    if (!r.options) r.options = gpu_options_from_env();
-    const tierpack::gpu::GpuRuntimeOptions& o = *r.options;
-    nlohmann::json j{{"mechanism", o.mechanism == tierpack::gpu::Mechanism::storage ? "storage" : "vmm"},
-                     {"budget_bytes", nullptr},
-                     {"budget_fraction", nullptr},
-                     {"fill", o.storage_fill()},
-                     {"fits_fraction", o.fits_fraction()},
-                     {"hard_limit", o.hard_limit},
-                     {"recompute", o.recompute},
-                     {"gc_freeze", o.gc_freeze},
-                     {"stream_step", o.stream_step},
-                     {"autocast_cache", o.autocast_cache},
-                     {"copies", o.raw_copies ? "raw" : "torch"},
-                     {"warmup_iterations", o.warmup_iterations},
-                     {"divergences", o.phases.divergence_limit},
-                     {"stats_out", o.stats_out}};
-    if (o.budget.bytes) j["budget_bytes"] = *o.budget.bytes;
-    if (o.budget.fraction) j["budget_fraction"] = *o.budget.fraction;
-    out = j.dump();
+    if (!r.settings) r.settings = tierpack::config_from_env();
+    out = runtime_settings_json(*r.settings).dump();
     return out.c_str();
   } catch (const std::exception& e) {
     remember(e.what());
@@ -402,14 +383,14 @@ TIERPACK_C_API const char* tierpack_gpu_options_json(void) {
   }
 }
 
-TIERPACK_C_API void tierpack_gpu_reset_peak(int device) {
+extern "C" void tierpack_gpu_reset_peak(int device) {
   try {
     if (GpuRuntime* rt = existing_runtime(device)) rt->reset_peaks();
   } catch (...) {
   }
 }
 
-TIERPACK_C_API const char* tierpack_gpu_last_error(void) {
+extern "C" const char* tierpack_gpu_last_error(void) {
   thread_local std::string copy;
   Registry& r = registry();
   std::lock_guard lk(r.m);
@@ -421,7 +402,7 @@ TIERPACK_C_API const char* tierpack_gpu_last_error(void) {
 /// `options_json` {"limit_bytes", "d2h_bytes_per_s", "h2d_bytes_per_s", "min_bytes"} (core/saved_trace.hpp,
 /// placer/saved_plan.hpp). Returns the SavedPlan as JSON (valid until this thread's next call), or nullptr
 /// with tierpack_gpu_last_error() naming the field that is wrong. Needs no GPU and no runtime.
-TIERPACK_C_API const char* tierpack_plan_saved(const char* trace_json, const char* options_json) {
+extern "C" const char* tierpack_plan_saved(const char* trace_json, const char* options_json) {
   thread_local std::string out;
   try {
     if (!trace_json || !options_json) throw tierpack::logic_error("tierpack_plan_saved: trace and options are required");
@@ -440,7 +421,7 @@ TIERPACK_C_API const char* tierpack_plan_saved(const char* trace_json, const cha
 // tierpack_copy_event_new. Each int-returning call returns -1 on failure, with tierpack_gpu_last_error() saying why.
 
 /// Makes device `device`'s copies ready (loads the driver). 0, or -1 (no CUDA device, ...).
-TIERPACK_C_API int tierpack_copies_open(int device) {
+extern "C" int tierpack_copies_open(int device) {
   return status_of("storage copies", [&] {
     copies(device);
     return 0;
@@ -448,7 +429,7 @@ TIERPACK_C_API int tierpack_copies_open(int device) {
 }
 
 /// A new event (no timing), or 0 with tierpack_gpu_last_error() saying why.
-TIERPACK_C_API std::uint64_t tierpack_copy_event_new(int device) {
+extern "C" std::uint64_t tierpack_copy_event_new(int device) {
   std::uint64_t e = 0;
   status_of("copy event", [&] {
     e = copies(device).new_event();
@@ -457,7 +438,7 @@ TIERPACK_C_API std::uint64_t tierpack_copy_event_new(int device) {
   return e;
 }
 
-TIERPACK_C_API void tierpack_copy_event_free(int device, std::uint64_t event) {
+extern "C" void tierpack_copy_event_free(int device, std::uint64_t event) {
   status_of("copy event", [&] {
     if (event != 0) copies(device).free_event(event);
     return 0;
@@ -465,12 +446,12 @@ TIERPACK_C_API void tierpack_copy_event_free(int device, std::uint64_t event) {
 }
 
 /// 1 when the work `event` was recorded after has run (or it was never recorded), 0 when not yet, -1 on failure.
-TIERPACK_C_API int tierpack_copy_event_done(int device, std::uint64_t event) {
+extern "C" int tierpack_copy_event_done(int device, std::uint64_t event) {
   return status_of("copy event query", [&] { return copies(device).done(event) ? 1 : 0; });
 }
 
 /// `stream` waits on the device for `event` (the host does not wait). 0, or -1.
-TIERPACK_C_API int tierpack_copy_stream_wait(int device, std::uint64_t stream, std::uint64_t event) {
+extern "C" int tierpack_copy_stream_wait(int device, std::uint64_t stream, std::uint64_t event) {
   return status_of("stream wait", [&] {
     copies(device).wait(stream, event);
     return 0;
@@ -480,10 +461,9 @@ TIERPACK_C_API int tierpack_copy_stream_wait(int device, std::uint64_t stream, s
 /// Queues `n` copies (dst[i] <- src[i], bytes[i] bytes, in order) on `copy_stream`, after the work queued so far on
 /// `after` when `after_set` (else no such wait) and after each of the `n_waits` events of `waits` (0 entries
 /// skipped), then records `done` (0: none) on `copy_stream`. 0, or -1 (nothing queued when an address is null).
-TIERPACK_C_API int tierpack_copy_batch(int device, int after_set, std::uint64_t after, std::uint64_t copy_stream,
-                                       const std::uint64_t* waits, int n_waits, const std::uint64_t* dst,
-                                       const std::uint64_t* src, const std::uint64_t* bytes, int n,
-                                       std::uint64_t done) {
+extern "C" int tierpack_copy_batch(int device, int after_set, std::uint64_t after, std::uint64_t copy_stream,
+                                   const std::uint64_t* waits, int n_waits, const std::uint64_t* dst,
+                                   const std::uint64_t* src, const std::uint64_t* bytes, int n, std::uint64_t done) {
   return status_of("storage copies", [&] {
     if (n < 0 || n_waits < 0 || (n > 0 && (!dst || !src || !bytes)) || (n_waits > 0 && !waits))
       throw tierpack::logic_error("tierpack_copy_batch: " + std::to_string(n) + " copies and " +
