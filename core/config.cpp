@@ -183,6 +183,8 @@ constexpr std::pair<std::string_view, gpu::RemapWhen> kRemap[] = {{"eager", gpu:
 constexpr std::pair<std::string_view, bool> kLimit[] = {{"soft", false}, {"hard", true}};
 constexpr std::pair<std::string_view, bool> kGc[] = {{"freeze", true}, {"as-is", false}};
 constexpr std::pair<std::string_view, bool> kStep[] = {{"whole", false}, {"stream", true}};
+constexpr std::pair<std::string_view, gpu::AutocastCache> kAutocastCache[] = {
+    {"auto", gpu::AutocastCache::automatic}, {"on", gpu::AutocastCache::on}, {"off", gpu::AutocastCache::off}};
 constexpr std::pair<std::string_view, bool> kCopies[] = {{"raw", true}, {"torch", false}};
 
 constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
@@ -230,7 +232,7 @@ const std::vector<Key>& all_keys() {
       on_off("gpu_recompute", FIELD(gpu.recompute)),
       choice("gpu_gc", FIELD(gpu.gc_freeze), kGc),
       choice("gpu_step", FIELD(gpu.stream_step), kStep),
-      on_off("gpu_autocast_cache", FIELD(gpu.autocast_cache), true),
+      choice("gpu_autocast_cache", FIELD(gpu.autocast_cache), kAutocastCache),
       choice("gpu_copies", FIELD(gpu.raw_copies), kCopies),
       text("gpu_plan_out", FIELD(gpu.plan_out), false),
       text("gpu_profile_out", FIELD(gpu.profile_out), false),

@@ -34,6 +34,9 @@ enum class Mechanism : std::uint8_t { storage, vmm };
 enum class Verify : std::uint8_t { off, evictions, sampled, all };
 /// When a worker remaps the chunks whose copies are done (Note [When to remap]).
 enum class RemapWhen : std::uint8_t { eager, idle };
+/// autocast's cache of its casts of parameters under the storage mover (python/tierpack/cuda.py, Note [Autocast's
+/// cache]): turned off when the run does not fit its budget with it (automatic), kept (on), or turned off (off).
+enum class AutocastCache : std::uint8_t { automatic, on, off };
 }  // namespace gpu
 
 /// The run's phases (runtime/phases.hpp, Note [Diverged iterations]), on the host and on the GPU alike.
@@ -72,7 +75,7 @@ struct GpuConfig {
   bool recompute = true;       ///< let go what can be made again first (placer Note [Recompute])
   bool gc_freeze = true;       ///< gc.freeze() at the first plan (Note [Python's collector]); false: as-is
   bool stream_step = false;    ///< the optimizer step a chunk at a time (Note [Streamed step]); false: whole
-  bool autocast_cache = false; ///< keep autocast's cache of casts of parameters (false: turned off; Note [Recipes])
+  gpu::AutocastCache autocast_cache = gpu::AutocastCache::automatic;  ///< Note [Autocast's cache] (cuda.py)
   bool raw_copies = true;      ///< copies through libtierpack_cuda.so (Note [Raw copies]); false: through torch
   bool hard_limit = false;     ///< once a plan fits the budget is PyTorch's memory limit (Note [Reserved memory])
 };

@@ -189,6 +189,9 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
         self.phase = "warm-up"
         self._pressure = False        # reactive moves in this iteration (Note [Reactive moves])
         self._diverged_in_a_row = 0
+        # Note [Autocast's cache] (cuda.py): called at the end of the iteration before the recorded one when that
+        # iteration's live peak does not fit the budget; None: nothing to decide
+        self.autocast_cache_off = None
         self._init_recording(record_iteration, timed_iterations, capacity)
         self._init_planning(planner)
         self._init_budget(budget_bytes, budget_fraction, fill, fits_fraction, hard_limit, set_limit, replans,
@@ -226,6 +229,18 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
             self.phase = "planned"
         if self._reset_peak is not None and self.device is not None:
             self._reset_peak(self.device)
+
+    def _decide_autocast_cache(self):
+        """Note [Autocast's cache] (cuda.py): off when this iteration's live peak passes the share of the budget
+        under which nothing moves (or the budget waits for the recorded peak)."""
+        turn_off, self.autocast_cache_off = self.autocast_cache_off, None
+        peak, gib = self.counters.peak_live + self._max_absent, 2**30  # (what reactive moves took away too)
+        if self.budget is not None and peak <= self.fits_fraction * self.budget:
+            self.log("storage mover: autocast keeps its cache of casts of parameters (gpu_autocast_cache:auto): "
+                     "iteration %d's live peak %.2f GiB fits %.2f GiB of the budget" %
+                     (self.iteration, peak / gib, self.fits_fraction * self.budget / gib))
+            return
+        turn_off()
 
     def iteration_end(self, optimizer=None):
         """Called at the end of every iteration (the optimizer's post-step hook)."""
@@ -285,6 +300,8 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
                     self.record_iteration = self.iteration + 1
             elif self.plan is not None:
                 self._diverged_in_a_row = 0
+            if self.autocast_cache_off is not None and self.iteration >= self.record_iteration - 1:
+                self._decide_autocast_cache()
             # Note [Reactive moves]: the natural peak is at most the allocator's plus what was away at most.
             if not timing_next:
                 self._pressure = bool(self.limit) and self.counters.peak_live + self._max_absent > self.limit

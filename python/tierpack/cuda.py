@@ -170,12 +170,21 @@ def settings() -> dict:
     return json.loads(out.decode())
 
 
+# Note [Autocast's cache]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# autocast keeps a cache of its casts of parameters until its region exits, so none of them can leave the device in
+# forward (Note [Recipes] in tierpack/recipes.py: 1.2-1.4 GiB on GPT-2 large); without the cache each cast is a
+# saved storage like any other, which the plan may let go and make again from its parameter, bit for bit, and each
+# use of a parameter casts it anew. That costs memory where nothing has to move: Hugging Face GPT-2 large's live
+# peak was 47.18 GiB without the cache against 44.44 with it, so at 100% of its default peak the plan had to make
+# 3.2 GiB again and ran 255.1 ms a step against the default's 221.6 (bench/results/gpu-h200-2026-12-10-1, call 3).
+# So by default (gpu_autocast_cache:auto) the warm-up runs with the program's cache, and at the end of the
+# iteration before the recorded one the mover turns it off only if that iteration's live peak passes the share of
+# the budget under which nothing moves (fits_fraction; a budget given as a fraction of the recorded peak: always):
+# StorageMover.autocast_cache_off. `off` turns it off at install, `on` leaves it as the program set it.
 def autocast_cache(torch, keep, log) -> None:
-    """gpu_autocast_cache:off (the default; ``keep`` False): autocast regions entered from now on without
-    their own ``cache_enabled`` keep no cache of their casts of parameters. The cache holds every cast until the region
-    exits, so none of them can leave the device in forward (Note [Recipes] in tierpack/recipes.py: 1.2-1.4 GiB
-    on GPT-2 large); without it each cast is a saved storage like any other, which the plan may let go and make
-    again from its parameter, bit for bit. Each use of a parameter casts it anew."""
+    """Turns autocast's cache off (``keep`` False) for the regions entered from now on without their own
+    ``cache_enabled`` (Note [Autocast's cache])."""
     if keep:
         return
     setter = getattr(torch, "set_autocast_cache_enabled", None)
@@ -184,8 +193,8 @@ def autocast_cache(torch, keep, log) -> None:
             "autocast_cache:off has no effect")
         return
     setter(False)
-    log("storage mover: autocast keeps no cache of its casts of parameters (gpu_autocast_cache:off): each "
-        "cast is a saved storage the plan may let go in forward")
+    log("storage mover: autocast keeps no cache of its casts of parameters from now on (gpu_autocast_cache): "
+        "each cast is a saved storage the plan may let go in forward")
 
 
 def _install_storage_mover(torch, lib, options):
@@ -256,7 +265,10 @@ def _install_storage_mover(torch, lib, options):
         gc_freeze=options["gpu_gc"] == "freeze", stream_step=options["gpu_step"] == "stream",
         stats_out=options["stats_out"], memory_state=memory_state)
     _offloader.install()
-    autocast_cache(torch, options["gpu_autocast_cache"], _offloader.log)
+    if options["gpu_autocast_cache"] == "auto":  # Note [Autocast's cache]
+        _offloader.autocast_cache_off = lambda: autocast_cache(torch, False, _offloader.log)
+    else:
+        autocast_cache(torch, options["gpu_autocast_cache"] == "on", _offloader.log)
     observe = getattr(torch._C, "_cuda_attach_out_of_memory_observer", None)
     if observe is not None:  # says why, before PyTorch raises
         observe(lambda device, size, limit, free: _offloader.out_of_memory(size, limit))

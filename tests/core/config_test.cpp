@@ -180,7 +180,8 @@ TEST(Config, EveryKeyRoundTripsAndIsReadByName) {
   EXPECT_EQ(j.at("gpu_spill"), false);
   EXPECT_EQ(j.at("gpu_limit"), "hard");
   EXPECT_EQ(j.at("gpu_gc"), "as-is");
-  EXPECT_EQ(j.at("gpu_autocast_cache"), true);
+  EXPECT_EQ(j.at("gpu_autocast_cache"), "on");
+  EXPECT_EQ(settings_json(Config{}).at("gpu_autocast_cache"), "auto") << "the default";
   EXPECT_EQ(j.at("gpu_copies"), "torch");
   EXPECT_EQ(j.at("gpu_plan_out"), "/tmp/p.json");
   EXPECT_TRUE(settings_json(Config{}).at("gpu_budget").is_null());

@@ -1427,11 +1427,33 @@ class StorageMoverTest(unittest.TestCase):
         self.addCleanup(torch.set_autocast_cache_enabled, True)
         autocast_cache(torch, False, logs.append)
         self.assertFalse(torch.is_autocast_cache_enabled())
-        self.assertIn("autocast_cache:off", logs[-1])
+        self.assertIn("no cache of its casts", logs[-1])
         mover, st, casts, backward = self.planned_casts(None, ref)
         self.assertFalse(any(e.get("held_in_forward") for e in casts), casts)
         self.assertTrue(any(m["release_at"] < backward for m in mover.plan["moves"]
                             if st[m["storage"]] in casts), mover.plan)
+
+    def test_autocast_cache_auto_turns_it_off_only_where_the_run_does_not_fit(self):
+        # Note [Autocast's cache]: gpu_autocast_cache:auto decides at the end of the iteration before the recorded one
+        self.addCleanup(torch.set_autocast_cache_enabled, True)
+        ref = train(self.ITER, autocast=True, autocast_cache=None)
+        for budget, off in ((1 << 40, False), (None, True)):
+            torch.set_autocast_cache_enabled(True)
+            if budget is None:  # half of what the run keeps alive
+                mover, _ = make_mover(1 << 40)
+                train(3, mover, autocast=True, autocast_cache=None)
+                budget = int(max(e["window_peak"] for e in mover.trace()["events"]) * 0.5)
+            mover, _ = make_mover(budget)
+            logs, decided = [], []
+            mover.log = logs.append
+            mover.autocast_cache_off = lambda: (decided.append(mover.iteration), torch.set_autocast_cache_enabled(False))
+            self.check_same(ref, train(self.ITER, mover, autocast=True, autocast_cache=None))
+            self.assertEqual(torch.is_autocast_cache_enabled(), not off, logs)
+            self.assertEqual(decided, [mover.record_iteration - 1] if off else [], logs)
+            self.assertIsNone(mover.autocast_cache_off)
+            if not off:
+                self.assertTrue(any("keeps its cache" in m for m in logs), logs)
+                self.assertEqual(mover.plan_summary["moves"], 0, mover.plan_summary)
 
     def test_casts_autocast_caches_are_let_go_no_earlier_than_backward(self):
         # autocast's cache (torch's default) holds its casts until forward ends: letting one go earlier frees nothing

@@ -524,9 +524,9 @@ TEST(GpuSettings, TheAliasAppliesKnobsAndNamesWhatABadOneAccepts) {
   EXPECT_TRUE(alias("step:stream").stream_step);
   EXPECT_FALSE(alias("step:whole").stream_step);
   EXPECT_NE(message("step:chunked").find("accepted: whole, stream"), std::string::npos) << message("step:chunked");
-  EXPECT_FALSE(GpuConfig{}.autocast_cache) << "the default: no cache, casts may leave in forward";
-  EXPECT_FALSE(alias("autocast_cache:off").autocast_cache);
-  EXPECT_TRUE(alias("autocast_cache:on").autocast_cache);
+  EXPECT_EQ(GpuConfig{}.autocast_cache, AutocastCache::automatic) << "the default: off where the run does not fit";
+  EXPECT_EQ(alias("autocast_cache:off").autocast_cache, AutocastCache::off);
+  EXPECT_EQ(alias("autocast_cache:on").autocast_cache, AutocastCache::on);
   EXPECT_NE(message("autocast_cache:no").find("autocast_cache"), std::string::npos) << message("autocast_cache:no");
   EXPECT_TRUE(GpuConfig{}.raw_copies) << "the default (Note [Raw copies])";
   EXPECT_FALSE(alias("copies:torch").raw_copies);
