@@ -83,30 +83,33 @@ void check_device(int device) {
   if (device < 0 || device >= kMaxDevices) throw logic_error("CUDA device " + std::to_string(device) + " out of range");
 }
 
+/// What `slot` holds, made by make() under the registry's lock at the first call (never destroyed).
+template <class T, class Make>
+T& made_once(std::atomic<T*>& slot, Make make) {
+  if (T* p = slot.load(std::memory_order_acquire)) return *p;
+  std::lock_guard lk(registry().m);
+  if (T* p = slot.load(std::memory_order_acquire)) return *p;
+  T* p = make();
+  slot.store(p, std::memory_order_release);
+  return *p;
+}
+
 GpuRuntime& runtime(int device) {
   check_device(device);
   Registry& r = registry();
-  if (GpuRuntime* rt = r.devices[device].load(std::memory_order_acquire)) return *rt;
-  std::lock_guard lk(r.m);
-  if (GpuRuntime* rt = r.devices[device].load(std::memory_order_acquire)) return *rt;
-  if (!r.settings) r.settings = tierpack::config_from_env();
-  auto* rt = new GpuRuntime(make_backend(device), *r.settings, device);
-  if (r.settings->log != LogLevel::quiet) std::fprintf(stderr, "tierpack: %s\n", rt->describe().c_str());
-  r.devices[device].store(rt, std::memory_order_release);
-  return *rt;
+  return made_once(r.devices[device], [&r, device] {
+    if (!r.settings) r.settings = tierpack::config_from_env();
+    auto* rt = new GpuRuntime(make_backend(device), *r.settings, device);
+    if (r.settings->log != LogLevel::quiet) std::fprintf(stderr, "tierpack: %s\n", rt->describe().c_str());
+    return rt;
+  });
 }
 
 /// The storage mover's copies on `device`, made at the first call (a backend of their own: the storage mechanism
 /// has no runtime; never destroyed, like the runtimes).
 StorageCopies& copies(int device) {
   check_device(device);
-  Registry& r = registry();
-  if (StorageCopies* c = r.copies[device].load(std::memory_order_acquire)) return *c;
-  std::lock_guard lk(r.m);
-  if (StorageCopies* c = r.copies[device].load(std::memory_order_acquire)) return *c;
-  auto* c = new StorageCopies(*make_backend(device).release());
-  r.copies[device].store(c, std::memory_order_release);
-  return *c;
+  return made_once(registry().copies[device], [device] { return new StorageCopies(*make_backend(device).release()); });
 }
 
 /// Runs `f` for a C entry point returning int: its value, or -1 with the error remembered for
