@@ -147,6 +147,18 @@ TierpackPaths find_tierpack_paths() {
   return p;
 }
 
+Config with_user_gpu_settings() {
+  Config c;
+  try {
+    const Config user = config_from_env();
+    c.gpu = user.gpu;
+    c.gpu_budget = user.gpu_budget;
+  } catch (const logic_error& e) {
+    throw usage_error(e.what());
+  }
+  return c;
+}
+
 ChildLaunch prepare_child(const std::vector<std::string>& command, const std::string& conf,
                           const TierpackPaths& paths) {
   TIERPACK_EXPECTS(!command.empty(), "empty command");
@@ -154,6 +166,7 @@ ChildLaunch prepare_child(const std::vector<std::string>& command, const std::st
   c.argv = command;
   c.argv[0] = resolve_program(command[0]);
   c.env["TIERPACK_CONF"] = conf;
+  c.env["TIERPACK_GPU"] = "";  // its keys are in `conf` (with_user_gpu_settings)
   c.env["TIERPACK_LIB"] = paths.torch_lib;
   const char* cuda_env = std::getenv("TIERPACK_CUDA_LIB");
   if (!paths.cuda_lib.empty() && !(cuda_env && *cuda_env))

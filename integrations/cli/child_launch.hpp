@@ -40,6 +40,12 @@ struct ChildLaunch {
   std::string how;                            ///< one line for the status output
 };
 
+/// A Config holding the GPU tier's keys the user set (TIERPACK_CONF's gpu_* and gpu_budget, or TIERPACK_GPU), and
+/// nothing else: the commands write the child's TIERPACK_CONF from it and their flags, so those keys reach the
+/// child (prepare_child empties TIERPACK_GPU there: its keys are in TIERPACK_CONF). A bad key is a usage_error,
+/// before the command runs.
+Config with_user_gpu_settings();
+
 /// Prepares `command` to run with `conf` (TIERPACK_CONF). For a Python interpreter, checks that it can
 /// import torch and throws tierpack::error naming one that can when it cannot.
 ChildLaunch prepare_child(const std::vector<std::string>& command, const std::string& conf, const TierpackPaths& paths);

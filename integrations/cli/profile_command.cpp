@@ -78,7 +78,7 @@ int run_profile(const Args& args) {
   // the distributed launcher and every rank writes its own.
   const auto rank = process_rank_from_env();
   const bool per_rank = has_rank_pattern(out) && !rank;
-  Config c;
+  Config c = with_user_gpu_settings();
   c.mode = RunMode::profile;
   c.profile_out = out;
   c.warmup_iterations = count_flag(args, "--warmup", 1, 0);

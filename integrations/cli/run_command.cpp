@@ -309,10 +309,10 @@ std::string absolute(const std::string& path, const char* what) {
 int run_run(const Args& args) {
   if (args.child.empty()) throw usage_error("missing the command to run: tierpack run --fast-budget 4G -- python train.py");
 
-  Config c;
+  Config c = with_user_gpu_settings();
   c.mode = RunMode::run;
   c.fast_budget = budget_flag(args, "--fast-budget");
-  c.gpu_budget = budget_flag(args, "--gpu-budget");
+  if (const Budget b = budget_flag(args, "--gpu-budget"); b.is_set()) c.gpu_budget = b;
   c.warmup_iterations = count_flag(args, "--warmup", 1, 0);
   c.profile_iterations = count_flag(args, "--profile-iterations", 1, 1);
   apply_child_flags(args, c);
