@@ -162,7 +162,7 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
 
     def __init__(self, torch, transport, planner, budget_bytes, allocated, max_allocated, reset_peak,
                  set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.95,
-                 divergences=2, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
+                 divergences=3, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
                  empty_cache=None, optimizer_state=False, capacity=None, log=None, max_reserved=None,
                  reserved_replans=4, room_replans=2, recompute=True, recompute_bytes_per_s=2e12, memory_state=None,
                  fits_fraction=0.98, gc_freeze=False, recompute_blocks=True, host_time=True, timed_iterations=2,

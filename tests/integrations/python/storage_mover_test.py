@@ -1521,7 +1521,7 @@ class StorageMoverTest(unittest.TestCase):
         small = batches(12, rows=128)
         mixed = data[:5] + small[5:7] + data[7:]  # iterations 6 and 7 have another batch size
         ref = train(12, data=mixed)
-        mover, dev = make_mover(int(peak * 0.6))
+        mover, dev = make_mover(int(peak * 0.6), divergences=2)  # (the default, 3: RunPhaseOptions in core/config.hpp)
         self.check_same(ref, train(12, mover, data=mixed))
         modes = [(h["iteration"], h["mode"], h["diverged"]) for h in mover.history]
         self.assertEqual(modes[5][1], "planned", modes)  # recorded 3, timed 4 and 5, planned from 6
