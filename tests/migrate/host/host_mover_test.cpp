@@ -207,10 +207,10 @@ TEST(HostMover, WorkerRunsQueuedMovesAndCountsLatePrefetches) {
   while (entered.load() == 0) std::this_thread::yield();
   EXPECT_TRUE(mover.in_flight(6));
   EXPECT_TRUE(mover.in_flight(7));
-  mover.on_op_begin(4);
+  mover.reached(4);
   EXPECT_EQ(mover.counters().moves_late, 0u) << "not needed yet";
-  mover.on_op_begin(5);
-  mover.on_op_begin(6);
+  mover.reached(5);
+  mover.reached(6);
   EXPECT_EQ(mover.counters().moves_late, 1u) << "late once, however many ops begin";
   release.set_value();
   mover.wait_idle();
