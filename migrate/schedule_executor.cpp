@@ -10,7 +10,8 @@ namespace tierpack {
 ScheduleExecutor::ScheduleExecutor(Mover& mover, std::vector<Move> schedule)
     : mover_(mover), by_issue_(std::move(schedule)) {
   for (const Move& m : by_issue_)
-    TIERPACK_EXPECTS(mover_.moves(m.group), "schedule moves group " + std::to_string(m.group) + " its mover cannot move");
+    TIERPACK_EXPECTS(mover_.moves(m.group),
+                     "schedule moves group " + std::to_string(m.group) + " its mover cannot move");
   index();
 }
 
@@ -191,7 +192,8 @@ std::size_t ScheduleExecutor::evict_away_at_start(MoveOrder stream) {
   std::size_t n = 0;
   for (const auto& [group, evict] : last_evict) {
     auto pf = last_prefetch.find(group);
-    if (pf != last_prefetch.end() && pf->second > evict->issue_after) continue;  // on the device when an iteration starts
+    // On the device when an iteration starts.
+    if (pf != last_prefetch.end() && pf->second > evict->issue_after) continue;
     mover_.submit(*evict, stream);
     ++n;
   }

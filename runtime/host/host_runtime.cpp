@@ -93,8 +93,8 @@ void HostRuntime::set_plan(Plan plan) {
     if (!plan.topology.tiers.empty()) {
       const MoverKind by = mover_for(plan.topology.at(m.from).kind, plan.topology.at(m.to).kind);
       if (by != MoverKind::host_pages)
-        throw logic_error("plan moves group " + std::to_string(m.group) + " from tier " + plan.topology.at(m.from).name +
-                          " to tier " + plan.topology.at(m.to).name + ": that is the " +
+        throw logic_error("plan moves group " + std::to_string(m.group) + " from tier " +
+                          plan.topology.at(m.from).name + " to tier " + plan.topology.at(m.to).name + ": that is the " +
                           std::string(to_string(by)) + "'s pair, not the host mover's");
     }
     m.from = map_tier(plan, m.from);
