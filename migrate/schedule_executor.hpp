@@ -10,8 +10,9 @@
 // Op events (op_begin() / op_end(); the host runtime): ops nest, so an op's end is its own issue point.
 // When op o begins, the mover hears of it (Mover::reached: the host mover counts its late prefetches) and
 // the prefetches needed by o land; when o ends, the moves with issue_after == o are issued, and only those:
-// nothing is issued early for an outer op that has not ended, nor late for a prefetch whose op has not.
-// begin_op_iteration() issues the moves due before the iteration (issue_after -1).
+// an outer op's moves wait for its end, and a prefetch needed before its op ended is not issued at the need
+// (the host mover counts it late when it is still moving as a later op begins). begin_op_iteration()
+// issues the moves due before the iteration (issue_after -1).
 //
 // It also logs what it did in the iteration (take_log): each move's issue and completion time and
 // each prefetch the clock had to wait for, in nanoseconds from the iteration's beginning.
