@@ -113,6 +113,23 @@ bool GroupMover::request_done(ArenaId arena, std::uint64_t n) const {
   return it != requests_done_.end() && it->second >= n;
 }
 
+void GroupMover::bind_groups(const std::unordered_map<GroupId, ArenaId>& arenas) {
+  arenas_.insert(arenas.begin(), arenas.end());
+}
+
+std::uint64_t GroupMover::submit(const Move& m, MoveOrder order) {
+  const ArenaId arena = arenas_.at(m.group);
+  return m.kind == MoveKind::evict ? evict(arena, order) : prefetch(arena, order);
+}
+
+bool GroupMover::done(GroupId group, std::uint64_t request) const { return request_done(arenas_.at(group), request); }
+
+Landing GroupMover::land(const Move& m) {
+  Landing l;
+  l.landed = ensure_resident(arenas_.at(m.group), &l.waited);
+  return l;
+}
+
 bool GroupMover::busy_locked(ArenaId arena) const {
   auto it = outstanding_.find(arena);
   return it != outstanding_.end() && it->second > 0;

@@ -1,5 +1,5 @@
 // GroupMover: moves page groups (allocator arenas) between device and host memory without changing
-// a single pointer, overlapped with compute.
+// a single pointer, overlapped with compute: the Mover of the device <-> host tier pair (migrate/mover.hpp).
 //
 // Note [Migration protocol]
 // evict(g, s)   on the training thread: closes g to new blocks, records an event E on s (after g's
@@ -55,7 +55,7 @@
 // or more written whole) is still seen; smaller writes are seen only when they touch a sample. A
 // group found written once is then verified both ways (verify_always), and
 // the GPU runtime repairs its schedule around the missed use (Note [Repairing the schedule] in
-// schedule_executor.cpp). A write between the first checksum and an eviction's copy makes a false
+// migrate/schedule_executor.cpp). A write between the first checksum and an eviction's copy makes a false
 // difference (one more copy, never a loss). Chunks copied without live blocks are not checked.
 // Note [When to remap]
 // The driver's remap calls cost far more while copies run (BM_RemapParts on an H200, 64 MiB chunks,
@@ -105,6 +105,7 @@
 
 #include "alloc/gpu/gpu_allocator.hpp"
 #include "core/config.hpp"
+#include "migrate/mover.hpp"
 
 namespace tierpack::gpu {
 
@@ -161,7 +162,7 @@ struct MoverOptions {
   std::function<void(const RewriteReport&)> on_rewrite;
 };
 
-class GroupMover {
+class GroupMover final : public Mover {
  public:
   GroupMover(GpuAllocator& allocator, MoverOptions options = {});
   ~GroupMover();  ///< finishes queued work first
@@ -190,6 +191,18 @@ class GroupMover {
   /// Verifies every later move of `arena`, both directions, whatever `verify` says (a group found
   /// written behind the plan's back once: Note [Verified remaps]).
   void verify_always(ArenaId arena);
+
+  /// The Mover interface speaks of a plan's page groups: each lives in its own arena, bound here once
+  /// (the training thread, before a schedule runs).
+  void bind_groups(const std::unordered_map<GroupId, ArenaId>& arenas);
+  /// Whether `group` is bound to an arena.
+  bool moves(GroupId group) const override { return arenas_.count(group) != 0; }
+  /// evict() or prefetch() of the group's arena, as m.kind says, after the work so far on `order`.
+  std::uint64_t submit(const Move& m, MoveOrder order) override;
+  /// request_done() of the group's arena.
+  bool done(GroupId group, std::uint64_t request) const override;
+  /// ensure_resident() of the group's arena: waits (bounded) for its moves.
+  Landing land(const Move& m) override;
 
   MoverCounters counters() const;
   MoverCounters take_counters();
@@ -243,6 +256,7 @@ class GroupMover {
 
   GpuAllocator& alloc_;
   VmmBackend& backend_;
+  std::unordered_map<GroupId, ArenaId> arenas_;  // bind_groups(); the training thread's only
   MoverOptions options_;
   StreamHandle copy_stream_[kResidenceCount] = {0, 0};  // indexed by destination
   StreamHandle verify_stream_[kResidenceCount] = {0, 0};

@@ -2,6 +2,7 @@
 // See Note [Host move outcomes] and Note [Transparent huge pages and moves] in host_mover.hpp.
 #include "migrate/host/host_mover.hpp"
 
+#include <algorithm>
 #include <cerrno>
 
 #include "core/error.hpp"
@@ -33,7 +34,7 @@ HostMover::~HostMover() {
   if (worker_.joinable()) worker_.join();
 }
 
-void HostMover::submit(const Move& m) {
+std::uint64_t HostMover::submit(const Move& m, MoveOrder /*order*/) {
   TIERPACK_EXPECTS(alloc_.serves(m.to), "move target is not a host tier of the allocator");
   Job job;
   job.move = m;
@@ -42,32 +43,33 @@ void HostMover::submit(const Move& m) {
     ++counters_.moves_submitted;
     job.generation = ++generation_[m.group];
     if (options_.worker) {
+      const std::uint64_t request = job.generation;
       queue_.push_back(std::move(job));
       cv_.notify_one();
-      return;
+      return request;
     }
   }
   // Synchronous mode: the same path as the worker, on this thread. Nothing queued can make room.
   if (!reserve_room(job)) {
     std::lock_guard lock(mu_);
     ++counters_.moves_over_budget;
-    return;
+    return job.generation;
   }
   for (;;) {
     MoveResult r = execute(job);
     std::lock_guard lock(mu_);
     finish(job, r);
-    if (!r.has_busy() || stop_) return;
+    if (!r.has_busy() || stop_) return job.generation;
     job.pages = std::move(r.busy_pages);
     job.foreign_pages = std::move(r.foreign_busy);
     ++job.attempt;
   }
 }
 
-void HostMover::on_op_begin(OpIndex op) {
+void HostMover::reached(std::int64_t now) {
   std::lock_guard lock(mu_);
   auto mark = [&](Job& j) {
-    if (j.move.kind == MoveKind::prefetch && !j.late && j.move.needed_by <= op) {
+    if (j.move.kind == MoveKind::prefetch && !j.late && j.move.needed_by <= now) {
       j.late = true;
       ++counters_.moves_late;
     }
@@ -83,6 +85,13 @@ bool HostMover::in_flight(GroupId group) const {
     if (j.move.group == group) return true;
   }
   return false;
+}
+
+bool HostMover::done(GroupId group, std::uint64_t request) const {
+  std::lock_guard lock(mu_);
+  auto before = [&](const Job& j) { return j.move.group == group && j.generation <= request; };
+  if (running_job_ && before(current_)) return false;
+  return std::none_of(queue_.begin(), queue_.end(), before);
 }
 
 void HostMover::wait_idle() {
@@ -165,7 +174,7 @@ void HostMover::run() {
     current_.pages.clear();
     current_.foreign_pages.clear();
     current_.reserved = job.reserved;
-    Job done = current_;  // keeps the late flag set by on_op_begin while it ran
+    Job done = current_;  // keeps the late flag set by reached() while it ran
     running_job_ = false;
     finish(done, r);
     if (r.has_busy()) {

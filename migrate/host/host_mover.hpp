@@ -1,6 +1,7 @@
 // HostMover: moves page groups of a HostArenaAllocator between NUMA nodes on a worker thread, with
-// move_pages (batched, per-page status) or mbind(MPOL_MF_MOVE) per group range. The runtime submits
-// the plan's moves at op boundaries; the worker executes them while compute goes on.
+// move_pages (batched, per-page status) or mbind(MPOL_MF_MOVE) per group range: the Mover of the host tier
+// pairs (DRAM <-> far NUMA / CXL, DRAM <-> DRAM; migrate/mover.hpp). The schedule executor submits the
+// plan's moves at op boundaries; the worker executes them while compute goes on.
 //
 // Note [Host move outcomes]
 // The kernel copies a page before it remaps it, so a failed move never loses data: the page stays
@@ -58,6 +59,7 @@
 #include "core/plan.hpp"
 #include "migrate/host/foreign_pages.hpp"
 #include "migrate/host/move_counters.hpp"
+#include "migrate/mover.hpp"
 
 namespace tierpack::host {
 
@@ -89,7 +91,7 @@ struct MoveResult {
   bool has_busy() const { return !busy_pages.empty() || !foreign_busy.empty(); }
 };
 
-class HostMover {
+class HostMover final : public Mover {
  public:
   /// `foreign` (optional, must outlive the mover): tensors the groups' moves carry besides the
   /// allocator's blocks (Note [Moves carry foreign pages]).
@@ -99,11 +101,18 @@ class HostMover {
   HostMover(const HostMover&) = delete;
   HostMover& operator=(const HostMover&) = delete;
 
-  /// Queues a move of m.group to m.to (m.kind says which direction the bytes count for).
-  void submit(const Move& m);
-  /// Counts a late move for every queued or running prefetch whose needed_by <= op (once each).
-  /// Never waits: a late group is still correct where it is, only slower.
-  void on_op_begin(OpIndex op);
+  /// Every group: its blocks are tagged with it (a group without blocks makes an empty move).
+  bool moves(GroupId /*group*/) const override { return true; }
+  /// Queues a move of m.group to m.to (m.kind says which direction the bytes count for); host moves
+  /// have no stream to follow (`order` is ignored). Returns the request's number among the group's.
+  std::uint64_t submit(const Move& m, MoveOrder order = 0) override;
+  /// No move of the group numbered `request` or before it is queued or running.
+  bool done(GroupId group, std::uint64_t request) const override;
+  /// Op `now` begins: counts a late move for every queued or running prefetch whose needed_by <= now
+  /// (once each). Never waits: a late group is still correct where it is, only slower.
+  void reached(std::int64_t now) override;
+  /// Never waits (reached() counted it late): landed when no move of the group is queued or running.
+  Landing land(const Move& prefetch) override { return {false, !in_flight(prefetch.group)}; }
   /// Whether a move of the group is queued or running.
   bool in_flight(GroupId group) const;
   /// Waits until nothing is queued or running (iteration end in tests; never on the hot path).

@@ -510,7 +510,8 @@ void GpuRuntime::apply_plan_locked() {
     }
   }
   if (!plan_.schedule.empty()) {
-    executor_ = std::make_unique<ScheduleExecutor>(*mover_, plan_.schedule, arenas);
+    mover_->bind_groups(arenas);
+    executor_ = std::make_unique<ScheduleExecutor>(*mover_, plan_.schedule);
     executor_->evict_away_at_start(stream_);  // Note [Away when the plan starts]
   }
   for (const std::string& n : plan_.notes) log("plan for gpu" + std::to_string(device_) + ": " + n);

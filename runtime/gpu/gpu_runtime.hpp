@@ -39,7 +39,7 @@
 #include "core/profile.hpp"
 #include "core/run_stats.hpp"
 #include "migrate/gpu/group_mover.hpp"
-#include "migrate/gpu/schedule_executor.hpp"
+#include "migrate/schedule_executor.hpp"
 #include "placer/vmm_plan.hpp"
 #include "runtime/phases.hpp"
 #include "runtime/gpu/gpu_runtime_options.hpp"

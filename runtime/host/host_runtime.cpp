@@ -44,6 +44,7 @@ HostRuntime::HostRuntime(const Config& config, const Topology& topo, HostRuntime
 }
 
 HostRuntime::~HostRuntime() {
+  executor_.reset();
   mover_.reset();  // stop moving before the allocator's arenas go away
   foreign_.reset();
   alloc_.reset();
@@ -85,14 +86,19 @@ void HostRuntime::set_plan(Plan plan) {
     }
     if (p.seq >= 0) ap->by_seq.emplace(p.seq, i);
   }
-  for (std::size_t i = 0; i < plan.schedule.size(); ++i) {
-    Move& m = plan.schedule[i];
+  for (Move& m : plan.schedule) {
     if (m.group >= ap->group_home.size() || ap->group_home[m.group] == kNoTier) {
       throw logic_error("plan move names unknown group " + std::to_string(m.group));
     }
+    if (!plan.topology.tiers.empty()) {
+      const MoverKind by = mover_for(plan.topology.at(m.from).kind, plan.topology.at(m.to).kind);
+      if (by != MoverKind::host_pages)
+        throw logic_error("plan moves group " + std::to_string(m.group) + " from tier " +
+                          plan.topology.at(m.from).name + " to tier " + plan.topology.at(m.to).name + ": that is the " +
+                          std::string(to_string(by)) + "'s pair, not the host mover's");
+    }
     m.from = map_tier(plan, m.from);
     m.to = map_tier(plan, m.to);
-    ap->moves_after[m.issue_after].push_back(i);
   }
   std::uint64_t budget = plan.fast_budget_bytes;
   if (budget == 0 && config_.fast_budget.is_set()) {
@@ -112,6 +118,10 @@ void HostRuntime::set_plan(Plan plan) {
     if (!info || reinterpret_cast<std::uintptr_t>(info->base) != p.address || info->bytes != p.bytes) continue;
     alloc_->retag(info->base, AllocationTag{info->seq, p.group});
     if (info->tier != ap->group_home[p.group]) to_move.emplace_back(p.group, ap->group_home[p.group]);
+  }
+  {
+    std::lock_guard lock(exec_mu_);
+    executor_ = std::make_unique<ScheduleExecutor>(*mover_, ap->plan.schedule);
   }
   {
     std::lock_guard lock(mu_);
@@ -234,15 +244,13 @@ void* HostRuntime::allocate(std::size_t bytes) {
 void HostRuntime::deallocate(void* p) noexcept { alloc_->deallocate(p); }
 
 void HostRuntime::issue_moves(OpIndex after) {
-  std::shared_ptr<const ActivePlan> ap;
   {
     std::lock_guard lock(mu_);
     if (!phases_.following()) return;
-    ap = plan_;
   }
-  auto it = ap->moves_after.find(after);
-  if (it == ap->moves_after.end()) return;
-  for (std::size_t i : it->second) mover_->submit(ap->plan.schedule[i]);
+  std::lock_guard lock(exec_mu_);
+  if (after == kBeforeIteration) executor_->begin_op_iteration();
+  else executor_->op_end(after);
 }
 
 void HostRuntime::begin_iteration(std::int64_t first_seq) {
@@ -267,7 +275,11 @@ void HostRuntime::end_iteration() {
   last_ = current_;
 }
 
-void HostRuntime::on_op_begin(OpIndex op) { mover_->on_op_begin(op); }
+// Late prefetches are counted whether the plan is followed now or not (moves may still be in flight).
+void HostRuntime::on_op_begin(OpIndex op) {
+  std::lock_guard lock(exec_mu_);
+  if (executor_) executor_->op_begin(op);
+}
 void HostRuntime::on_op_end(OpIndex op) { issue_moves(op); }
 
 IterationStats HostRuntime::last_iteration() const {

@@ -1,7 +1,8 @@
 // HostRuntime: applies a Plan to host memory during a run. It owns the host allocator and mover,
 // routes every new allocation to its planned (class, tier) arena by its position in the iteration's
-// allocation sequence, and issues the plan's moves at op boundaries. The integration layer (torch
-// CPU allocator, preload, LibTorch) calls it; it knows nothing of torch.
+// allocation sequence, and runs the plan's moves at op boundaries through the schedule executor
+// (migrate/schedule_executor.hpp, driven by op events). The integration layer (torch CPU allocator,
+// preload, LibTorch) calls it; it knows nothing of torch.
 //
 // Note [Routing allocations by sequence position]
 // Allocation i of an iteration (counted from begin_iteration()) is the plan's placement with seq i,
@@ -32,6 +33,7 @@
 #include "core/plan.hpp"
 #include "migrate/host/foreign_pages.hpp"
 #include "migrate/host/host_mover.hpp"
+#include "migrate/schedule_executor.hpp"
 #include "runtime/phases.hpp"
 
 namespace tierpack::host {
@@ -70,7 +72,8 @@ class HostRuntime {
   ~HostRuntime();
 
   /// Installs a plan (from the profile just taken, or config.plan_in); one per runtime. Throws logic_error
-  /// when the plan names tiers this machine lacks, or when a plan was installed already; the runtime then
+  /// when the plan names tiers this machine lacks, moves a group between tiers no host mover serves
+  /// (mover_for in migrate/mover.hpp: a GPU plan), or when a plan was installed already; the runtime then
   /// keeps running as it was.
   /// Live blocks of persistent placements (seq -1) are found by address, tagged with their group,
   /// and moved to the group's home tier if they are elsewhere.
@@ -117,10 +120,11 @@ class HostRuntime {
     Plan plan;
     std::vector<TierId> group_home;  // plan group id -> runtime tier
     std::unordered_map<std::int64_t, std::size_t> by_seq;       // seq -> placement index
-    std::unordered_map<OpIndex, std::vector<std::size_t>> moves_after;  // issue_after -> schedule indices
   };
 
   TierId map_tier(const Plan& plan, TierId plan_tier) const;
+  /// The executor issues the moves due after op `after` (kBeforeIteration: a new iteration begins), while
+  /// the plan is followed.
   void issue_moves(OpIndex after);
   void* allocate_on(std::size_t bytes, TensorClass cls, TierId tier, AllocationTag tag);
   void note_divergence(const std::string& why);
@@ -133,6 +137,9 @@ class HostRuntime {
   std::unique_ptr<HostMover> mover_;
   TierId fast_ = kNoTier;
   std::optional<TierId> slow_;
+
+  std::mutex exec_mu_;                          // op events may come from several threads
+  std::unique_ptr<ScheduleExecutor> executor_;  // the plan's schedule (set by set_plan); under exec_mu_
 
   mutable std::mutex mu_;
   std::shared_ptr<const ActivePlan> plan_;  // replaced whole by set_plan; read under mu_

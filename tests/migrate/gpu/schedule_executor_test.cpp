@@ -1,6 +1,6 @@
-// ScheduleExecutor on the twin: moves are issued on the clock, prefetches land before they are
-// needed, and the counters say what happened.
-#include "migrate/gpu/schedule_executor.hpp"
+// ScheduleExecutor driving the GPU mover on the twin (its tick clock): moves are issued on the clock,
+// prefetches land before they are needed, and the counters say what happened.
+#include "migrate/schedule_executor.hpp"
 
 #include "core/error.hpp"
 #include "tests/migrate/gpu/mover_fixture.hpp"
@@ -29,7 +29,8 @@ TEST_F(ExecutorTest, RunsTheScheduleOnTheClockAcrossIterations) {
   // g0: idle in (3, 8); g1: idle from 5 to the next iteration's 2 (wraps).
   std::vector<Move> schedule = {move(0, MoveKind::evict, 3), move(0, MoveKind::prefetch, 5, 8),
                                 move(1, MoveKind::evict, 5), move(1, MoveKind::prefetch, 0, 2)};
-  ScheduleExecutor ex(*mover_, schedule, {{0, g0.arena}, {1, g1.arena}});
+  mover_->bind_groups({{0, g0.arena}, {1, g1.arena}});
+  ScheduleExecutor ex(*mover_, schedule);
   for (int it = 0; it < 3; ++it) {
     ex.begin_iteration(s);
     for (std::int64_t c = 1; c <= 10; ++c) {
@@ -63,10 +64,10 @@ TEST_F(ExecutorTest, GroupsAwayWhenAnIterationStartsLeaveWhenThePlanTakesOver) {
   auto g0 = make_group(1, 1, s);
   auto g1 = make_group(1, 2, s);
   auto g2 = make_group(1, 3, s);
+  mover_->bind_groups({{0, g0.arena}, {1, g1.arena}, {2, g2.arena}});
   ScheduleExecutor ex(*mover_,
                       {move(0, MoveKind::evict, 3), move(0, MoveKind::prefetch, 5, 8), move(1, MoveKind::evict, 5),
-                       move(1, MoveKind::prefetch, 0, 2), move(2, MoveKind::evict, 6)},
-                      {{0, g0.arena}, {1, g1.arena}, {2, g2.arena}});
+                       move(1, MoveKind::prefetch, 0, 2), move(2, MoveKind::evict, 6)});
   EXPECT_EQ(ex.evict_away_at_start(s), 2u);
   mover_->drain();
   EXPECT_EQ(alloc_->residency(g0.arena).host_bytes, 0u) << "g0 leaves at clock 3, not before";
@@ -91,10 +92,9 @@ TEST_F(ExecutorTest, RepairPostponesAnEvictionPastAMissedUseOrDropsTheRoundTrip)
   auto g0 = make_group(1, 1, s);
   auto g1 = make_group(1, 2, s);
   // g0 idle in (3, 30) with its prefetch issued at 20; g1 idle from 5 to the next iteration's 2.
-  ScheduleExecutor ex(*mover_,
-                      {move(0, MoveKind::evict, 3), move(0, MoveKind::prefetch, 20, 30), move(1, MoveKind::evict, 5),
-                       move(1, MoveKind::prefetch, 0, 2)},
-                      {{0, g0.arena}, {1, g1.arena}});
+  mover_->bind_groups({{0, g0.arena}, {1, g1.arena}});
+  ScheduleExecutor ex(*mover_, {move(0, MoveKind::evict, 3), move(0, MoveKind::prefetch, 20, 30),
+                                move(1, MoveKind::evict, 5), move(1, MoveKind::prefetch, 0, 2)});
   auto issue_of = [&](GroupId g, MoveKind k) {
     for (const Move& m : ex.schedule())
       if (m.group == g && m.kind == k) return static_cast<std::int64_t>(m.issue_after);
@@ -127,7 +127,7 @@ TEST_F(ExecutorTest, RepairPostponesAnEvictionPastAMissedUseOrDropsTheRoundTrip)
 
 TEST_F(ExecutorTest, RejectsAScheduleForAnUnboundGroup) {
   make(4);
-  EXPECT_THROW(ScheduleExecutor(*mover_, {move(3, MoveKind::evict, 1)}, {}), tierpack::logic_error);
+  EXPECT_THROW(ScheduleExecutor(*mover_, {move(3, MoveKind::evict, 1)}), tierpack::logic_error);
 }
 
 }  // namespace

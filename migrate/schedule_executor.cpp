@@ -1,17 +1,17 @@
-// Runs a migration schedule on an iteration clock (see schedule_executor.hpp).
-#include "migrate/gpu/schedule_executor.hpp"
+// Runs a migration schedule on an iteration clock through a Mover (see schedule_executor.hpp).
+#include "migrate/schedule_executor.hpp"
 
 #include <algorithm>
 
 #include "core/error.hpp"
 
-namespace tierpack::gpu {
+namespace tierpack {
 
-ScheduleExecutor::ScheduleExecutor(GroupMover& mover, std::vector<Move> schedule,
-                                   std::unordered_map<GroupId, ArenaId> arenas)
-    : mover_(mover), by_issue_(std::move(schedule)), arenas_(std::move(arenas)) {
+ScheduleExecutor::ScheduleExecutor(Mover& mover, std::vector<Move> schedule)
+    : mover_(mover), by_issue_(std::move(schedule)) {
   for (const Move& m : by_issue_)
-    TIERPACK_EXPECTS(arenas_.count(m.group) != 0, "schedule moves group " + std::to_string(m.group) + " with no arena");
+    TIERPACK_EXPECTS(mover_.moves(m.group),
+                     "schedule moves group " + std::to_string(m.group) + " its mover cannot move");
   index();
 }
 
@@ -79,13 +79,12 @@ std::uint64_t ScheduleExecutor::now_ns() const {
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count());
 }
 
-void ScheduleExecutor::issue(const Move& m, StreamHandle stream) {
-  const ArenaId arena = arenas_.at(m.group);
-  const std::uint64_t request = m.kind == MoveKind::evict ? mover_.evict(arena, stream) : mover_.prefetch(arena, stream);
+void ScheduleExecutor::issue(const Move& m, MoveOrder stream) {
+  const std::uint64_t request = mover_.submit(m, stream);
   ExecutedMove e;
   e.move = m;
   e.start_ns = e.end_ns = now_ns();
-  pending_.push_back({log_.moves.size(), arena, request});
+  pending_.push_back({log_.moves.size(), m.group, request});
   log_.moves.push_back(e);
 }
 
@@ -97,7 +96,7 @@ void ScheduleExecutor::poll_done(bool force) {
   last_poll_ = now;
   const std::uint64_t t = now_ns();
   std::erase_if(pending_, [&](const Pending& p) {
-    if (!mover_.request_done(p.arena, p.request)) return false;
+    if (!mover_.done(p.group, p.request)) return false;
     log_.moves[p.log_index].end_ns = t;
     log_.moves[p.log_index].done = true;
     return true;
@@ -114,28 +113,54 @@ ExecutionLog ScheduleExecutor::take_log() {
   return out;
 }
 
-void ScheduleExecutor::begin_iteration(StreamHandle stream) {
+void ScheduleExecutor::restart() {
   t0_ = last_poll_ = std::chrono::steady_clock::now();
   log_ = {};
   pending_.clear();
   std::fill(issued_.begin(), issued_.end(), false);
   next_issue_ = 0;
   next_need_ = 0;
-  advance(0, stream);
 }
 
-void ScheduleExecutor::advance(std::int64_t now, StreamHandle stream) {
+void ScheduleExecutor::land_needed(std::int64_t now, bool late_issue, MoveOrder stream) {
   while (next_need_ < prefetch_need_.size() && by_issue_[prefetch_need_[next_need_]].needed_by <= now) {
     const std::size_t i = prefetch_need_[next_need_++];
-    if (!issued_[i]) {  // the plan asked for it too late: issue now, the ensure below stalls
+    if (late_issue && !issued_[i]) {  // the plan asked for it too late: issue now, the landing below stalls
       issue(by_issue_[i], stream);
       issued_[i] = true;
     }
     const std::uint64_t t = now_ns();
-    bool waited = false;
-    if (!mover_.ensure_resident(arenas_.at(by_issue_[i].group), &waited)) ++misses_;
-    if (waited) log_.stalls.push_back({now, by_issue_[i].group, t, now_ns() - t});
+    const Landing l = mover_.land(by_issue_[i]);
+    if (!l.landed) ++misses_;
+    if (l.waited) log_.stalls.push_back({now, by_issue_[i].group, t, now_ns() - t});
   }
+}
+
+void ScheduleExecutor::begin_iteration(MoveOrder stream) {
+  restart();
+  advance(0, stream);
+}
+
+void ScheduleExecutor::begin_op_iteration() {
+  restart();
+  op_end(kBeforeIteration);
+}
+
+void ScheduleExecutor::op_begin(OpIndex op) {
+  mover_.reached(op);
+  land_needed(op, false, 0);
+  poll_done(false);
+}
+
+// Every move issued after `op`, each time it ends (an op index ends once an iteration).
+void ScheduleExecutor::op_end(OpIndex op) {
+  auto it = std::partition_point(by_issue_.begin(), by_issue_.end(), [&](const Move& m) { return m.issue_after < op; });
+  for (; it != by_issue_.end() && it->issue_after == op; ++it) issue(*it, 0);
+}
+
+void ScheduleExecutor::advance(std::int64_t now, MoveOrder stream) {
+  mover_.reached(now);
+  land_needed(now, true, stream);
   poll_done(false);
   while (next_issue_ < by_issue_.size() && by_issue_[next_issue_].issue_after < now) {
     if (!issued_[next_issue_]) {
@@ -153,24 +178,29 @@ void ScheduleExecutor::advance(std::int64_t now, StreamHandle stream) {
 // yet; left where they are, the first planned iteration starts with them on the device, well over
 // the budget, and everything it allocates at first spills (GPT-2 large at 35% on the twin: ~1200 chunks
 // of the first planned iteration). So they leave at once, before that iteration's first allocation.
-std::size_t ScheduleExecutor::evict_away_at_start(StreamHandle stream) {
-  std::unordered_map<GroupId, std::int64_t> last_evict, last_prefetch;
-  for (const Move& m : by_issue_) {
-    auto& at = m.kind == MoveKind::evict ? last_evict : last_prefetch;
-    auto [it, fresh] = at.emplace(m.group, m.issue_after);
+std::size_t ScheduleExecutor::evict_away_at_start(MoveOrder stream) {
+  std::unordered_map<GroupId, const Move*> last_evict;
+  std::unordered_map<GroupId, std::int64_t> last_prefetch;
+  for (const Move& m : by_issue_) {  // in issue order: the last one of a group wins
+    if (m.kind == MoveKind::evict) {
+      last_evict[m.group] = &m;
+      continue;
+    }
+    auto [it, fresh] = last_prefetch.emplace(m.group, m.issue_after);
     if (!fresh) it->second = std::max<std::int64_t>(it->second, m.issue_after);
   }
   std::size_t n = 0;
-  for (const auto& [group, evict_at] : last_evict) {
+  for (const auto& [group, evict] : last_evict) {
     auto pf = last_prefetch.find(group);
-    if (pf != last_prefetch.end() && pf->second > evict_at) continue;  // on the device when an iteration starts
-    mover_.evict(arenas_.at(group), stream);
+    // On the device when an iteration starts.
+    if (pf != last_prefetch.end() && pf->second > evict->issue_after) continue;
+    mover_.submit(*evict, stream);
     ++n;
   }
   return n;
 }
 
-void ScheduleExecutor::end_iteration(StreamHandle stream) {
+void ScheduleExecutor::end_iteration(MoveOrder stream) {
   for (std::size_t i = 0; i < by_issue_.size(); ++i)
     if (!issued_[i]) {
       issue(by_issue_[i], stream);
@@ -179,4 +209,4 @@ void ScheduleExecutor::end_iteration(StreamHandle stream) {
   next_issue_ = by_issue_.size();
 }
 
-}  // namespace tierpack::gpu
+}  // namespace tierpack
