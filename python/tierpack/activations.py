@@ -620,7 +620,9 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
         """The record drops the device storage and every handle's tensor: what frees it (Note [Storage moves]),
         unless the program holds it too (Note [Held storages])."""
         ref = None
-        if self._held_watch is not None and rec.storage is not None and rec.tensor is None and self._call > 0:
+        watch = self._held_watch is not None and self._call > 0
+        if (watch or (self._recording and self._weak_ref is not None)) and rec.storage is not None and \
+                rec.tensor is None:
             # (an optimizer state's storage is resized to nothing: freed whoever holds it)
             ref = self._weak_ref(rec.storage)
         rec.storage = None
@@ -628,7 +630,10 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
             h.t = None
         rec.released = True
         if ref is not None and not ref.expired():
-            self._held_watch.append((rec.index, ref))
+            if watch:
+                self._held_watch.append((rec.index, ref))
+            if self._recording:  # Note [Recording]: the allocator still counts it
+                self._recorded_held.append((ref, rec.nbytes))
         if self._records.get(rec.key) is rec:
             del self._records[rec.key]
         self._absent += rec.nbytes

@@ -17,7 +17,12 @@ its peak since the previous call); those reads cost host time, which on the H200
 and made GPT-2 large's recorded step ~8x its real length (bench/results/gpu-h200-2026-12-01, call 3). So
 the next iterations (``timed_iterations``, 2 by default) only record a timing event and the host's clock at
 every call, and move nothing when the recorded live peak fits the device; their GPU times replace the
-recorded ones call by call when they made the same calls, each call's the least of them (and the step's). One
+recorded ones call by call when they made the same calls, each call's the least of them (and the step's). The
+recorded iteration's live bytes at a call are the allocator's plus what the warm-up's reactive moves let go and is
+not back, less what of that is still held (the program keeps a block's input until its residual add; a weak
+reference per storage let go says so): counted twice, HF GPT-2 large's recorded live peak was 47.18 GiB against
+44.37 GiB in the iterations without moves, and its plan at 100% of the default peak copied 3.2 GiB each way
+(bench/results/gpu-h200-2026-12-11-1, call 1). One
 timed iteration, right after the recorded one, measured GPT-2 large's step at 305.5 ms where its planned steps,
 making 20 GB again, took 258-284 ms, and the T5-style model's at 609 ms against a default step of 245 ms
 (bench/results/gpu-h200-2026-12-03-1, call 4): the plans were predicted 25% slow. The plan is made at the last
@@ -76,6 +81,7 @@ class Recording:
         self._stalls = []         # (call index, start event, end event) of compute waits, recorded iteration
         self._seen = []           # recorded iteration: {"bytes", "movable"} per storage index
         self._compiled_saves = [0, 0]  # recorded iteration: storages and bytes torch.compile's graphs saved
+        self._recorded_held = []  # recorded iteration: (weak reference, bytes) let go, maybe still held (Note [Recording])
 
     def _sample(self, kind, rec, movable):
         if self._timing:
@@ -86,6 +92,7 @@ class Recording:
         peak = self._max_allocated(dev)
         self._reset_peak(dev)
         live = self._allocated(dev)
+        absent = self._absent - self._still_held()
         if self._events:
             last = self._events[-1]
             last["window_peak"] = max(last["window_peak"], peak + last["absent"])
@@ -101,8 +108,17 @@ class Recording:
             seen.append(entry)
         if movable:
             seen[rec.index]["movable"] = True
-        self._events.append({"kind": kind, "storage": rec.index, "mark": self.transport.mark(), "live": live + self._absent,
-                             "window_peak": live + self._absent, "absent": self._absent, "call": self._call - 1})
+        self._events.append({"kind": kind, "storage": rec.index, "mark": self.transport.mark(), "live": live + absent,
+                             "window_peak": live + absent, "absent": absent, "call": self._call - 1})
+
+    def _still_held(self):
+        """Note [Recording]: the bytes let go in the recorded iteration that something still holds (the program, a
+        copy in flight): on the device, so the allocator's live bytes count them already."""
+        held = self._recorded_held
+        if not held:
+            return 0
+        held[:] = [(ref, n) for ref, n in held if not ref.expired()]
+        return sum(n for _, n in held)
 
     def _finish_trace(self, end):
         """The recorded iteration as a SavedTrace (core/saved_trace.hpp): live bytes plus what was away."""

@@ -377,6 +377,8 @@ def make_mover(budget, device=None, transport=None, poked=True, **kw):
                          allocated=device.allocated, max_allocated=device.max_allocated, reset_peak=device.reset_peak,
                          set_limit=device.set_limit, device_type="cpu", **kw)
     device.mover = mover
+    if device.refs is None:  # this pretend device frees a storage let go, held or not: nothing stays on it
+        mover._still_held = lambda: 0
     if poked:
         poke(mover, device)
     return mover, device
@@ -777,6 +779,18 @@ class StorageMoverTest(unittest.TestCase):
         peak = self.saved_peak()
         mover, dev = make_mover(int(peak * 0.6))
         train(3, mover)
+        recorded = max(e["window_peak"] for e in mover.trace()["events"])
+        self.assertEqual(recorded, peak)
+
+    def test_the_recorded_iteration_counts_a_storage_let_go_but_still_held_once(self):
+        # Note [Recording]: a storage the warm-up's reactive moves let go while the program still holds it (each
+        # Block keeps its input until its residual add) is still on the device: the allocator counts it, so the
+        # trace must not add it back as away too (HF GPT-2 large's recorded live peak was 47.18 GiB against
+        # 44.37 GiB measured without moves: bench/results/gpu-h200-2026-12-11-1, call 1).
+        peak = self.saved_peak()
+        mover, dev = make_mover(int(peak * 0.6), device=Device(held=True))
+        train(3, mover)
+        self.assertGreater(mover.history[1]["released"], 0)  # the warm-up let storages go
         recorded = max(e["window_peak"] for e in mover.trace()["events"])
         self.assertEqual(recorded, peak)
 
