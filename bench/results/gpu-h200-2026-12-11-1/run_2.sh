@@ -3,7 +3,7 @@
 # Call 1 ran the Llama-style decoder at 75% of its default peak in 247.4 ms (session 35: 176.1 ms, the same plan's
 # bytes) with the hooks' host time 64-94 ms a step against 40-43: an A/B on one machine tells the code from the
 # machine. The tree of session 35's call 1 (0939bef: python/, bench/gpu/ and its libtierpack_cuda.so, carried in
-# .devcarry/old) and this tree, one after the other, then again in the other order; HF GPT-2 large at 100% and 75%
+# .devcarry/old) and this tree, one after the other; HF GPT-2 large at 100% and 75%
 # with this tree; the storage mover's torch.compile test, which call 1's time limit cut. One run per row.
 set -o pipefail
 export PYTHONUNBUFFERED=1
@@ -23,8 +23,6 @@ run() {  # name harness-root lib model modes budgets timeout [more options]
 }
 run llama-old .devcarry/old .devcarry/old/lib/libtierpack_cuda.so llama default,tierpack 75 110
 run llama-new . $LIB llama default,tierpack 75 110
-run llama-old2 .devcarry/old .devcarry/old/lib/libtierpack_cuda.so llama tierpack 75 90
-run llama-new2 . $LIB llama tierpack 75 90
 run hf-gpt2 . $LIB hf-gpt2 default,tierpack "100,75" 200
 { TIERPACK_CUDA_LIB=$LIB timeout 150 python3 tests/integrations/python/storage_mover_cuda_test.py -v \
     StorageMoverCudaTest.test_under_torch_compile_offloads_only_bit_identical 2>&1; echo "rc=$?"; } > $O/call${N}_cuda_test.txt
