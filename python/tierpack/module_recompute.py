@@ -85,6 +85,21 @@ went from 89.3 to 65.4 ms a step (0.83x checkpointing's 78.8 ms), and at 75% of 
 the Llama-style decoder at checkpointing's peak from 326.6 to 221.9 ms, GPT-2 large there from 684.8 to 331.6
 ms (call 2) and 373.4 ms (call 4, after the soft limit's replans). T5's blocks are called with an
 ``EncoderDecoderCache``: not run again.
+
+Note [Holds]
+~~~~~~~~~~~~
+A call that holds an input nothing saves (Note [Module recompute]) holds it in the recorded iteration from its end
+to the first use of a member, so the trace's live bytes count it: right for a plan that makes that call's members
+again (a planned iteration holds it just as long), too many bytes for one that does not (nothing is held then).
+On Hugging Face GPT-2 large every ``NewGELUActivation`` call holds its 80 MiB bfloat16 input until backward: the
+recorded live peak was 47.18 GiB where the iterations without tierpack's moves peaked at 44.37 GiB (36 x 80 MiB =
+2.81 GiB), and at 100% of the default peak the plan copied 3.2 GiB each way, 1.05-1.11x the default step
+(bench/results/gpu-h200-2026-12-11-1, calls 1-2). So the recorded iteration also counts, at every call, the bytes
+the calls hold that nothing else holds (``held_now``: a storage whose only holders are the held tensor and the
+storage object asked, where torch can count a storage's holders, ``torch._C._storage_Use_Count``; every held
+input where it cannot), and the storages those calls make (``holding_members``). A plan is made first from the
+trace less those bytes (planning.py); it stands if it makes none of those storages again, since then nothing is
+held and that trace is exact. Otherwise the plan comes from the whole trace, as before.
 """
 
 from __future__ import annotations
@@ -100,6 +115,16 @@ from tierpack._storage import VIEW_OPS, autocast_state_getter, flat_bytes, on_st
 OUTPUT = 1 << 62  # the pack position of the module's output (saved after the call by the next op)
 CAST = OUTPUT + 1  # ... and of the output's cast (autocast's, for the next op)
 HOLD_RATIO = 2     # a call holds inputs nothing saves only when its members are at least this many times their bytes
+
+
+def _flatten_specs(specs):
+    """The argument specs of ModuleRecompute._input, tuples and lists looked through."""
+    for a in specs:
+        if a[0] == "seq":
+            yield from _flatten_specs(a[2])
+        else:
+            yield a
+
 
 def _positional_arity(module):
     """How many positional arguments forward takes when it takes nothing else, or -1: a call with exactly that
@@ -158,7 +183,7 @@ class ModuleCall:
 
     __slots__ = ("module", "key", "count", "members", "member_ids", "input_keys", "inputs", "reads", "autocast", "ok",
                  "out_ref", "out_key", "out_node", "casts", "versions", "marks", "held", "why", "holds", "kw_inputs",
-                 "rng", "block", "deferred", "host_ms", "extra")
+                 "rng", "block", "deferred", "host_ms", "extra", "hold_bytes")
 
     def __init__(self, module, key, args, autocast, kwargs=None, rng=None):
         self.block = kwargs is not None  # a block's call (Note [Block recompute]): keyword arguments, RNG state
@@ -185,6 +210,7 @@ class ModuleCall:
         self.host_ms = 0.0        # the host time of that run (blocks: Note [Host time] in placer/saved_plan.cpp)
         self.extra = 0            # live bytes that run added beyond its members (Note [Block run memory] there)
         self.held = None          # the input storages, held once a member was let go to be made again
+        self.hold_bytes = 0       # recorded iteration: the bytes of the inputs nothing saves it held (Note [Holds])
         self.why = ""
 
     def changed(self, args, kwargs=None):
@@ -231,6 +257,7 @@ class ModuleRecompute:
         self.blocks = []        # this iteration's block calls with members
         self.seen_blocks = {}   # id(block) -> calls of it so far in this iteration
         self.depth = 0          # recorded iteration: module calls open now (depth 0: a root, looked through)
+        self.holding = []       # recorded iteration: the calls that held inputs nothing saves (Note [Holds])
         m = self.mover
         recording = getattr(m, "_recording", False)
         if recording:
@@ -397,6 +424,9 @@ class ModuleRecompute:
         if held and mover._recording and members < HOLD_RATIO * held:
             call.ok, call.why = False, "inputs of %d bytes that nothing saves, for %d bytes saved" % (held, members)
         call.holds = bool(held) and call.ok
+        if mover._recording and call.holds:  # Note [Holds]
+            call.hold_bytes = held
+            self.holding.append(call)
         if mover._recording and call.ok and call.members:
             self._check(call, None)
         if mover._recording:
@@ -501,6 +531,9 @@ class ModuleRecompute:
         # (a planned iteration holds what a member the plan makes again needs, whatever the sizes are now)
         call.inputs = inputs
         call.holds = bool(held) and call.ok
+        if mover._recording and call.holds:  # Note [Holds]
+            call.hold_bytes = held
+            self.holding.append(call)
         # The next op saves the output (or its cast) right away if at all: a later call's output replaces it,
         # so a pack looks at no more than one call's output (the hooks' host time: Note [Storage moves]).
         self.pending_out.clear()
@@ -800,6 +833,33 @@ class ModuleRecompute:
                         for n, (ok, calls, why) in v.items() if ok < calls)
             line += "; blocks that can run again: %s; not: %s" % (", ".join(yes) or "none", ", ".join(no) or "none")
         return line
+
+    def held_now(self):
+        """Recorded iteration: the bytes the calls hold now of inputs nothing else holds (Note [Holds]); where this
+        torch cannot count a storage's holders, every held input."""
+        use_count = getattr(self.torch._C, "_storage_Use_Count", None)
+        total, still = 0, []
+        for call in self.holding:
+            specs = list(call.inputs or ()) + list((call.kw_inputs or {}).values())
+            held = [a[1] for a in _flatten_specs(specs) if a[0] == "held"]
+            if not call.holds or not held:
+                continue
+            still.append(call)
+            for t in held:
+                st = self._storage_of(t)
+                # the storage's holders: the held tensor and `st` itself; more, and the program holds it too
+                if use_count is None or use_count(st._cdata) <= 2:
+                    total += st.nbytes()
+        self.holding[:] = still
+        return total
+
+    def holding_members(self):
+        """Recorded iteration, at its end: the storages that the calls which held inputs make (Note [Holds])."""
+        out = set()
+        for call in self.calls + self.blocks:
+            if call.hold_bytes:
+                out.update(m.index for _, m in call.members)
+        return out
 
     def fill_trace(self, seen, elapsed_ms):
         """Recorded iteration: recompute_ms and recompute_from of every member of a call that matched

@@ -74,8 +74,9 @@ class MoverStats:
         if not self.stats_out or self.device is None:
             return
         doc = {"format": "tierpack-gpu-saved", "version": 1, "budget": int(self.budget or 0), "fill": self.fill,
-               "trace": {k: v for k, v in self._trace.items() if k in ("storages", "events", "blocks", "step_ms",
-                                                                     "optimizer_ms", "context_bytes")},
+               # (the trace the plan was made from: less the module calls' holds, Note [Holds], where it could be)
+               "trace": {k: v for k, v in (self._planned_trace or self._trace).items()
+                         if k in ("storages", "events", "blocks", "step_ms", "optimizer_ms", "context_bytes")},
                "options": options, "plan": self.plan}
         if measured is not None:
             doc["recomputations"] = measured  # Note [Measured recomputation]

@@ -42,26 +42,34 @@ class Planning:
             peak = max(e["window_peak"] for e in self._trace["events"])
             self.budget = int(self.fraction * peak)
             self.limit = int(self.budget * self.fill)
-        natural = max(e["window_peak"] for e in self._trace["events"])
-        if limit is None:
-            limit = self.limit
-            if natural <= self.budget * self.fits_fraction:
-                # The run fits its budget with a little to spare for the allocator's rounding: nothing has
-                # to move, whatever `fill` asks (GpuRuntimeOptions::fits_fraction). A replan's lower limit stays.
-                limit = max(limit, natural)
-        limit = int(limit)
-        options = {"limit_bytes": limit, "d2h_bytes_per_s": self._bandwidth[0], "h2d_bytes_per_s": self._bandwidth[1],
-                   "min_bytes": self.min_bytes, "recompute": self.recompute}
-        if self.stream_step:  # Note [Streamed step]: a chunk arriving, one updated, one leaving, its temporaries
-            options["stream_window_bytes"] = 4 * self.step_chunk_bytes
-        if self._host_costs is not None:  # Note [Host time]
-            options["host_ms_per_copy"], options["host_ms_per_remake"] = self._host_costs
-        try:
-            plan = self._planner(self._trace, options)
-        except Exception as e:  # noqa: BLE001 - training goes on, reactive
-            self.log("storage mover: no plan (%s): moves stay reactive" % e)
-            self.phase = "reactive"
-            return
+        given = limit
+        for trace in self._traces_to_plan():
+            natural = max(e["window_peak"] for e in trace["events"])
+            limit = given
+            if limit is None:
+                limit = self.limit
+                if natural <= self.budget * self.fits_fraction:
+                    # The run fits its budget with a little to spare for the allocator's rounding: nothing has
+                    # to move, whatever `fill` asks (GpuRuntimeOptions::fits_fraction). A replan's lower limit stays.
+                    limit = max(limit, natural)
+            limit = int(limit)
+            options = {"limit_bytes": limit, "d2h_bytes_per_s": self._bandwidth[0],
+                       "h2d_bytes_per_s": self._bandwidth[1], "min_bytes": self.min_bytes, "recompute": self.recompute}
+            if self.stream_step:  # Note [Streamed step]: a chunk arriving, one updated, one leaving, its temporaries
+                options["stream_window_bytes"] = 4 * self.step_chunk_bytes
+            if self._host_costs is not None:  # Note [Host time]
+                options["host_ms_per_copy"], options["host_ms_per_remake"] = self._host_costs
+            try:
+                plan = self._planner(trace, options)
+            except Exception as e:  # noqa: BLE001 - training goes on, reactive
+                self.log("storage mover: no plan (%s): moves stay reactive" % e)
+                self.phase = "reactive"
+                return
+            # Note [Holds]: a plan from the trace less the holds stands if no call it makes again holds anything
+            if trace is self._trace or not any(m.get("recompute") and m["storage"] in self._holding_members
+                                               for m in plan["moves"]):
+                break
+        self._planned_trace = trace
         self.plan = plan
         self._freeze_objects()  # (done at the recorded iteration's end unless a plan came another way)
         self._write_saved(options)
@@ -104,6 +112,15 @@ class Planning:
                         if self.hard_limit and self._set_limit is not None else "the run goes over the budget",
                         self._streaming_hint()),
                     plan["predicted_ms"], self._trace["step_ms"], plan["bound_ms"]))
+
+    def _traces_to_plan(self):
+        """Note [Holds] (module_recompute.py): the trace less the module calls' holds first, where the recorded
+        iteration had any, then the trace."""
+        if self._holds:
+            events = [dict(e, live=max(e["live"] - h, 0), window_peak=max(e["window_peak"] - h, 0))
+                      for e, h in zip(self._trace["events"], self._holds)]
+            yield dict(self._trace, events=events)
+        yield self._trace
 
     def _streaming_hint(self):
         """Where no plan fits and the optimizer step reads its state whole: what would stream it (Note [Streamed

@@ -67,6 +67,9 @@ class Recording:
         self._pressure_in_timing = None if capacity is None else (
             lambda trace: max(e["window_peak"] for e in trace["events"]) > 0.9 * capacity(self.device))
         self._trace = None            # the recorded iteration (dict), kept for inspection and replans
+        self._holds = None            # per call of the trace, the bytes module calls held (Note [Holds]), or None
+        self._holding_members = frozenset()  # storages the calls that held anything make (Note [Holds])
+        self._planned_trace = None    # the trace the plan in force was made from: _trace, or it less the holds
         self._iteration_start = None
         self._host_start = None        # the host's clock at the iteration's start (Note [Host time])
         self._optimizer_start = None
@@ -93,9 +96,11 @@ class Recording:
         self._reset_peak(dev)
         live = self._allocated(dev)
         absent = self._absent - self._still_held()
+        hold = self._modules.held_now() if self._modules.holding else 0  # Note [Holds]
         if self._events:
             last = self._events[-1]
             last["window_peak"] = max(last["window_peak"], peak + last["absent"])
+            last["hold"] = max(last["hold"], hold)
         seen = self._seen
         while len(seen) <= rec.index:
             r = self._by_index[len(seen)]
@@ -109,7 +114,7 @@ class Recording:
         if movable:
             seen[rec.index]["movable"] = True
         self._events.append({"kind": kind, "storage": rec.index, "mark": self.transport.mark(), "live": live + absent,
-                             "window_peak": live + absent, "absent": absent, "call": self._call - 1})
+                             "window_peak": live + absent, "absent": absent, "hold": hold, "call": self._call - 1})
 
     def _still_held(self):
         """Note [Recording]: the bytes let go in the recorded iteration that something still holds (the program, a
@@ -128,6 +133,9 @@ class Recording:
         times = self._gpu_times(ev, end)
         events = [{"kind": e["kind"], "storage": e["storage"], "t_ms": t, "live": int(e["live"]),
                    "window_peak": int(max(e["window_peak"], e["live"]))} for e, t in zip(ev, times["t_ms"])]
+        # Note [Holds]: per call, the bytes of the module calls' holds in that live count, and what those calls make
+        self._holds = [int(e["hold"]) for e in ev] if any(e["hold"] for e in ev) else None
+        self._holding_members = self._modules.holding_members() if self._holds else frozenset()
         self._modules.fill_trace(self._seen, self.transport.elapsed_ms)  # Note [Module recompute]
         blocks = self._modules.fill_blocks(self._seen, self.transport.elapsed_ms)  # Note [Block recompute]
         if self._modules.verdicts:

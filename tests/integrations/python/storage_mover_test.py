@@ -172,8 +172,9 @@ class AsyncBack(SlowTransport):
 class Device:
     """Live bytes of a pretend device: `base` plus the saved storages the mover keeps there for a use to come."""
 
-    def __init__(self, base=1 << 20, held=False):
+    def __init__(self, base=1 << 20, held=False, holds=False):
         self.base = base
+        self.holds = holds  # the inputs module calls hold, nothing else saving them, are on the device (Note [Holds])
         self.mover = None
         self.peak = 0
         self.limits = []
@@ -187,6 +188,10 @@ class Device:
             # a storage a module call holds to run again stays on the device, let go by its record or not
             mods = self.mover._modules
             held = {i for call in mods.calls + mods.blocks for i in (call.held or ())}
+            if self.holds:
+                for call in {id(c): c for c in mods.calls + mods.blocks + mods.holding}.values():
+                    if call.holds and call.inputs:
+                        live += sum(self.mover._storage_of(a[1]).nbytes() for a in call.inputs if a[0] == "held")
             for rec in self.mover._by_index:
                 if rec.index in held and rec.released and rec.fetched is None:
                     live += rec.nbytes
@@ -1364,6 +1369,30 @@ class StorageMoverTest(unittest.TestCase):
                 if autocast:  # the casts of the outputs (bfloat16, half a float32 member's bytes) were made again
                     sizes = {st[m["storage"]]["bytes"] for m in remade}
                     self.assertTrue(any(2 * b in sizes for b in sizes), sizes)
+
+    def test_a_plan_that_makes_no_holding_call_again_is_made_without_the_holds(self):
+        # Note [Holds]: the recorded iteration holds HeldGELU's input from the call to its first member's use; a plan
+        # that makes none of those calls' members again holds nothing, so it is made from the trace less the holds.
+        # At a budget the run fits without them nothing moves; at a budget that makes the calls again the plan is
+        # the whole trace's, and its iterations stay under its planned peak.
+        mover, dev = make_mover(1 << 40)
+        train(3, mover, act="heldgelu")
+        natural = max(e["window_peak"] for e in mover.trace()["events"])  # (this device counts no holds)
+        ref = train(self.ITER, act="heldgelu")
+        mover, dev = make_mover(int(natural / 0.97), device=Device(holds=True))
+        self.check_same(ref, train(self.ITER, mover, act="heldgelu"))
+        recorded = max(e["window_peak"] for e in mover.trace()["events"])
+        self.assertGreater(recorded, natural * 1.02)  # the holds were counted
+        self.assertTrue(mover._holds and mover._holding_members)
+        self.assertEqual(mover.plan["moves"], [])
+        self.assertIsNot(mover._planned_trace, mover._trace)
+        self.assertLessEqual(mover.history[-1]["peak_live"], mover.budget)
+        mover, dev = make_mover(int(natural * 0.55), device=Device(holds=True))
+        self.check_same(ref, train(self.ITER, mover, act="heldgelu"))
+        self.assertTrue(any(m.get("recompute") and m["storage"] in mover._holding_members for m in mover.plan["moves"]))
+        self.assertIs(mover._planned_trace, mover._trace)
+        largest = max(st["bytes"] for st in mover.trace()["storages"])
+        self.assertLessEqual(mover.history[-1]["peak_live"], mover.plan["planned_peak"] + largest, mover.history[-1])
 
     def test_a_call_that_stops_running_again_the_same_is_never_made_from(self):
         # The recorded iteration checked the call; from iteration 8 it changes its input in place. Its members
