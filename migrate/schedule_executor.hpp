@@ -49,6 +49,8 @@ struct ExecutedStall {
 struct ExecutionLog {
   std::vector<ExecutedMove> moves;
   std::vector<ExecutedStall> stalls;
+  /// The clock's zero: when the iteration began for the executor (begin_iteration, begin_op_iteration).
+  std::chrono::steady_clock::time_point began;
 };
 
 class ScheduleExecutor {
