@@ -114,6 +114,13 @@ ExecutionLog ScheduleExecutor::take_log() {
   return out;
 }
 
+ExecutionLog ScheduleExecutor::log_so_far() {
+  poll_done(true);
+  ExecutionLog out = log_;
+  out.began = t0_;
+  return out;
+}
+
 void ScheduleExecutor::restart() {
   t0_ = last_poll_ = std::chrono::steady_clock::now();
   log_ = {};

@@ -287,6 +287,11 @@ ExecutionLog HostRuntime::take_execution_log() {
   return executor_ ? executor_->take_log() : ExecutionLog{};
 }
 
+ExecutionLog HostRuntime::execution_log_so_far() {
+  std::lock_guard lock(exec_mu_);
+  return executor_ ? executor_->log_so_far() : ExecutionLog{};
+}
+
 IterationStats HostRuntime::last_iteration() const {
   std::lock_guard lock(mu_);
   return last_;

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -344,11 +343,34 @@ void RunController::on_op_end(std::string_view) noexcept {
   if (!follow_ops_.load(std::memory_order_relaxed) || t_open_ops.empty()) return;
   const std::int32_t op = t_open_ops.back();
   t_open_ops.pop_back();
+  try {
+    std::lock_guard lock(mu_);
+    // Before this op's moves are issued: a move over by now is seen where it left the pages.
+    if (iteration_now_ == apply_from_) check_arena_moves(runtime_->execution_log_so_far());
+  } catch (...) {
+  }
   runtime_->on_op_end(op);
   try {
     std::lock_guard lock(mu_);
     sample(since_ns(iter_start_));
   } catch (...) {
+  }
+}
+
+// Where the tensors from before the plan are when a move of their group is over, in the first planned
+// iteration: at each op end, before the op's moves are issued (the moves seen over since the last), and at
+// the iteration's end. Only a move that is still its group's latest one when seen over: a later move of the
+// group may be taking the pages on.
+void RunController::check_arena_moves(const ExecutionLog& log) {
+  // mu_ held
+  seen_over_.resize(log.moves.size(), false);
+  for (std::size_t i = 0; i < log.moves.size(); ++i) {
+    const ExecutedMove& e = log.moves[i];
+    if (seen_over_[i] || !e.done) continue;
+    seen_over_[i] = true;
+    const bool latest = std::none_of(log.moves.begin() + static_cast<std::ptrdiff_t>(i) + 1, log.moves.end(),
+                                     [&](const ExecutedMove& later) { return later.move.group == e.move.group; });
+    if (latest) check_arena_move(iteration_now_, e.move);
   }
 }
 
@@ -377,14 +399,8 @@ std::vector<MeasuredMove> RunController::take_moves(std::int32_t ended, std::uin
     const std::uint64_t start = ours(e.start_ns);
     moves.push_back({m.group, m.kind, m.from, m.to, m.bytes, start, std::max(ours(e.end_ns), start)});
   }
-  // Where the tensors from before the plan are once their group's latest move of the first planned
-  // iteration is over (an earlier move of the group is followed by that one, so its target says nothing).
-  if (ended == apply_from_) {
-    std::unordered_map<GroupId, const ExecutedMove*> latest;
-    for (const ExecutedMove& e : log.moves) latest[e.move.group] = &e;
-    for (const ExecutedMove& e : log.moves)
-      if (e.done && latest[e.move.group] == &e) check_arena_move(ended, e.move);
-  }
+  if (ended == apply_from_) check_arena_moves(log);
+  seen_over_.clear();
   return moves;
 }
 
@@ -422,6 +438,7 @@ void RunController::on_iteration(std::int32_t ended, IterationSource source) noe
   }
   std::lock_guard lock(mu_);
   iter_start_ = std::chrono::steady_clock::now();
+  iteration_now_ = ended + 1;
 }
 
 void RunController::on_finish() noexcept {

@@ -114,9 +114,8 @@ class RunMemory final : public HostMemory {
   std::atomic<std::uint64_t> allocations_{0};
 };
 
-/// Where the pages of the tensors from before the plan of a group were at the end of the first planned
-/// iteration, once the group's latest move in it was over (move_pages status): Note [Tensors from before
-/// the plan].
+/// Where the pages of the tensors from before the plan of a group were when a move of the group was
+/// seen over (move_pages status), in the first planned iteration: Note [Tensors from before the plan].
 struct ArenaMoveCheck {
   std::int32_t iteration = 0;
   GroupId group = 0;
@@ -163,9 +162,12 @@ class RunController final : public EventListener {
  private:
   Topology runtime_topology(const Plan& plan);
   void settle_arena_tensors(const Plan& plan);
-  /// Records where the group's arena tensors are now that `m`, its latest move of `iteration`, is over
-  /// (mu_ held).
+  /// Records where the group's arena tensors are now that `m`, its latest move so far in `iteration`, is
+  /// over (mu_ held).
   void check_arena_move(std::int32_t iteration, const Move& m);
+  /// check_arena_move for each move of the executor's log of the iteration seen over for the first time
+  /// while still its group's latest (mu_ held).
+  void check_arena_moves(const ExecutionLog& log);
   /// The moves the runtime issued in iteration `ended` (`step_ns` long), from the executor's log, on
   /// iter_start_'s clock; checks the arena tensors' moves in the first planned iteration (mu_ held).
   std::vector<MeasuredMove> take_moves(std::int32_t ended, std::uint64_t step_ns);
@@ -198,7 +200,9 @@ class RunController final : public EventListener {
   std::vector<OccupancySample> occ_now_, occ_last_;
   std::vector<MeasuredMove> moves_last_;
   std::int32_t sampled_ = -1;
+  std::int32_t iteration_now_ = 0;            // the iteration under way
   std::vector<ArenaMoveCheck> arena_checks_;  // first planned iteration only
+  std::vector<bool> seen_over_;               // ... its log's moves seen over (check_arena_moves)
   std::atomic<bool> finished_{false};
 };
 

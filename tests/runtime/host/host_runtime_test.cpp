@@ -100,6 +100,7 @@ TEST(HostRuntime, RoutesBySequencePositionAndMovesAtOpBoundaries) {
       rt.on_op_end(op);
     }
     for (int i = 0; i < (64 << 10); ++i) ASSERT_EQ(b[i], 9);
+    EXPECT_EQ(rt.execution_log_so_far().moves.size(), 2u) << "looked at, not taken";
     for (void* p : {a, b, c, d}) rt.deallocate(p);
     rt.end_iteration();
     const IterationStats s = rt.last_iteration();
