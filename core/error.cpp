@@ -15,8 +15,9 @@ out_of_memory::out_of_memory(std::size_t requested, std::string tier, std::size_
       tier_(std::move(tier)),
       free_(free_bytes) {}
 
-os_error::os_error(std::string call, int err)
-    : error(call + " failed: " + std::strerror(err) + " (errno " + std::to_string(err) + ")"), errno_(err) {}
+std::string errno_text(int err) { return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")"; }
+
+os_error::os_error(std::string call, int err) : error(call + " failed: " + errno_text(err)), errno_(err) {}
 
 cuda_error::cuda_error(std::string call, int status, std::string status_name)
     : error(call + " failed: " + status_name + " (" + std::to_string(status) + ")"), status_(status) {}

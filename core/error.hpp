@@ -43,6 +43,9 @@ class out_of_memory : public error {
   std::size_t free_;
 };
 
+/// How an errno reads in messages: "Cannot allocate memory (errno 12)" (os_error's what() among them).
+std::string errno_text(int err);
+
 /// An operating-system call failed; carries errno.
 class os_error : public error {
  public:

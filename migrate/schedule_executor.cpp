@@ -109,7 +109,15 @@ ExecutionLog ScheduleExecutor::take_log() {
   for (const Pending& p : pending_) log_.moves[p.log_index].end_ns = t;
   pending_.clear();  // what is still moving is not followed into the next iteration's log
   ExecutionLog out = std::move(log_);
+  out.began = t0_;
   log_ = {};
+  return out;
+}
+
+ExecutionLog ScheduleExecutor::log_so_far() {
+  poll_done(true);
+  ExecutionLog out = log_;
+  out.began = t0_;
   return out;
 }
 

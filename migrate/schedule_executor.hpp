@@ -49,6 +49,8 @@ struct ExecutedStall {
 struct ExecutionLog {
   std::vector<ExecutedMove> moves;
   std::vector<ExecutedStall> stalls;
+  /// The clock's zero: when the iteration began for the executor (begin_iteration, begin_op_iteration).
+  std::chrono::steady_clock::time_point began;
 };
 
 class ScheduleExecutor {
@@ -88,6 +90,9 @@ class ScheduleExecutor {
   std::uint64_t ensured_misses() const { return misses_; }
   /// This iteration's log so far (moves not over yet end now); clears it.
   ExecutionLog take_log();
+  /// This iteration's log so far, left in place: each move's `done` as of now (moves not over yet keep
+  /// end_ns == start_ns).
+  ExecutionLog log_so_far();
 
  private:
   void issue(const Move& m, MoveOrder stream);

@@ -1,5 +1,5 @@
-// Choosing a page tracer at run time, the `none` tracer, and per-page NUMA residency through
-// move_pages(2) of the OS layer (platform/host_os.hpp; see page_tracer.hpp).
+// Choosing a page tracer at run time, the `none` tracer, the scanning tracers' list of ranges, and per-page
+// NUMA residency through move_pages(2) of the OS layer (platform/host_os.hpp; see page_tracer.hpp).
 #include "profiler/page_tracer.hpp"
 
 #include <algorithm>
@@ -37,6 +37,22 @@ class NoneTracer final : public PageTracer {
 std::unique_ptr<PageTracer> make_none_tracer() { return std::make_unique<NoneTracer>(); }
 
 std::size_t host_page_size() noexcept { return host::system_os().page_size(); }
+
+void ScanningTracer::track(void* addr, std::size_t bytes) {
+  const auto b = reinterpret_cast<std::uintptr_t>(addr);
+  TIERPACK_EXPECTS(b % page_ == 0 && bytes % page_ == 0 && bytes > 0,
+                   "track: range must be page-aligned and non-empty");
+  std::lock_guard lock(mu_);
+  TIERPACK_EXPECTS(!overlaps_any(ranges_, b, b + bytes), "track: range overlaps a tracked range");
+  arm(b, b + bytes);
+  ranges_.push_back({b, b + bytes});
+}
+
+void ScanningTracer::untrack(void* addr, std::size_t bytes) noexcept {
+  const auto b = reinterpret_cast<std::uintptr_t>(addr);
+  std::lock_guard lock(mu_);
+  for (const AddressRange& r : subtract_range(ranges_, b, b + bytes)) disarm(r.begin, r.end);
+}
 
 }  // namespace detail
 

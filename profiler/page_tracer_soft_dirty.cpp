@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <mutex>
 
 #include "core/error.hpp"
@@ -28,8 +27,6 @@
 
 namespace tierpack::detail {
 namespace {
-
-std::string errno_text(int err) { return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")"; }
 
 /// Clears all soft-dirty bits of the process. Returns 0 or an errno.
 int clear_soft_dirty(int clear_refs) {
@@ -69,28 +66,11 @@ bool open_files(SoftDirtyFiles& f, std::string& why) {
   return true;
 }
 
-class SoftDirtyTracer final : public PageTracer {
+class SoftDirtyTracer final : public ScanningTracer {
  public:
-  explicit SoftDirtyTracer(SoftDirtyFiles f) : f_(std::move(f)), page_(host_page_size()) {}
+  explicit SoftDirtyTracer(SoftDirtyFiles f) : f_(std::move(f)) {}
 
   std::string_view name() const override { return "soft-dirty"; }
-  bool sees_reads() const override { return false; }
-
-  void track(void* addr, std::size_t bytes) override {
-    const auto b = reinterpret_cast<std::uintptr_t>(addr);
-    TIERPACK_EXPECTS(b % page_ == 0 && bytes % page_ == 0 && bytes > 0, "track: range must be page-aligned and non-empty");
-    std::lock_guard lock(mu_);
-    TIERPACK_EXPECTS(!overlaps_any(ranges_, b, b + bytes), "track: range overlaps a tracked range");
-    // Arm: pages written before track() must not count in the first window.
-    if (const int err = clear_soft_dirty(f_.clear_refs.get())) throw os_error("write /proc/self/clear_refs", err);
-    ranges_.push_back({b, b + bytes});
-  }
-
-  void untrack(void* addr, std::size_t bytes) noexcept override {
-    const auto b = reinterpret_cast<std::uintptr_t>(addr);
-    std::lock_guard lock(mu_);
-    subtract_range(ranges_, b, b + bytes);  // nothing to undo in the kernel
-  }
 
   void end_window(std::vector<PageTouch>& out) override {
     std::lock_guard lock(mu_);
@@ -115,15 +95,15 @@ class SoftDirtyTracer final : public PageTracer {
     counters_.window(reported);
   }
 
-  PageTracerStats stats() const override { return counters_.stats(); }
-
  private:
+  // Pages written before track() must not count in the first window.
+  void arm(std::uintptr_t, std::uintptr_t) override {
+    if (const int err = clear_soft_dirty(f_.clear_refs.get())) throw os_error("write /proc/self/clear_refs", err);
+  }
+  void disarm(std::uintptr_t, std::uintptr_t) noexcept override {}  // nothing to undo in the kernel
+
   SoftDirtyFiles f_;
-  const std::size_t page_;
-  std::mutex mu_;
-  std::vector<AddressRange> ranges_;
-  std::vector<std::uint64_t> entries_;
-  ScanCounters counters_;
+  std::vector<std::uint64_t> entries_;  ///< pagemap entries of a chunk of a range (under mu_)
 };
 
 }  // namespace

@@ -17,7 +17,6 @@
 
 #include <array>
 #include <cerrno>
-#include <cstring>
 #include <mutex>
 #include <optional>
 
@@ -32,8 +31,6 @@ namespace tierpack::detail {
 namespace {
 
 using namespace uapi;
-
-std::string errno_text(int err) { return std::string(std::strerror(err)) + " (errno " + std::to_string(err) + ")"; }
 
 /// A userfaultfd negotiated for async write-protect, and /proc/self/pagemap for PAGEMAP_SCAN.
 struct UffdSession {
@@ -126,31 +123,15 @@ long scan_written(int pagemap, std::uintptr_t start, std::uintptr_t end, PageReg
   return n;
 }
 
-class UffdWpTracer final : public PageTracer {
+class UffdWpTracer final : public ScanningTracer {
  public:
-  explicit UffdWpTracer(UffdSession s) : s_(std::move(s)), page_(host_page_size()) {}
+  explicit UffdWpTracer(UffdSession s) : s_(std::move(s)) {}
 
   ~UffdWpTracer() override {
     for (const auto& r : ranges_) unregister_range(s_.uffd.get(), r.begin, r.end);
   }
 
   std::string_view name() const override { return "uffd-wp"; }
-  bool sees_reads() const override { return false; }
-
-  void track(void* addr, std::size_t bytes) override {
-    const auto b = reinterpret_cast<std::uintptr_t>(addr);
-    TIERPACK_EXPECTS(b % page_ == 0 && bytes % page_ == 0 && bytes > 0, "track: range must be page-aligned and non-empty");
-    std::lock_guard lock(mu_);
-    TIERPACK_EXPECTS(!overlaps_any(ranges_, b, b + bytes), "track: range overlaps a tracked range");
-    if (const int err = register_and_protect(s_.uffd.get(), b, b + bytes)) throw os_error("userfaultfd register (write-protect)", err);
-    ranges_.push_back({b, b + bytes});
-  }
-
-  void untrack(void* addr, std::size_t bytes) noexcept override {
-    const auto b = reinterpret_cast<std::uintptr_t>(addr);
-    std::lock_guard lock(mu_);
-    for (const auto& r : subtract_range(ranges_, b, b + bytes)) unregister_range(s_.uffd.get(), r.begin, r.end);
-  }
 
   void end_window(std::vector<PageTouch>& out) override {
     std::lock_guard lock(mu_);
@@ -176,15 +157,15 @@ class UffdWpTracer final : public PageTracer {
     counters_.window(reported);
   }
 
-  PageTracerStats stats() const override { return counters_.stats(); }
-
  private:
+  void arm(std::uintptr_t b, std::uintptr_t e) override {
+    if (const int err = register_and_protect(s_.uffd.get(), b, e))
+      throw os_error("userfaultfd register (write-protect)", err);
+  }
+  void disarm(std::uintptr_t b, std::uintptr_t e) noexcept override { unregister_range(s_.uffd.get(), b, e); }
+
   UffdSession s_;
-  const std::size_t page_;
-  std::mutex mu_;
-  std::vector<AddressRange> ranges_;
   std::array<PageRegion, 512> vec_{};  ///< scan output; regions are runs, so 512 covers many pages
-  ScanCounters counters_;
 };
 
 /// Maps `bytes` of anonymous memory for a probe (the OS layer's map); unmaps on scope exit.

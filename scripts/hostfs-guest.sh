@@ -29,6 +29,8 @@ while [ $# -gt 0 ]; do
 done
 [ $# -ge 1 ] || { echo "usage: hostfs-guest.sh [--timeout SEC] [--node-mb MB] [--cwd DIR] -- COMMAND [ARGS...]" >&2; exit 2; }
 say() { echo "hostfs-guest: $*" >&2; }
+# shellcheck source=scripts/lib/guest-boot.sh
+. "$repo/scripts/lib/guest-boot.sh"
 
 # The kernel (and QEMU) come from numa-guest.sh's cache; it downloads them when missing.
 TIERPACK_GUEST_CACHE=$cache "$repo/scripts/numa-guest.sh" --build-only >&2 || exit $?
@@ -99,38 +101,6 @@ EOF
 chmod +x "$root/init"
 (cd "$root" && find . | /bin/busybox cpio -o -H newc 2>/dev/null | gzip -1) >"$work/initrd.gz"
 
-mem=$((2 * node_mb))
-log=$work/console.log
-# A guest kernel that dies while booting, before the command starts, is booted once more (as in
-# numa-guest.sh); a guest that reached the command is never retried.
-for attempt in 1 2; do
-set +e
-timeout "$timeout_s" qemu-system-x86_64 \
-  -machine q35,accel=tcg,hmat=on -cpu "$cpu" -smp 2 -m "${mem}M" \
-  -object memory-backend-ram,id=m0,size="${node_mb}M" -object memory-backend-ram,id=m1,size="${node_mb}M" \
-  -numa node,nodeid=0,cpus=0-1,memdev=m0,initiator=0 -numa node,nodeid=1,memdev=m1,initiator=0 \
-  -numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-latency,latency=100 \
-  -numa hmat-lb,initiator=0,target=0,hierarchy=memory,data-type=access-bandwidth,bandwidth=20G \
-  -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-latency,latency=300 \
-  -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-bandwidth,bandwidth=5G \
-  `# multidevs=remap: without it the host's /proc, /sys, /dev (other devices) share 9p inode numbers` \
-  -virtfs local,path=/,mount_tag=hostfs,security_model=none,readonly=on,multidevs=remap \
-  -kernel "$kernel" -initrd "$work/initrd.gz" \
-  -append "console=ttyS0 quiet loglevel=3 panic=-1 numa_balancing=disable ${TIERPACK_GUEST_APPEND:-}" \
-  -nodefaults -display none -serial stdio -no-reboot </dev/null >"$log" 2>&1
-qrc=$?
-set -e
-if [ "$attempt" = 1 ] && ! grep -q TIERPACK_GUEST_BEGIN "$log" && ! grep -q '^TIERPACK_GUEST_EXIT=' "$log"; then
-  say "the guest kernel stopped before the command started (qemu exit $qrc): booting it once more"
-  continue
-fi
-break
-done
-tr -d '\r' <"$log" | sed 's/\x1b\[[0-9;]*m//g' | sed -n '/TIERPACK_GUEST_BEGIN/,$p' | grep -v '^TIERPACK_GUEST_EXIT=' | grep -v 'reboot: Power down' || true
-rc=$(tr -d '\r' <"$log" | sed -n 's/^TIERPACK_GUEST_EXIT=\([0-9]*\).*/\1/p' | tail -1)
-if [ -z "$rc" ]; then
-  say "the guest did not report an exit code (qemu exit $qrc; timeout ${timeout_s}s). Console:"
-  tr -d '\r' <"$log" | tail -50 >&2
-  exit 125
-fi
-exit "$rc"
+# multidevs=remap: without it the host's /proc, /sys, /dev (other devices) share 9p inode numbers.
+boot_guest "$cpu" "the command" \
+  -virtfs local,path=/,mount_tag=hostfs,security_model=none,readonly=on,multidevs=remap

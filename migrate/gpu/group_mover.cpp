@@ -69,37 +69,31 @@ void GroupMover::verify_always(ArenaId arena) {
 }
 
 std::uint64_t GroupMover::evict(ArenaId arena, StreamHandle after) {
-  Job job;
-  job.arena = arena;
-  job.to = Residence::host;
-  job.after = take_event();
-  backend_.record(job.after, after);
-  std::uint64_t n = 0;
-  {
-    std::lock_guard lk(mutex_);
-    // From now on no new tensor lands in it; set with the count, so that a job of the arena finishing
-    // now cannot reopen it (finish() reopens it once nothing is outstanding).
-    alloc_.set_arena_closed(arena, true);
-    ++outstanding_[arena];
-    ++eviction_jobs_;
-    n = ++requests_made_[arena];
-    queue_.push_back(std::move(job));
-  }
-  cv_.notify_all();
-  return n;
+  return queue_job(arena, Residence::host, after);
 }
 
 std::uint64_t GroupMover::prefetch(ArenaId arena, StreamHandle after) {
+  return queue_job(arena, Residence::device, after);
+}
+
+std::uint64_t GroupMover::queue_job(ArenaId arena, Residence to, StreamHandle after) {
   Job job;
   job.arena = arena;
-  job.to = Residence::device;
+  job.to = to;
   job.after = take_event();
   backend_.record(job.after, after);
   std::uint64_t n = 0;
   {
     std::lock_guard lk(mutex_);
+    if (to == Residence::host) {
+      // From now on no new tensor lands in it; set with the count, so that a job of the arena finishing
+      // now cannot reopen it (finish() reopens it once nothing is outstanding).
+      alloc_.set_arena_closed(arena, true);
+      ++eviction_jobs_;
+    } else {
+      ++prefetch_jobs_;
+    }
     ++outstanding_[arena];
-    ++prefetch_jobs_;
     n = ++requests_made_[arena];
     queue_.push_back(std::move(job));
   }

@@ -235,6 +235,8 @@ class GroupMover final : public Mover {
   void finish(Job& job);
   void retire_moves(Job& job, std::size_t end);
   EventHandle take_event();
+  /// evict() and prefetch(): queues the job moving `arena` to `to` after the work on `after` so far.
+  std::uint64_t queue_job(ArenaId arena, Residence to, StreamHandle after);
   void give_event(EventHandle e);
   /// How a move of `arena` towards `to` is verified: -1 not at all, 0 in full, else the sample stride.
   std::int64_t verify_stride(Residence to, ArenaId arena);

@@ -7,8 +7,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
+#include "profiler/detail/range_list.hpp"
 #include "profiler/page_tracer.hpp"
 
 namespace tierpack::detail {
@@ -58,5 +61,28 @@ struct ScanCounters {
 
 /// The host page size (the OS layer's, platform/host_os.hpp).
 std::size_t host_page_size() noexcept;
+
+/// The scanning tracers (soft-dirty, uffd-wp): the tracked ranges in a list, each armed when tracked, so
+/// that end_window() finds their written pages by scanning them. Reads are invisible to them.
+class ScanningTracer : public PageTracer {
+ public:
+  bool sees_reads() const override { return false; }
+  /// Checks the range (page-aligned, non-empty, overlapping no tracked one), arms it and lists it.
+  void track(void* addr, std::size_t bytes) final;
+  /// Drops [addr, addr + bytes) from the list (any part of a tracked range) and disarms what it held.
+  void untrack(void* addr, std::size_t bytes) noexcept final;
+  PageTracerStats stats() const override { return counters_.stats(); }
+
+ protected:
+  /// Arms [b, e): writes from now on show in the next scan, earlier ones not. Throws os_error. mu_ held.
+  virtual void arm(std::uintptr_t b, std::uintptr_t e) = 0;
+  /// Undoes arm() for [b, e), a part of a tracked range. mu_ held.
+  virtual void disarm(std::uintptr_t b, std::uintptr_t e) noexcept = 0;
+
+  const std::size_t page_ = host_page_size();
+  std::mutex mu_;
+  std::vector<AddressRange> ranges_;  ///< under mu_
+  ScanCounters counters_;
+};
 
 }  // namespace tierpack::detail

@@ -33,7 +33,7 @@ class StructuredWriter {
   virtual void boolean(bool v) = 0;
   virtual void null() = 0;
   /// The encoded document so far (complete once every container is closed; empty when streamed).
-  virtual const std::string& data() = 0;
+  const std::string& data() const { return out_; }
 
  protected:
   /// Called between values: passes the buffer on once it is large.
@@ -62,7 +62,6 @@ class JsonTextWriter final : public StructuredWriter {
   void f64(double v) override;
   void boolean(bool v) override;
   void null() override;
-  const std::string& data() override { return out_; }
 
  private:
   struct Level {
@@ -94,7 +93,6 @@ class PickleWriter final : public StructuredWriter {
   void f64(double v) override;
   void boolean(bool v) override;
   void null() override;
-  const std::string& data() override { return out_; }
 
  private:
   void item_done();

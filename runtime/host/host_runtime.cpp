@@ -282,6 +282,16 @@ void HostRuntime::on_op_begin(OpIndex op) {
 }
 void HostRuntime::on_op_end(OpIndex op) { issue_moves(op); }
 
+ExecutionLog HostRuntime::take_execution_log() {
+  std::lock_guard lock(exec_mu_);
+  return executor_ ? executor_->take_log() : ExecutionLog{};
+}
+
+ExecutionLog HostRuntime::execution_log_so_far() {
+  std::lock_guard lock(exec_mu_);
+  return executor_ ? executor_->log_so_far() : ExecutionLog{};
+}
+
 IterationStats HostRuntime::last_iteration() const {
   std::lock_guard lock(mu_);
   return last_;

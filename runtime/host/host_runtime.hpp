@@ -104,6 +104,14 @@ class HostRuntime {
   void on_op_begin(OpIndex op);
   void on_op_end(OpIndex op);
 
+  /// What the schedule executor did in the iteration so far (ScheduleExecutor::take_log: each move it
+  /// issued, with its times from the executor's clock zero, ExecutionLog::began); clears it. Empty when
+  /// there is no plan. Take it after end_iteration() and before the next begin_iteration(), which
+  /// restarts the clock.
+  ExecutionLog take_execution_log();
+  /// The same log so far, left in place (ScheduleExecutor::log_so_far), to watch moves end while the
+  /// iteration runs.
+  ExecutionLog execution_log_so_far();
   /// Stats of the last finished iteration, and of the current one so far.
   IterationStats last_iteration() const;
   IterationStats current_iteration() const;

@@ -253,8 +253,6 @@ void RunController::install_plan(Plan plan, std::int64_t first_seq) {
   auto rt = std::make_unique<host::HostRuntime>(config_, topo);
   rt->set_plan(plan);
   plan_ = std::move(plan);
-  moves_after_.clear();
-  for (std::size_t i = 0; i < plan_.schedule.size(); ++i) moves_after_[plan_.schedule[i].issue_after].push_back(i);
   // A runtime without a plan (no profiling arena) keeps taking back its blocks through RunMemory:
   // released, never destroyed (tensors from it may live to the end of the process).
   (void)runtime_.release();
@@ -312,7 +310,7 @@ void RunController::sample(std::uint64_t t_ns) {
   if (auto s = runtime_->slow_tier(); s && *s != runtime_->fast_tier()) add(*s, 0);
 }
 
-void RunController::check_arena_move(const MeasuredMove& m) {
+void RunController::check_arena_move(std::int32_t iteration, const Move& m) {
   const auto entries = runtime_->foreign().group_entries(m.group);
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> ranges;
   for (const auto& e : entries)
@@ -322,7 +320,7 @@ void RunController::check_arena_move(const MeasuredMove& m) {
   std::map<int, std::uint64_t> nodes;
   count_nodes(alloc.os(), ranges, nodes);
   ArenaMoveCheck c;
-  c.iteration = iteration_now_;
+  c.iteration = iteration;
   c.group = m.group;
   c.kind = m.kind;
   c.node = alloc.node_of(m.to);
@@ -345,35 +343,65 @@ void RunController::on_op_end(std::string_view) noexcept {
   if (!follow_ops_.load(std::memory_order_relaxed) || t_open_ops.empty()) return;
   const std::int32_t op = t_open_ops.back();
   t_open_ops.pop_back();
+  try {
+    std::lock_guard lock(mu_);
+    // Before this op's moves are issued: a move over by now is seen where it left the pages.
+    if (iteration_now_ == apply_from_) check_arena_moves(runtime_->execution_log_so_far());
+  } catch (...) {
+  }
   runtime_->on_op_end(op);
   try {
     std::lock_guard lock(mu_);
-    const std::uint64_t t = since_ns(iter_start_);
-    if (!pending_.empty()) {
-      auto& mover = runtime_->mover();
-      const bool check = iteration_now_ == apply_from_;
-      std::erase_if(pending_, [&](std::size_t i) {
-        if (mover.in_flight(moves_now_[i].group)) return false;
-        moves_now_[i].end_ns = t;
-        // Only the group's latest move: an earlier one may have ended long before its group went idle.
-        bool latest = true;
-        for (std::size_t j = i + 1; j < moves_now_.size(); ++j) latest = latest && moves_now_[j].group != moves_now_[i].group;
-        if (check && latest) check_arena_move(moves_now_[i]);
-        return true;
-      });
-    }
-    // Mirror what the runtime just issued (it issues nothing once the iteration left the plan).
-    if (auto it = moves_after_.find(op); it != moves_after_.end() && runtime_->has_plan() &&
-                                         runtime_->current_iteration().divergence.empty()) {
-      for (std::size_t i : it->second) {
-        const Move& m = plan_.schedule[i];
-        pending_.push_back(moves_now_.size());
-        moves_now_.push_back({m.group, m.kind, m.from, m.to, m.bytes, t, t});
-      }
-    }
-    sample(t);
+    sample(since_ns(iter_start_));
   } catch (...) {
   }
+}
+
+// Where the tensors from before the plan are when a move of their group is over, in the first planned
+// iteration: at each op end, before the op's moves are issued (the moves seen over since the last), and at
+// the iteration's end. Only a move that is still its group's latest one when seen over: a later move of the
+// group may be taking the pages on.
+void RunController::check_arena_moves(const ExecutionLog& log) {
+  // mu_ held
+  seen_over_.resize(log.moves.size(), false);
+  for (std::size_t i = 0; i < log.moves.size(); ++i) {
+    const ExecutedMove& e = log.moves[i];
+    if (seen_over_[i] || !e.done) continue;
+    seen_over_[i] = true;
+    const bool latest = std::none_of(log.moves.begin() + static_cast<std::ptrdiff_t>(i) + 1, log.moves.end(),
+                                     [&](const ExecutedMove& later) { return later.move.group == e.move.group; });
+    if (latest) check_arena_move(iteration_now_, e.move);
+  }
+}
+
+// The moves of the iteration are the schedule executor's log (HostRuntime::take_execution_log): each move
+// the runtime issued, from the end of the op it was due after (the moves due before the iteration: from the
+// iteration's start) to the first op begin after the mover finished it (the executor asks the mover at op
+// begins, at most every 0.2 ms), or to the iteration's end (step_ns) when it was still moving. Tiers are
+// the runtime's, which are the plan's (runtime_topology keeps their ids, HostRuntime::set_plan maps by name).
+// The two clocks differ: the executor's starts in HostRuntime::begin_iteration (begin_op_iteration), which
+// on_iteration calls before it takes iter_start_ (install_plan too, before plan_from_profile returns), so
+// the log's times run ahead of the controller's by that gap, microseconds. They are put on the controller's
+// clock, the one of step_ns and the occupancy samples: minus the gap; a move issued in the gap (those due
+// before the iteration) starts at 0.
+std::vector<MeasuredMove> RunController::take_moves(std::int32_t ended, std::uint64_t step_ns) {
+  // mu_ held
+  const ExecutionLog log = runtime_->take_execution_log();
+  const std::int64_t ahead = std::chrono::duration_cast<std::chrono::nanoseconds>(iter_start_ - log.began).count();
+  auto ours = [&](std::uint64_t t) {
+    return std::min(static_cast<std::uint64_t>(std::max<std::int64_t>(static_cast<std::int64_t>(t) - ahead, 0)),
+                    step_ns);
+  };
+  std::vector<MeasuredMove> moves;
+  moves.reserve(log.moves.size());
+  for (const ExecutedMove& e : log.moves) {
+    const Move& m = e.move;
+    const std::uint64_t start = ours(e.start_ns);
+    moves.push_back({m.group, m.kind, m.from, m.to, m.bytes, start, std::max(ours(e.end_ns), start)});
+  }
+  if (ended == apply_from_) check_arena_moves(log);
+  seen_over_.clear();
+  return moves;
 }
 
 void RunController::on_iteration(std::int32_t ended, IterationSource source) noexcept {
@@ -386,14 +414,13 @@ void RunController::on_iteration(std::int32_t ended, IterationSource source) noe
       runtime_->end_iteration();
       rec.planned = true;
       rec.stats = runtime_->last_iteration();
-      if (!moves_now_.empty() || !occ_now_.empty()) {
+      std::vector<MeasuredMove> moves = take_moves(ended, rec.step_ns);
+      if (!moves.empty() || !occ_now_.empty()) {
         occ_last_.swap(occ_now_);
-        moves_last_.swap(moves_now_);
+        moves_last_ = std::move(moves);
         sampled_ = ended;
       }
       occ_now_.clear();
-      moves_now_.clear();
-      pending_.clear();
       if (!rec.stats.divergence.empty())
         session_.log("iteration " + std::to_string(ended) + " left the plan: " + rec.stats.divergence);
     }

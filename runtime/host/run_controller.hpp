@@ -65,7 +65,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "core/config.hpp"
@@ -115,8 +114,8 @@ class RunMemory final : public HostMemory {
   std::atomic<std::uint64_t> allocations_{0};
 };
 
-/// Where the pages of the tensors from before the plan of a group were when a move of the group
-/// ended (move_pages status), in the first planned iteration: Note [Tensors from before the plan].
+/// Where the pages of the tensors from before the plan of a group were when a move of the group was
+/// seen over (move_pages status), in the first planned iteration: Note [Tensors from before the plan].
 struct ArenaMoveCheck {
   std::int32_t iteration = 0;
   GroupId group = 0;
@@ -163,8 +162,15 @@ class RunController final : public EventListener {
  private:
   Topology runtime_topology(const Plan& plan);
   void settle_arena_tensors(const Plan& plan);
-  /// Records where the group's arena tensors are now that `m` ended (mu_ held).
-  void check_arena_move(const MeasuredMove& m);
+  /// Records where the group's arena tensors are now that `m`, its latest move so far in `iteration`, is
+  /// over (mu_ held).
+  void check_arena_move(std::int32_t iteration, const Move& m);
+  /// check_arena_move for each move of the executor's log of the iteration seen over for the first time
+  /// while still its group's latest (mu_ held).
+  void check_arena_moves(const ExecutionLog& log);
+  /// The moves the runtime issued in iteration `ended` (`step_ns` long), from the executor's log, on
+  /// iter_start_'s clock; checks the arena tensors' moves in the first planned iteration (mu_ held).
+  std::vector<MeasuredMove> take_moves(std::int32_t ended, std::uint64_t step_ns);
   void sample(std::uint64_t t_ns);
   void write_stats() noexcept;
   /// Pages by NUMA node (move_pages status) of the runtime's live blocks and of the profiling arena's
@@ -177,7 +183,6 @@ class RunController final : public EventListener {
   RunMemory* memory_;
   std::unique_ptr<host::HostRuntime> runtime_;  // never destroyed before the process ends
   Plan plan_;
-  std::unordered_map<OpIndex, std::vector<std::size_t>> moves_after_;  // issue_after -> schedule indices
   std::uint64_t arena_fast_bytes_ = 0;          // tensors from before the plan on the fast tier after install
   std::uint64_t arena_moved_bytes_ = 0;         // ... on the slow tier after install
   std::vector<std::string> emulated_;           // tiers emulated on node 0 (Note [Tiers this machine lacks])
@@ -193,11 +198,11 @@ class RunController final : public EventListener {
   std::chrono::steady_clock::time_point iter_start_;
   std::vector<RunIterationRecord> iterations_;
   std::vector<OccupancySample> occ_now_, occ_last_;
-  std::vector<MeasuredMove> moves_now_, moves_last_;
-  std::vector<std::size_t> pending_;  // indices into moves_now_ not yet seen complete
+  std::vector<MeasuredMove> moves_last_;
   std::int32_t sampled_ = -1;
   std::int32_t iteration_now_ = 0;            // the iteration under way
   std::vector<ArenaMoveCheck> arena_checks_;  // first planned iteration only
+  std::vector<bool> seen_over_;               // ... its log's moves seen over (check_arena_moves)
   std::atomic<bool> finished_{false};
 };
 

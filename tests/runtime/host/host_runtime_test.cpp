@@ -68,6 +68,7 @@ TEST(HostRuntime, WithoutAPlanEverythingGoesToTheDefaultClassOnTheFastTier) {
   rt.deallocate(p);
   rt.end_iteration();
   EXPECT_EQ(rt.last_iteration().unplanned, 1u);
+  EXPECT_TRUE(rt.take_execution_log().moves.empty()) << "no plan, no executor";
   EXPECT_NE(rt.plan_summary().find("no plan"), std::string::npos) << rt.plan_summary();
 }
 
@@ -99,6 +100,7 @@ TEST(HostRuntime, RoutesBySequencePositionAndMovesAtOpBoundaries) {
       rt.on_op_end(op);
     }
     for (int i = 0; i < (64 << 10); ++i) ASSERT_EQ(b[i], 9);
+    EXPECT_EQ(rt.execution_log_so_far().moves.size(), 2u) << "looked at, not taken";
     for (void* p : {a, b, c, d}) rt.deallocate(p);
     rt.end_iteration();
     const IterationStats s = rt.last_iteration();
@@ -110,6 +112,18 @@ TEST(HostRuntime, RoutesBySequencePositionAndMovesAtOpBoundaries) {
     EXPECT_EQ(s.moves.moves_late, 0u);
     EXPECT_GT(s.moves.bytes_to_slow, 0u);
     EXPECT_GT(s.moves.bytes_to_fast, 0u);
+    // The executor's log of the iteration (what `tierpack run` writes as the statistics' moves).
+    const ExecutionLog log = rt.take_execution_log();
+    ASSERT_EQ(log.moves.size(), 2u);
+    EXPECT_EQ(log.moves[0].move.kind, MoveKind::evict);
+    EXPECT_EQ(log.moves[1].move.kind, MoveKind::prefetch);
+    for (const ExecutedMove& m : log.moves) {
+      EXPECT_EQ(m.move.group, 1u);
+      EXPECT_TRUE(m.done) << "the synchronous mover is done at submit";
+      EXPECT_LE(m.start_ns, m.end_ns);
+    }
+    EXPECT_LE(log.moves[0].start_ns, log.moves[1].start_ns);
+    EXPECT_TRUE(rt.take_execution_log().moves.empty()) << "taking the log clears it";
   }
 }
 
@@ -133,6 +147,7 @@ TEST(HostRuntime, ADivergentIterationFallsBackAndSaysWhyThenThePlanIsTurnedOff) 
     EXPECT_NE(s.divergence.find("allocation 1 is 12345 bytes, the plan expected 65536"), std::string::npos)
         << s.divergence;
     EXPECT_EQ(s.moves.moves_submitted, 0u);
+    EXPECT_TRUE(rt.take_execution_log().moves.empty());
     // What `tierpack run` reports (issue 26): in force at the start, not followed, turned off after the
     // limit's diverged iteration in a row.
     EXPECT_TRUE(s.had_plan);

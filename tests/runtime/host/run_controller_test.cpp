@@ -131,6 +131,15 @@ TEST(RunController, ProfilesPlansAndAppliesFromTheNextIteration) {
     }
   }
   EXPECT_EQ(planned, 3);
+  // The sampled iteration's moves: each one the runtime issued (the executor's log), within the iteration.
+  for (const auto& it : r["iterations"]) {
+    if (it["index"] != j["sampled_iteration"]) continue;
+    EXPECT_EQ(j["moves"].size(), it["moves"]["moves_submitted"].get<std::size_t>()) << it.dump();
+    for (const auto& m : j["moves"]) {
+      EXPECT_LE(m["start_ns"].get<std::uint64_t>(), m["end_ns"].get<std::uint64_t>()) << m.dump();
+      EXPECT_LE(m["end_ns"].get<std::uint64_t>(), it["step_ns"].get<std::uint64_t>()) << m.dump();
+    }
+  }
   // The parameter from before the plan was carried by the runtime (Note [Tensors from before the
   // plan]): its bytes counted on the tiers, and its free dropped it so no later move touches it.
   EXPECT_EQ(r["arena_fast_bytes"].get<std::uint64_t>() + r["arena_slow_bytes"].get<std::uint64_t>(), param_bytes) << r.dump();
