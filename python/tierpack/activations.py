@@ -160,12 +160,13 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
     every step (tierpack.cuda registers it as a global optimizer pre-step hook).
     """
 
-    def __init__(self, torch, transport, planner, budget_bytes, allocated, max_allocated, reset_peak,
-                 set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB, fill=0.95,
-                 divergences=3, replans=2, hard_limit=False, budget_fraction=None, stats_out="",
+    def __init__(self, torch, transport, planner, budget_bytes, allocated, max_allocated, reset_peak, *,
+                 fill, fits_fraction, divergences,  # the settings' (tierpack.cuda.settings(): one default each)
+                 set_limit=None, record_iteration=3, device_type="cuda", min_bytes=MiB,
+                 replans=2, hard_limit=False, budget_fraction=None, stats_out="",
                  empty_cache=None, optimizer_state=False, capacity=None, log=None, max_reserved=None,
                  reserved_replans=4, room_replans=2, recompute=True, recompute_bytes_per_s=2e12, memory_state=None,
-                 fits_fraction=0.98, gc_freeze=False, recompute_blocks=True, host_time=True, timed_iterations=2,
+                 gc_freeze=False, recompute_blocks=True, host_time=True, timed_iterations=2,
                  stream_step=False, step_chunk_bytes=128 << 20):
         self.torch = torch
         self.recompute_blocks = bool(recompute_blocks)  # Note [Block recompute] in module_recompute.py

@@ -368,11 +368,20 @@ def train(iterations, mover=None, data=None, views=False, autocast=False, swiglu
     return losses, [p.grad.clone() for p in model.parameters()]
 
 
+def setting_defaults(lib):
+    """StorageMover's fill, fits_fraction and divergences as libtierpack_cuda.so parsed the settings (one default
+    each: tierpack.cuda.settings())."""
+    settings = json.loads(lib.tierpack_settings_json().decode())
+    return {key: settings["gpu_" + key] for key in ("fill", "fits_fraction", "divergences")}
+
+
 def make_mover(budget, device=None, transport=None, poked=True, **kw):
     """A mover on the pretend device with the test transport and the real planner; poked: the device's peak
     follows every call (bench/gpu/hook_cost.py leaves it out: it costs more than the hooks)."""
     device = device or Device()
     lib = _native.cuda_library(LIB)
+    for key, value in setting_defaults(lib).items():
+        kw.setdefault(key, value)
     kw.setdefault("optimizer_state", True)
     kw.setdefault("min_bytes", 16 << 10)
     kw.setdefault("log", lambda m: None)
@@ -1584,7 +1593,7 @@ class StorageMoverTest(unittest.TestCase):
         mover = StorageMover(torch, lambda d: SlowTransport(), plan_with_library(lib), budget_bytes=None,
                              budget_fraction=0.6, hard_limit=True, optimizer_state=True, allocated=dev.allocated, max_allocated=dev.max_allocated,
                              reset_peak=dev.reset_peak, set_limit=dev.set_limit, device_type="cpu",
-                             min_bytes=16 << 10, log=lambda m: None)
+                             min_bytes=16 << 10, log=lambda m: None, **setting_defaults(lib))
         dev.mover = mover
         poke(mover, dev)
         self.check_same(ref, train(self.ITER, mover))
