@@ -194,15 +194,10 @@ def render(results, base, a):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--child")
-    ap.add_argument("--alloc-budget", type=float)
+    sys.path.insert(0, HERE)
+    from gpt2_bench import add_run_args  # (gpt2_bench imports torch only in its functions)
+    add_run_args(ap)
     ap.add_argument("--ranks", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--tierpack-warmup", type=int, default=6)
-    ap.add_argument("--layers", type=int, default=36)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--budgets", default="60,45")
     ap.add_argument("--share-gpu", action="store_true",
                     help="all ranks on GPU 0 with the gloo backend (a one-GPU machine); peaks are the GPU's / ranks")

@@ -334,10 +334,10 @@ def child(args, mode, budget=None, alloc_budget=None, warmup=None, timeout=None)
     return {"mode": mode, "budget": budget, "error": f"exit {p.returncode}", "stderr": p.stderr[-4000:]}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_run_args(ap):
+    """The options this bench and ddp_bench.py share: the child's mode and per-process budget, the steps, the
+    model's size."""
     ap.add_argument("--child")
-    ap.add_argument("--budget", type=float)
     ap.add_argument("--alloc-budget", type=float)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
@@ -345,6 +345,12 @@ def main():
     ap.add_argument("--layers", type=int, default=36)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=1024)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_args(ap)
+    ap.add_argument("--budget", type=float)
     ap.add_argument("--budgets", default="100,75,60,45,35")
     ap.add_argument("--modes", default="default,ckpt,save_on_cpu,tierpack")
     ap.add_argument("--lib", default=os.path.join(ROOT, "build", "lib", "libtierpack_cuda.so"))

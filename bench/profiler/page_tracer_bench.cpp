@@ -74,28 +74,9 @@ void UntracedFault(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * pages));
 }
 
-/// Touch + end_window per iteration: the whole cost of tracing one window.
-void Traced(benchmark::State& state, const char* kind) {
-  const auto pages = static_cast<std::size_t>(state.range(0)), stride = static_cast<std::size_t>(state.range(1));
-  Region r(pages * stride);
-  auto t = make(kind, state);
-  if (!t) return;
-  t->track(r.base, r.bytes);
-  std::vector<PageTouch> out;
-  out.reserve(pages);
-  char v = 0;
-  for (auto _ : state) {
-    touch(r, pages, stride, ++v);
-    out.clear();
-    t->end_window(out);
-  }
-  if (out.size() != pages) state.SkipWithError("tracer reported a different number of pages");
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * pages));
-  state.counters["dropped"] = static_cast<double>(t->stats().dropped);
-}
-
-/// Only end_window, timed by hand after an untimed touch loop.
-void WindowEndOnly(benchmark::State& state, const char* kind) {
+/// Touch + end_window per iteration: the whole cost of tracing one window; `window_end_only`: only end_window,
+/// timed by hand after an untimed touch loop.
+void Traced(benchmark::State& state, const char* kind, bool window_end_only) {
   const auto pages = static_cast<std::size_t>(state.range(0)), stride = static_cast<std::size_t>(state.range(1));
   Region r(pages * stride);
   auto t = make(kind, state);
@@ -109,10 +90,12 @@ void WindowEndOnly(benchmark::State& state, const char* kind) {
     out.clear();
     const auto start = std::chrono::steady_clock::now();
     t->end_window(out);
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (window_end_only)
+      state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   if (out.size() != pages) state.SkipWithError("tracer reported a different number of pages");
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * pages));
+  state.counters["dropped"] = static_cast<double>(t->stats().dropped);
 }
 
 void Args(benchmark::internal::Benchmark* b) {
@@ -126,9 +109,9 @@ void Args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(Untraced)->Apply(Args);
 BENCHMARK(UntracedFault)->Apply(Args)->UseManualTime();
-BENCHMARK_CAPTURE(Traced, Mprotect, "mprotect")->Name("Mprotect")->Apply(Args);
-BENCHMARK_CAPTURE(Traced, UffdWp, "uffd-wp")->Name("UffdWp")->Apply(Args);
-BENCHMARK_CAPTURE(WindowEndOnly, Mprotect, "mprotect")->Name("MprotectWindowEnd")->Apply(Args)->UseManualTime();
-BENCHMARK_CAPTURE(WindowEndOnly, UffdWp, "uffd-wp")->Name("UffdWpScan")->Apply(Args)->UseManualTime();
+BENCHMARK_CAPTURE(Traced, Mprotect, "mprotect", false)->Name("Mprotect")->Apply(Args);
+BENCHMARK_CAPTURE(Traced, UffdWp, "uffd-wp", false)->Name("UffdWp")->Apply(Args);
+BENCHMARK_CAPTURE(Traced, MprotectWindowEnd, "mprotect", true)->Name("MprotectWindowEnd")->Apply(Args)->UseManualTime();
+BENCHMARK_CAPTURE(Traced, UffdWpScan, "uffd-wp", true)->Name("UffdWpScan")->Apply(Args)->UseManualTime();
 
 BENCHMARK_MAIN();
