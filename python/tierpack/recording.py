@@ -20,9 +20,8 @@ every call, and move nothing when the recorded live peak fits the device; their 
 recorded ones call by call when they made the same calls, each call's the least of them (and the step's). The
 recorded iteration's live bytes at a call are the allocator's plus what the warm-up's reactive moves let go and is
 not back, less what of that is still held (the program keeps a block's input until its residual add; a weak
-reference per storage let go says so): counted twice, HF GPT-2 large's recorded live peak was 47.18 GiB against
-44.37 GiB in the iterations without moves, and its plan at 100% of the default peak copied 3.2 GiB each way
-(bench/results/gpu-h200-2026-12-11-1, call 1). One
+reference per storage let go says so): the allocator counts those already (CPU-tested; HF GPT-2 large's recorded
+peak above its peak without moves came from the module calls' holds instead, Note [Holds]). One
 timed iteration, right after the recorded one, measured GPT-2 large's step at 305.5 ms where its planned steps,
 making 20 GB again, took 258-284 ms, and the T5-style model's at 609 ms against a default step of 245 ms
 (bench/results/gpu-h200-2026-12-03-1, call 4): the plans were predicted 25% slow. The plan is made at the last
@@ -96,11 +95,12 @@ class Recording:
         self._reset_peak(dev)
         live = self._allocated(dev)
         absent = self._absent - self._still_held()
-        hold = self._modules.held_now() if self._modules.holding else 0  # Note [Holds]
+        # Note [Holds]: what the calls hold now; the window up to the next call is counted less the same (a hold
+        # that begins in it adds its bytes there: an input held from its call's end was live until then anyway)
+        hold = self._modules.held_now() if self._modules.holding else 0
         if self._events:
             last = self._events[-1]
             last["window_peak"] = max(last["window_peak"], peak + last["absent"])
-            last["hold"] = max(last["hold"], hold)
         seen = self._seen
         while len(seen) <= rec.index:
             r = self._by_index[len(seen)]
