@@ -178,7 +178,7 @@ def run_child(a):
         opt.step()
         return loss
 
-    losses, warm, times = [], [], []
+    losses, warm, times, issued = [], [], [], []
     for i in range(a.warmup):
         t0 = time.perf_counter()
         losses.append(step(i).item())
@@ -188,6 +188,7 @@ def run_child(a):
     for i in range(a.steps):
         t0 = time.perf_counter()
         loss = step(a.warmup + i)
+        issued.append(time.perf_counter() - t0)  # the host's time to queue the step: near the step, host-bound
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
         losses.append(loss.item())
@@ -216,7 +217,7 @@ def run_child(a):
         torch.cuda.memory._record_memory_history(enabled=None)
     res = {"model": a.model, "mode": a.mode, "budget": a.budget, "alloc_budget": a.alloc_budget,
            "median_step_s": med, "units_per_s": units / med, "unit": unit, "peak_bytes": peak, "losses": losses,
-           "warmup_step_s": warm, "step_s": times, "context_bytes": context,
+           "warmup_step_s": warm, "step_s": times, "issued_s": issued, "context_bytes": context,
            "torch_max_reserved": torch.cuda.max_memory_reserved(), "torch_stats": torch_stats,
            "stream_profile": profile, "gpu_options": a.gpu_options}
     if tc is not None:
@@ -421,6 +422,14 @@ def step_notes(rows):
     """Per tierpack row, each timed step beside what the hooks' host, Python's collector and new pinned memory
     took in its iteration: which of them a slow step had more of (Note [Python's collector])."""
     lines = []
+    for r in rows:
+        if r.get("failed") or not r.get("issued_s"):
+            continue
+        # the host's time to queue each timed step (before the step's synchronize): a step within a few ms of
+        # it waited for the host (host-bound), one well over it for the GPU
+        lines.append("- %s %s: steps %s ms, queued by the host in %s ms" % (
+            r["mode"], budget_label(r), [round(t * 1e3) for t in r["step_s"]],
+            [round(t * 1e3) for t in r["issued_s"]]))
     for r in rows:
         timed = timed_iterations(r)
         if r.get("failed") or not timed or len(timed) != len(r.get("step_s", [])):
