@@ -21,6 +21,8 @@ Modes, each in a fresh process:
   tierpack-copy       the same with recompute:off (copies only: what making storages again saves)
   tierpack+ckpt       the same under ckpt, at --ckpt-budgets % of ckpt's peak
   tierpack+compile    the same under torch.compile, at --compile-budgets % of compile's peak
+  tierpack+compile-0.5  the same under torch.compile with activation_memory_budget 0.5 (the compiler recomputes,
+                      tierpack copies the rest out), at --compile-budgets % of compile's peak (no memory budget)
 
 Per cell: median step (CUDA-synchronised wall time per step over --steps after the warm-up), NVML peak (device
 memory in use, sampled every millisecond over the timed steps, less the process's baseline), bytes each way per
@@ -157,7 +159,7 @@ def run_child(a):
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     ckpt = a.mode in ("ckpt", "tierpack+ckpt")
-    compiled = a.mode.startswith("compile") or a.mode == "tierpack+compile"
+    compiled = a.mode.startswith("compile") or a.mode.startswith("tierpack+compile")
     with torch.device("cuda"):
         torch.ones(1)
         context = max(sampler.used() - sampler.base - torch.cuda.memory_reserved(), 0)
@@ -533,7 +535,7 @@ def main():
     models = [m for m in a.models.split(",") if m]
     modes = [m for m in a.modes.split(",") if m]
     known = {"default", "ckpt", "compile-0.5", "compile-0.1", "compile", "tierpack", "tierpack-copy", "tierpack+ckpt",
-             "tierpack+compile"}
+             "tierpack+compile", "tierpack+compile-0.5"}
     bad = [m for m in modes if m not in known]
     if bad or not models:
         raise SystemExit("models_bench: unknown mode(s) %s (known: %s)" % (", ".join(bad), ", ".join(sorted(known))))
@@ -553,12 +555,14 @@ def main():
             continue
         ctx = base["context_bytes"]
 
-        def budgeted(mode, of, pct_list, of_name=None):
+        def budgeted(mode, of, pct_list, of_name=None, compile_budget=None):
             for pct in pct_list:
                 b = of * pct / 100.0
-                r = child(a, model, mode, a.tierpack_warmup, budget=b, alloc_budget=max(b - ctx, 1 << 30))
+                r = child(a, model, mode, a.tierpack_warmup, budget=b, alloc_budget=max(b - ctx, 1 << 30),
+                          compile_budget=compile_budget)
                 r["budget_pct"] = pct
-                r["budget_of"] = of_name or {"tierpack+ckpt": "ckpt", "tierpack+compile": "compile"}.get(mode, "default")
+                r["budget_of"] = of_name or ("compile" if mode.startswith("tierpack+compile") else
+                                             {"tierpack+ckpt": "ckpt"}.get(mode, "default"))
                 r.setdefault("budget", b)
                 rows.append(r)
 
@@ -579,10 +583,11 @@ def main():
                 ck = next((r for r in rows if r["mode"] == "ckpt" and not r.get("failed")), None)
                 if ck:
                     budgeted("tierpack+ckpt", ck["peak_bytes"], pcts(a.ckpt_budgets))
-            elif mode == "tierpack+compile":
+            elif mode in ("tierpack+compile", "tierpack+compile-0.5"):
                 co = next((r for r in rows if r["mode"] == "compile" and not r.get("failed")), None)
                 if co:
-                    budgeted("tierpack+compile", co["peak_bytes"], pcts(a.compile_budgets))
+                    budgeted(mode, co["peak_bytes"], pcts(a.compile_budgets),
+                             compile_budget=0.5 if mode.endswith("-0.5") else None)
         t_rows, lines = table(a, model, rows, a.commit)
         all_rows += t_rows
         results += rows
