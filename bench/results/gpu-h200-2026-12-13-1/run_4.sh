@@ -13,7 +13,7 @@ O=/tmp/call$N; rm -rf $O /tmp/logs; mkdir -p $O
 cat $O/env$N.txt
 START=$(date +%s)
 run() {  # name model modes budgets timeout [gpu-options]
-  left=$(( 575 - ($(date +%s) - START) ))
+  left=$(( 330 - ($(date +%s) - START) ))
   t=$5; [ $left -lt $t ] && t=$left
   [ $t -lt 40 ] && { echo "== $1: skipped, $left s left"; return; }
   timeout $t python3 bench/gpu/models_bench.py --lib $TIERPACK_CUDA_LIB --steps 4 --warmup 3 --tierpack-warmup 18 \
@@ -24,6 +24,6 @@ run() {  # name model modes budgets timeout [gpu-options]
   { echo; echo "## iterations (bench/gpu/iterations_table.py)"; python3 bench/gpu/iterations_table.py $O/call${N}_$1.json 2>&1; } >> $O/call${N}_$1.txt
   tar czf $OUT/call${N}.tgz -C /tmp call$N logs 2>/dev/null
 }
-run hf-gpt2-stream hf-gpt2 compile,tierpack+compile,tierpack+compile-0.5 60 300 step:stream,limit:hard
+run hf-gpt2-stream hf-gpt2 compile,tierpack+compile,tierpack+compile-0.5 60 330 step:stream,limit:hard
 run resnet50 resnet50 compile,compile-0.5,tierpack+compile-0.5 60 200
 grep -h "plan from\|allocator held\|runs .* a step\|compiled" /tmp/logs/*/*tierpack*.log | cut -c1-200 | tail -30
