@@ -167,7 +167,7 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
                  empty_cache=None, optimizer_state=False, capacity=None, log=None, max_reserved=None,
                  reserved_replans=4, room_replans=2, recompute=True, recompute_bytes_per_s=2e12, memory_state=None,
                  gc_freeze=False, recompute_blocks=True, host_time=True, timed_iterations=2,
-                 stream_step=False, step_chunk_bytes=128 << 20):
+                 stream_step=False, step_chunk_bytes=128 << 20, stats_every_s=1.0):
         self.torch = torch
         self.recompute_blocks = bool(recompute_blocks)  # Note [Block recompute] in module_recompute.py
         self._pinned_before = 0   # the transport's pinned bytes at the iteration's start
@@ -201,7 +201,7 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
         self._init_measured_plans(host_time)
         self._init_optimizer_state(optimizer_state, stream_step, step_chunk_bytes)
         self._init_collector(gc_freeze)
-        self._init_stats(stats_out)
+        self._init_stats(stats_out, stats_every_s)
         self._modules = ModuleRecompute(self)  # Note [Module recompute]
         self._module_hooks = []
         self._begin_iteration()
@@ -317,8 +317,7 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
             self._queue_remake_times(d)
             del self.history[:-200]
             self._release_all()
-            if self.stats_out and self.device is not None:
-                self._write_stats()
+            self._stats_due()  # Note [Statistics file]
             self.iteration += 1
             # The next iteration starts now, after this bookkeeping (a recorded iteration's ends with a
             # synchronisation per call): marked at the top, the timed iteration's GPU times counted the GPU

@@ -108,8 +108,7 @@ class Budget:
         state = self._memory_state(self.device) if self._memory_state is not None else None
         if state is not None:
             self.out_of_memory_state = dict(state, iteration=self.iteration, size=size, limit=limit)
-            if self.stats_out and self.device is not None:
-                self._write_stats()  # the process may end with the error: the file says what happened
+            self.write_stats()  # the process may end with the error: the file says what happened
             held = ("; the allocator held %.2f GiB with %.2f GiB live: %.2f GiB free in %d gap(s) between live "
                     "blocks (largest %.1f MiB) that it could not give back"
                     % (state["reserved"] / gib, state["allocated"] / gib, state["free_mapped"] / gib,

@@ -490,7 +490,8 @@ class StorageMoverTest(unittest.TestCase):
         logs = []
         d = tempfile.TemporaryDirectory()
         self.addCleanup(d.cleanup)
-        mover, dev = make_mover(int(peak * 0.6), log=logs.append, stats_out=os.path.join(d.name, "s.json"))
+        mover, dev = make_mover(int(peak * 0.6), log=logs.append, stats_out=os.path.join(d.name, "s.json"),
+                                stats_every_s=0)  # the file at every iteration's end (Note [Statistics file])
         poked, spike = mover.pack, {"on": False, "done": False}
 
         def pack(t):
@@ -526,7 +527,7 @@ class StorageMoverTest(unittest.TestCase):
         d = tempfile.TemporaryDirectory()
         self.addCleanup(d.cleanup)
         mover, dev = make_mover(int(self.saved_peak() * 0.4), stream_step=True, step_chunk_bytes=128 << 10,
-                                recompute=False, stats_out=os.path.join(d.name, "s.json"))
+                                recompute=False, stats_out=os.path.join(d.name, "s.json"), stats_every_s=0)
         seen = []  # state bytes on the device at each chunk's update
         real_step = torch.optim.AdamW.step.__wrapped__
 
@@ -980,13 +981,44 @@ class StorageMoverTest(unittest.TestCase):
         self.assertIn("under the budget's limit", logs[-1])
         self.assertIn("limit:soft", logs[-1])
 
+    def test_the_statistics_file_is_rewritten_when_due_and_at_exit(self):
+        # Note [Statistics file]: within stats_every_s the file is rewritten only when the phase or the plan in force
+        # changed (not at every iteration's end), and the process's exit writes the iterations left out
+        import subprocess
+        import tempfile
+        peak = self.saved_peak()
+        with tempfile.TemporaryDirectory() as d:
+            mover, dev = make_mover(int(peak * 0.6), stats_out=os.path.join(d, "s.json"), stats_every_s=3600)
+            writes, write = [], mover._write_stats
+            mover._write_stats = lambda: (writes.append((mover.phase, mover.plan_summary)), write())[1]
+            train(self.ITER, mover)
+            self.assertTrue(0 < len(writes) < self.ITER, writes)
+            self.assertTrue(all(a != b for a, b in zip(writes, writes[1:])), writes)  # each at a change
+            with open(os.path.join(d, "s.gpu0.json")) as f:
+                before = [it["iteration"] for it in json.load(f)["iterations"]]
+            mover.write_stats()
+            with open(os.path.join(d, "s.gpu0.json")) as f:
+                self.assertEqual([it["iteration"] for it in json.load(f)["iterations"]],
+                                 [h["iteration"] for h in mover.history])
+            self.assertLess(len(before), len(mover.history))
+            path = os.path.join(d, "exit.json")
+            script = ("import storage_mover_test as t\n"
+                      "m, _ = t.make_mover(%d, stats_out=%r, stats_every_s=3600)\n"
+                      "t.train(%d, m)\n" % (int(peak * 0.6), path, self.ITER))
+            p = subprocess.run([sys.executable, "-c", script], cwd=os.path.dirname(os.path.abspath(__file__)),
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+            with open(os.path.join(d, "exit.gpu0.json")) as f:
+                self.assertEqual([it["iteration"] for it in json.load(f)["iterations"]],
+                                 list(range(1, self.ITER + 1)))
+
     def test_the_recorded_iteration_is_written_for_gpu_replay(self):
         # <stats>.gpu<N>.saved.json: what `tierpack gpu-replay` plans again at other budgets
         import subprocess
         import tempfile
         peak = self.saved_peak()
         with tempfile.TemporaryDirectory() as d:
-            mover, dev = make_mover(int(peak * 0.6), stats_out=os.path.join(d, "s.json"))
+            mover, dev = make_mover(int(peak * 0.6), stats_out=os.path.join(d, "s.json"), stats_every_s=0)
             train(self.ITER, mover)
             path = os.path.join(d, "s.gpu0.saved.json")
             with open(path) as f:
