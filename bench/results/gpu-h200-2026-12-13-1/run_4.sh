@@ -13,7 +13,7 @@ O=/tmp/call$N; rm -rf $O /tmp/logs; mkdir -p $O
 cat $O/env$N.txt
 START=$(date +%s)
 run() {  # name model modes budgets timeout [gpu-options]
-  left=$(( 330 - ($(date +%s) - START) ))
+  left=$(( 570 - ($(date +%s) - START) ))
   t=$5; [ $left -lt $t ] && t=$left
   [ $t -lt 40 ] && { echo "== $1: skipped, $left s left"; return; }
   timeout $t python3 bench/gpu/models_bench.py --lib $TIERPACK_CUDA_LIB --steps 4 --warmup 3 --tierpack-warmup 18 \
