@@ -2,7 +2,7 @@
 # Session 40, device call 5 (commit COMMIT5): tierpack under the user's own checkpointing (tierpack+ckpt) at 60% of
 # checkpointing's NVML peak, issue 22's target <= 1.3x checkpointing's step, on the models it was not measured on
 # with this tree (only GPT-2 in plain torch, gpu-h200-2026-12-01-3: 261.2 against ~200 ms). One run per row; each cell
-# under its own time limit, the archive after each.
+# under its own time limit, the archive after each; all within CAP seconds (default 570).
 set -o pipefail
 export PYTHONUNBUFFERED=1 TIERPACK_CUDA_LIB=$PWD/.devcarry/lib/libtierpack_cuda.so
 D=bench/results/gpu-h200-2026-12-13-1
@@ -12,7 +12,7 @@ O=/tmp/call$N; rm -rf $O /tmp/logs; mkdir -p $O
 cat $O/env$N.txt
 START=$(date +%s)
 run() {  # name model modes budgets timeout [gpu-options]
-  left=$(( 570 - ($(date +%s) - START) ))
+  left=$(( ${CAP:-570} - ($(date +%s) - START) ))
   t=$5; [ $left -lt $t ] && t=$left
   [ $t -lt 40 ] && { echo "== $1: skipped, $left s left"; return; }
   timeout $t python3 bench/gpu/models_bench.py --lib $TIERPACK_CUDA_LIB --steps 4 --warmup 3 --tierpack-warmup 18 \
