@@ -2,7 +2,7 @@
 # Session 40, device call 5 (commit COMMIT5): tierpack under the user's own checkpointing (tierpack+ckpt) at 60% of
 # checkpointing's NVML peak, issue 22's target <= 1.3x checkpointing's step, on the models it was not measured on
 # with this tree (only GPT-2 in plain torch, gpu-h200-2026-12-01-3: 261.2 against ~200 ms). One run per row; each cell
-# under its own time limit, the archive after each; all within CAP seconds (default 570).
+# under its own time limit, the archive after each; all within CAP seconds (default 570), the cells CELLS names (default all).
 set -o pipefail
 export PYTHONUNBUFFERED=1 TIERPACK_CUDA_LIB=$PWD/.devcarry/lib/libtierpack_cuda.so
 D=bench/results/gpu-h200-2026-12-13-1
@@ -11,7 +11,8 @@ O=/tmp/call$N; rm -rf $O /tmp/logs; mkdir -p $O
 { echo "commit $(cat $D/COMMIT$N)"; nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv,noheader; python3 -c 'import torch, transformers;print("torch",torch.__version__, "transformers", transformers.__version__)'; nproc; grep -m1 "model name" /proc/cpuinfo; } > $O/env$N.txt
 cat $O/env$N.txt
 START=$(date +%s)
-run() {  # name model modes budgets timeout [gpu-options]
+run() {  # name model modes budgets timeout [gpu-options]; only the cells named in CELLS (default all)
+  case " ${CELLS:-$1} " in *" $1 "*) ;; *) echo "== $1: not in CELLS"; return;; esac
   left=$(( ${CAP:-570} - ($(date +%s) - START) ))
   t=$5; [ $left -lt $t ] && t=$left
   [ $t -lt 40 ] && { echo "== $1: skipped, $left s left"; return; }
