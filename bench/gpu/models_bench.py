@@ -21,8 +21,9 @@ Modes, each in a fresh process:
   tierpack-copy       the same with recompute:off (copies only: what making storages again saves)
   tierpack+ckpt       the same under ckpt, at --ckpt-budgets % of ckpt's peak
   tierpack+compile    the same under torch.compile, at --compile-budgets % of compile's peak
-  tierpack+compile-0.5  the same under torch.compile with activation_memory_budget 0.5 (the compiler recomputes,
-                      tierpack copies the rest out), at --compile-budgets % of compile's peak (no memory budget)
+  tierpack+compile-0.5/-0.1  the same under torch.compile with activation_memory_budget 0.5 / 0.1 (the compiler
+                      recomputes, tierpack copies the rest out), at --compile-budgets % of compile's peak (no memory
+                      budget)
 
 Per cell: median step (CUDA-synchronised wall time per step over --steps after the warm-up), NVML peak (device
 memory in use, sampled every millisecond over the timed steps, less the process's baseline), bytes each way per
@@ -52,6 +53,8 @@ GiB = float(1 << 30)
 
 # ---------------------------------------------------------------------------------------------- models
 MODELS = ("gpt2", "llama", "t5", "resnet50", "hf-gpt2")
+# the modes run under torch.compile with an activation memory budget (torch._functorch.config.activation_memory_budget)
+COMPILE_BUDGETS = {"compile-0.5": 0.5, "compile-0.1": 0.1}
 
 
 def build(torch, name, ckpt):
@@ -534,8 +537,8 @@ def main():
         return run_child(a)
     models = [m for m in a.models.split(",") if m]
     modes = [m for m in a.modes.split(",") if m]
-    known = {"default", "ckpt", "compile-0.5", "compile-0.1", "compile", "tierpack", "tierpack-copy", "tierpack+ckpt",
-             "tierpack+compile", "tierpack+compile-0.5"}
+    known = {"default", "ckpt", "compile", "tierpack", "tierpack-copy", "tierpack+ckpt", "tierpack+compile"} | \
+        set(COMPILE_BUDGETS) | {"tierpack+" + m for m in COMPILE_BUDGETS}
     bad = [m for m in modes if m not in known]
     if bad or not models:
         raise SystemExit("models_bench: unknown mode(s) %s (known: %s)" % (", ".join(bad), ", ".join(sorted(known))))
@@ -569,9 +572,8 @@ def main():
         for mode in modes:
             if mode == "default":
                 continue
-            if mode in ("ckpt", "compile", "compile-0.5", "compile-0.1"):
-                cb = {"compile-0.5": 0.5, "compile-0.1": 0.1}.get(mode)
-                r = child(a, model, mode, a.warmup, compile_budget=cb)
+            if mode in ("ckpt", "compile") or mode in COMPILE_BUDGETS:
+                r = child(a, model, mode, a.warmup, compile_budget=COMPILE_BUDGETS.get(mode))
                 r["budget_pct"] = None
                 rows.append(r)
             elif mode in ("tierpack", "tierpack-copy"):
@@ -583,11 +585,11 @@ def main():
                 ck = next((r for r in rows if r["mode"] == "ckpt" and not r.get("failed")), None)
                 if ck:
                     budgeted("tierpack+ckpt", ck["peak_bytes"], pcts(a.ckpt_budgets))
-            elif mode in ("tierpack+compile", "tierpack+compile-0.5"):
+            elif mode.startswith("tierpack+compile"):
                 co = next((r for r in rows if r["mode"] == "compile" and not r.get("failed")), None)
                 if co:
                     budgeted(mode, co["peak_bytes"], pcts(a.compile_budgets),
-                             compile_budget=0.5 if mode.endswith("-0.5") else None)
+                             compile_budget=COMPILE_BUDGETS.get(mode[len("tierpack+"):]))
         t_rows, lines = table(a, model, rows, a.commit)
         all_rows += t_rows
         results += rows
