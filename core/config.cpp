@@ -183,6 +183,7 @@ constexpr std::pair<std::string_view, gpu::RemapWhen> kRemap[] = {{"eager", gpu:
 constexpr std::pair<std::string_view, bool> kLimit[] = {{"soft", false}, {"hard", true}};
 constexpr std::pair<std::string_view, bool> kGc[] = {{"freeze", true}, {"as-is", false}};
 constexpr std::pair<std::string_view, bool> kStep[] = {{"whole", false}, {"stream", true}};
+constexpr std::pair<std::string_view, bool> kCompile[] = {{"blocks", true}, {"whole", false}};
 constexpr std::pair<std::string_view, gpu::AutocastCache> kAutocastCache[] = {
     {"auto", gpu::AutocastCache::automatic}, {"on", gpu::AutocastCache::on}, {"off", gpu::AutocastCache::off}};
 constexpr std::pair<std::string_view, bool> kCopies[] = {{"raw", true}, {"torch", false}};
@@ -232,6 +233,7 @@ const std::vector<Key>& all_keys() {
       on_off("gpu_recompute", FIELD(gpu.recompute)),
       choice("gpu_gc", FIELD(gpu.gc_freeze), kGc),
       choice("gpu_step", FIELD(gpu.stream_step), kStep),
+      choice("gpu_compile", FIELD(gpu.compile_blocks), kCompile),
       choice("gpu_autocast_cache", FIELD(gpu.autocast_cache), kAutocastCache),
       choice("gpu_copies", FIELD(gpu.raw_copies), kCopies),
       text("gpu_plan_out", FIELD(gpu.plan_out), false),

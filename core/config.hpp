@@ -75,6 +75,7 @@ struct GpuConfig {
   bool recompute = true;       ///< let go what can be made again first (placer Note [Recompute])
   bool gc_freeze = true;       ///< gc.freeze() at the first plan (Note [Python's collector]); false: as-is
   bool stream_step = false;    ///< the optimizer step a chunk at a time (Note [Streamed step]); false: whole
+  bool compile_blocks = true;  ///< a graph break before each block under torch.compile (Note [Compile per block])
   gpu::AutocastCache autocast_cache = gpu::AutocastCache::automatic;  ///< Note [Autocast's cache] (cuda.py)
   bool raw_copies = true;      ///< copies through libtierpack_cuda.so (Note [Raw copies]); false: through torch
   bool hard_limit = false;     ///< once a plan fits the budget is PyTorch's memory limit (Note [Reserved memory])

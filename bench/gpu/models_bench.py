@@ -24,6 +24,9 @@ Modes, each in a fresh process:
   tierpack+compile-0.5/-0.1  the same under torch.compile with activation_memory_budget 0.5 / 0.1 (the compiler
                       recomputes, tierpack copies the rest out), at --compile-budgets % of compile's peak (no memory
                       budget)
+  MODE/blocks, MODE/whole  a compiled mode with one graph per block (the graph broken before each block: Note
+                      [Compile per block] in python/tierpack/compile_split.py) or one for the model; tierpack's
+                      modes split by default (TIERPACK_GPU compile:blocks), the others do not
 
 Per cell: median step (CUDA-synchronised wall time per step over --steps after the warm-up), NVML peak (device
 memory in use, sampled every millisecond over the timed steps, less the process's baseline), bytes each way per
@@ -144,10 +147,12 @@ def run_child(a):
 
     sampler = NvmlSampler()  # before CUDA exists in this process: its baseline excludes us
     tc = None
+    split = a.mode.partition("/")[2]  # MODE/blocks, MODE/whole (Note [Compile per block])
     if a.mode.startswith("tierpack"):
         sys.path.insert(0, os.path.join(ROOT, "python"))
         import tierpack.cuda as tc
-        opts = "mechanism:storage" + (",recompute:off" if a.mode == "tierpack-copy" else "")
+        opts = "mechanism:storage" + (",recompute:off" if a.mode == "tierpack-copy" else "") + \
+            (",compile:" + split if split else "")
         tc.install(budget=int(a.alloc_budget), gpu=opts + ("," + a.gpu_options if a.gpu_options else ""), path=a.lib,
                    conf="stats_out:" + a.stats_out if a.stats_out else None)
     if a.deterministic:
@@ -173,6 +178,10 @@ def run_child(a):
     if compiled:
         if a.compile_budget is not None:
             torch._functorch.config.activation_memory_budget = a.compile_budget
+        if split == "blocks" and tc is None:  # without tierpack: the same graph breaks, no mover
+            sys.path.insert(0, os.path.join(ROOT, "python"))
+            from tierpack.compile_split import CompileSplit
+            CompileSplit(torch, lambda m: print(m, file=sys.stderr)).split_blocks(model)
         fwd = torch.compile(model)
 
     def step(i):
@@ -225,6 +234,11 @@ def run_child(a):
            "warmup_step_s": warm, "step_s": times, "issued_s": issued, "context_bytes": context,
            "torch_max_reserved": torch.cuda.max_memory_reserved(), "torch_stats": torch_stats,
            "stream_profile": profile, "gpu_options": a.gpu_options}
+    if compiled:  # how many graphs Dynamo made, and its graph breaks (Note [Compile per block])
+        from torch._dynamo.utils import counters
+        res["dynamo"] = {"unique_graphs": counters["stats"]["unique_graphs"],
+                         "graph_breaks": sum(counters["graph_break"].values()),
+                         "break_reasons": sorted(counters["graph_break"])[:5]}
     if tc is not None:
         st = tc.stats()
         timed = timed_of(st["iterations"], a.warmup, a.steps)
@@ -443,6 +457,11 @@ def step_notes(rows):
             r["mode"], budget_label(r), [round(t * 1e3) for t in r["step_s"]], [round(h["host_ms"]) for h in timed],
             [round(h.get("gc_ms", 0)) for h in timed], [h.get("gc_full", 0) for h in timed],
             [round(h.get("pinned_new", 0) / 1e6) for h in timed]))
+    for r in rows:
+        if r.get("dynamo"):
+            d = r["dynamo"]
+            lines.append("- %s %s: Dynamo made %d graphs, %d graph breaks (%s)" % (
+                r["mode"], budget_label(r), d["unique_graphs"], d["graph_breaks"], "; ".join(d["break_reasons"])[:200]))
     for r in rows:  # Note [Measured plans]: plans made for a measured cost, against the plan each replaced
         for t in (r.get("tierpack") or {}).get("trials") or []:
             lines.append("- %s %s: the plan from iteration %d (made for %s) ran %.1f ms a step against %.1f ms for "
@@ -539,9 +558,11 @@ def main():
     modes = [m for m in a.modes.split(",") if m]
     known = {"default", "ckpt", "compile", "tierpack", "tierpack-copy", "tierpack+ckpt", "tierpack+compile"} | \
         set(COMPILE_BUDGETS) | {"tierpack+" + m for m in COMPILE_BUDGETS}
-    bad = [m for m in modes if m not in known]
+    bad = [m for m in modes if m.partition("/")[0] not in known or m.partition("/")[2] not in ("", "blocks", "whole")
+           or (m.partition("/")[2] and "compile" not in m)]
     if bad or not models:
-        raise SystemExit("models_bench: unknown mode(s) %s (known: %s)" % (", ".join(bad), ", ".join(sorted(known))))
+        raise SystemExit("models_bench: unknown mode(s) %s (known: %s; /blocks and /whole only after a compiled mode)" % (
+            ", ".join(bad), ", ".join(sorted(known))))
     unknown = [m for m in models if m not in MODELS]
     if unknown:
         raise SystemExit("models_bench: unknown model(s) %s (known: %s)" % (", ".join(unknown), ", ".join(MODELS)))
@@ -570,10 +591,11 @@ def main():
                 rows.append(r)
 
         for mode in modes:
+            bare = mode.partition("/")[0]  # without /blocks or /whole
             if mode == "default":
                 continue
-            if mode in ("ckpt", "compile") or mode in COMPILE_BUDGETS:
-                r = child(a, model, mode, a.warmup, compile_budget=COMPILE_BUDGETS.get(mode))
+            if bare in ("ckpt", "compile") or bare in COMPILE_BUDGETS:
+                r = child(a, model, mode, a.warmup, compile_budget=COMPILE_BUDGETS.get(bare))
                 r["budget_pct"] = None
                 rows.append(r)
             elif mode in ("tierpack", "tierpack-copy"):
@@ -589,7 +611,7 @@ def main():
                 co = next((r for r in rows if r["mode"] == "compile" and not r.get("failed")), None)
                 if co:
                     budgeted(mode, co["peak_bytes"], pcts(a.compile_budgets),
-                             compile_budget=COMPILE_BUDGETS.get(mode[len("tierpack+"):]))
+                             compile_budget=COMPILE_BUDGETS.get(bare[len("tierpack+"):]))
         t_rows, lines = table(a, model, rows, a.commit)
         all_rows += t_rows
         results += rows

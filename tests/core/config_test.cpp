@@ -170,7 +170,7 @@ TEST(Config, EveryKeyRoundTripsAndIsReadByName) {
   const Config c = parse_config(
       "mode:run,gpu_budget:60%,stats_out:/tmp/s.json,gpu_mechanism:vmm,gpu_chunk:64M,gpu_spill:off,gpu_headroom:0.7,"
       "gpu_verify:all,gpu_remap:idle,gpu_fill:0.9,gpu_limit:hard,gpu_recompute:off,gpu_gc:as-is,gpu_step:stream,"
-      "gpu_autocast_cache:on,gpu_copies:torch,gpu_plan_out:/tmp/p.json");
+      "gpu_compile:whole,gpu_autocast_cache:on,gpu_copies:torch,gpu_plan_out:/tmp/p.json");
   EXPECT_EQ(format_config(parse_config(format_config(c))), format_config(c));
   const nlohmann::json j = settings_json(c);
   EXPECT_EQ(j.at("mode"), "run");
@@ -180,6 +180,8 @@ TEST(Config, EveryKeyRoundTripsAndIsReadByName) {
   EXPECT_EQ(j.at("gpu_spill"), false);
   EXPECT_EQ(j.at("gpu_limit"), "hard");
   EXPECT_EQ(j.at("gpu_gc"), "as-is");
+  EXPECT_EQ(j.at("gpu_compile"), "whole");
+  EXPECT_EQ(settings_json(Config{}).at("gpu_compile"), "blocks") << "the default";
   EXPECT_EQ(j.at("gpu_autocast_cache"), "on");
   EXPECT_EQ(settings_json(Config{}).at("gpu_autocast_cache"), "auto") << "the default";
   EXPECT_EQ(j.at("gpu_copies"), "torch");
