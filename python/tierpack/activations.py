@@ -204,6 +204,7 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
         self._init_stats(stats_out, stats_every_s)
         self._modules = ModuleRecompute(self)  # Note [Module recompute]
         self._module_hooks = []
+        self._shielded = False  # the hooks pushed again through torch.compiler.disable (shield_from_compiler)
         self._begin_iteration()
         self._count_collections()
 
@@ -739,6 +740,27 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
         calls (Note [Module recompute])."""
         self.torch._C._autograd._push_saved_tensors_default_hooks(self.pack, self.unpack)
         self.watch_modules()
+
+    def shield_from_compiler(self):
+        """At the first torch.compile call: the pack and unpack hooks again, through torch.compiler.disable, so that
+        Dynamo never traces them where a compiled module runs eager code between its graphs (it did, and failed on a
+        storage's attribute, with a graph per block: Note [Compile per block] in compile_split.py). Eager code
+        without compile keeps the bare hooks (the wrapper costs host time at every pack and unpack). Returns
+        whether the hooks are shielded."""
+        if self._shielded:
+            return True
+        ag, torch = self.torch._C._autograd, self.torch
+        disable = getattr(getattr(torch, "compiler", None), "disable", None)
+        top = getattr(ag, "_top_saved_tensors_default_hooks", None)
+        hooks = top(True) if top is not None else None
+        if disable is None or hooks is None or tuple(hooks) != (self.pack, self.unpack):
+            self.log("storage mover: torch.compile was called with other saved-tensor hooks above tierpack's (or "
+                     "this torch cannot say which): Dynamo may trace tierpack's hooks in eager code between graphs")
+            return False
+        ag._pop_saved_tensors_default_hooks()
+        ag._push_saved_tensors_default_hooks(disable(self.pack), disable(self.unpack))
+        self._shielded = True
+        return True
 
     def watch_modules(self):
         """Global module hooks that let saved storages be made again by running their module again (Note [Module

@@ -21,7 +21,10 @@ per layer), done without a change to the script. The compiler still chooses, per
 recomputes (its activation memory budget applies to each graph).
 
 ``compile:whole`` leaves torch.compile's graphs as the script made them; so does a function (not a module) given to
-torch.compile. Measured: see docs/run.md, "Under torch.compile".
+torch.compile. Either way the first call of torch.compile pushes the mover's saved-tensor hooks again through
+``torch.compiler.disable``: between graphs a compiled module runs eager code under Dynamo's frame hook, and Dynamo
+traced the pack hook there (HF GPT-2's final layer norm, with a graph per block) and failed inside it. Eager code
+without compile keeps the bare hooks, whose host time matters (the wrapper's costs at every pack and unpack). Measured: see docs/run.md, "Under torch.compile".
 """
 
 from __future__ import annotations
@@ -33,11 +36,14 @@ from tierpack.module_recompute import find_blocks
 
 
 class CompileSplit:
-    """torch.compile wrapped so that the modules given to it break Dynamo's graph before each block."""
+    """torch.compile wrapped: the modules given to it break Dynamo's graph before each block (with `split`), and
+    `on_compile` runs at each call (the mover's shield_from_compiler)."""
 
-    def __init__(self, torch, log=None):
+    def __init__(self, torch, log=None, split=True, on_compile=None):
         self.torch = torch
         self.log = log or (lambda *a: None)
+        self.split = split
+        self.on_compile = on_compile
         dynamo = getattr(torch, "_dynamo", None)
         self._graph_break = getattr(dynamo, "graph_break", None)
         self._compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
@@ -57,8 +63,10 @@ class CompileSplit:
 
         @functools.wraps(original)
         def compile(model=None, *args, **kwargs):
+            if self.on_compile is not None:
+                self.on_compile()
             root = model if isinstance(model, torch.nn.Module) else getattr(model, "__self__", None)
-            if isinstance(root, torch.nn.Module):  # model.compile() gives its bound _call_impl
+            if self.split and isinstance(root, torch.nn.Module):  # model.compile() gives its bound _call_impl
                 self.split_blocks(root)
             return original(model, *args, **kwargs)
 

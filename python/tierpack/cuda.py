@@ -265,9 +265,10 @@ def _install_storage_mover(torch, lib, options):
         gc_freeze=options["gpu_gc"] == "freeze", stream_step=options["gpu_step"] == "stream",
         stats_out=options["stats_out"], memory_state=memory_state)
     _offloader.install()
-    if options["gpu_compile"] == "blocks":  # Note [Compile per block] (compile_split.py)
-        from tierpack.compile_split import CompileSplit
-        CompileSplit(torch, _offloader.log).install()
+    from tierpack.compile_split import CompileSplit  # Note [Compile per block]
+
+    CompileSplit(torch, _offloader.log, split=options["gpu_compile"] == "blocks",
+                 on_compile=_offloader.shield_from_compiler).install()
     if options["gpu_autocast_cache"] == "auto":  # Note [Autocast's cache]
         _offloader.autocast_cache_off = lambda: autocast_cache(torch, False, _offloader.log)
     else:
