@@ -21,7 +21,7 @@ per layer), done without a change to the script. The compiler still chooses, per
 recomputes (its activation memory budget applies to each graph).
 
 ``compile:whole`` leaves torch.compile's graphs as the script made them; so does a function (not a module) given to
-torch.compile. Either way the first call of torch.compile pushes the mover's saved-tensor hooks again through
+torch.compile, and ``fullgraph=True`` (where a graph break is an error). Either way the first call of torch.compile pushes the mover's saved-tensor hooks again through
 ``torch.compiler.disable``: between graphs a compiled module runs eager code under Dynamo's frame hook, and Dynamo
 traced the pack hook there (HF GPT-2's final layer norm, with a graph per block) and failed inside it. Eager code
 without compile keeps the bare hooks, whose host time matters (the wrapper's costs at every pack and unpack). Measured: see docs/run.md, "Under torch.compile".
@@ -67,7 +67,11 @@ class CompileSplit:
                 self.on_compile()
             root = model if isinstance(model, torch.nn.Module) else getattr(model, "__self__", None)
             if self.split and isinstance(root, torch.nn.Module):  # model.compile() gives its bound _call_impl
-                self.split_blocks(root)
+                if kwargs.get("fullgraph"):  # a graph break would be an error there
+                    self.log("compile:blocks: %s is compiled with fullgraph=True: one graph, as the script asks "
+                             "(Note [Compile per block])" % type(root).__name__)
+                else:
+                    self.split_blocks(root)
             return original(model, *args, **kwargs)
 
         self._compile = original

@@ -111,6 +111,15 @@ class CompileSplitTest(unittest.TestCase):
         net(torch.randn(2, 8))
         self.assertEqual((self.t.events, len(calls), self.logs), ([], 2, []))
 
+    def test_fullgraph_keeps_one_graph_and_says_so(self):
+        self.split()
+        net = Net(2)
+        self.t.compile(net, fullgraph=True)
+        self.t.compiling = True
+        net(torch.randn(2, 8))
+        self.assertEqual(self.t.events, [], "a graph break under fullgraph=True is an error")
+        self.assertIn("fullgraph=True", self.logs[0])
+
     def test_a_model_without_repeated_blocks_is_said_so(self):
         self.split()
         self.t.compile(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()))
