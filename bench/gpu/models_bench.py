@@ -15,13 +15,13 @@ Modes, each in a fresh process:
   default             plain PyTorch
   ckpt                full activation checkpointing (gpt2: every block through torch.utils.checkpoint;
                       llama / t5: Hugging Face gradient_checkpointing_enable(); resnet50: checkpoint_sequential)
-  compile-0.5/-0.1    torch.compile with torch._functorch.config.activation_memory_budget 0.5 / 0.1
+  compile-0.5/-0.3/-0.1  torch.compile with torch._functorch.config.activation_memory_budget 0.5 / 0.3 / 0.1
   compile             torch.compile with no memory budget (the base of tierpack+compile)
   tierpack            tierpack's GPU tier (mechanism:storage) at --budgets % of default's NVML peak
   tierpack-copy       the same with recompute:off (copies only: what making storages again saves)
   tierpack+ckpt       the same under ckpt, at --ckpt-budgets % of ckpt's peak
   tierpack+compile    the same under torch.compile, at --compile-budgets % of compile's peak
-  tierpack+compile-0.5/-0.1  the same under torch.compile with activation_memory_budget 0.5 / 0.1 (the compiler
+  tierpack+compile-0.5/-0.3/-0.1  the same under torch.compile with activation_memory_budget 0.5 / 0.3 / 0.1 (the compiler
                       recomputes, tierpack copies the rest out), at --compile-budgets % of compile's peak (no memory
                       budget)
   MODE/blocks, MODE/whole  a compiled mode with one graph per block (the graph broken before each block: Note
@@ -57,7 +57,7 @@ GiB = float(1 << 30)
 # ---------------------------------------------------------------------------------------------- models
 MODELS = ("gpt2", "llama", "t5", "resnet50", "hf-gpt2")
 # the modes run under torch.compile with an activation memory budget (torch._functorch.config.activation_memory_budget)
-COMPILE_BUDGETS = {"compile-0.5": 0.5, "compile-0.1": 0.1}
+COMPILE_BUDGETS = {"compile-0.5": 0.5, "compile-0.3": 0.3, "compile-0.1": 0.1}
 
 
 def build(torch, name, ckpt):

@@ -35,6 +35,8 @@ again: the graph's ops are not seen one by one (no recipe, no module call: the m
 Note [Module recompute]), and the compiler has chosen already what its backward recomputes (its activation memory
 budget). So under torch.compile tierpack offloads only, and the recorded iteration says how much of what was saved
 came from compiled graphs (a pack called from torch._functorch's frames: looked up in the recorded iteration only).
+A model compiled whole unpacks all of them when its one backward starts; tierpack breaks its graph per block so each
+block's backward unpacks its own (Note [Compile per block] in compile_split.py).
 """
 
 from __future__ import annotations
