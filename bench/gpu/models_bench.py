@@ -558,8 +558,10 @@ def main():
     modes = [m for m in a.modes.split(",") if m]
     known = {"default", "ckpt", "compile", "tierpack", "tierpack-copy", "tierpack+ckpt", "tierpack+compile"} | \
         set(COMPILE_BUDGETS) | {"tierpack+" + m for m in COMPILE_BUDGETS}
-    bad = [m for m in modes if m.partition("/")[0] not in known or m.partition("/")[2] not in ("", "blocks", "whole")
-           or (m.partition("/")[2] and "compile" not in m)]
+    def unknown_mode(m):
+        bare, _, split = m.partition("/")  # MODE/blocks, MODE/whole: compiled modes only
+        return bare not in known or split not in ("", "blocks", "whole") or (split and "compile" not in bare)
+    bad = [m for m in modes if unknown_mode(m)]
     if bad or not models:
         raise SystemExit("models_bench: unknown mode(s) %s (known: %s; /blocks and /whole only after a compiled mode)" % (
             ", ".join(bad), ", ".join(sorted(known))))

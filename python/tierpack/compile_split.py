@@ -11,20 +11,22 @@ activation memory budget 0.1 ran 2.00x and 2.13x compile's step, at 0.58-0.60 of
 model (which lets copies back overlap backward) predicted them 18-21% fast.
 
 So where the mover is on, tierpack wraps ``torch.compile``: a module given to it (``torch.compile(model)``, or
-``model.compile()``, which hands torch.compile the module's bound ``_call_impl``) gets, before Dynamo traces anything,
-a forward pre-hook on each of its blocks (the blocks of Note [Block recompute], python/tierpack/module_recompute.py:
-GPT-2's and Llama's decoder layers, T5's blocks, ResNet's bottlenecks) that breaks Dynamo's graph there
-(``torch._dynamo.graph_break()``, only while Dynamo traces: the hook does nothing in eager code). Each block then runs as its own compiled graph with its own backward, which unpacks only
-that block's saved tensors, when backward reaches it: the copies back of a block overlap the backward of the block
-after it, as in eager. This is the regional compilation PyTorch recommends for repeated layers (and torchtune does
-per layer), done without a change to the script. The compiler still chooses, per block graph, what its backward
-recomputes (its activation memory budget applies to each graph).
+``model.compile()``, which hands torch.compile the module's bound ``_call_impl``) gets, before Dynamo traces
+anything, a forward pre-hook on each of its blocks (the blocks of Note [Block recompute],
+python/tierpack/module_recompute.py: GPT-2's and Llama's decoder layers, T5's blocks, ResNet's bottlenecks) that
+breaks Dynamo's graph there (``torch._dynamo.graph_break()``, only while Dynamo traces: the hook does nothing in
+eager code). Each block then runs as its own compiled graph with its own backward, which unpacks only that block's
+saved tensors, when backward reaches it: the copies back of a block overlap the backward of the block after it, as
+in eager. This is the regional compilation PyTorch recommends for repeated layers (and torchtune does per layer),
+done without a change to the script. The compiler still chooses, per block graph, what its backward recomputes (its
+activation memory budget applies to each graph).
 
 ``compile:whole`` leaves torch.compile's graphs as the script made them; so does a function (not a module) given to
-torch.compile, and ``fullgraph=True`` (where a graph break is an error). Either way the first call of torch.compile pushes the mover's saved-tensor hooks again through
-``torch.compiler.disable``: between graphs a compiled module runs eager code under Dynamo's frame hook, and Dynamo
-traced the pack hook there (HF GPT-2's final layer norm, with a graph per block) and failed inside it. Eager code
-without compile keeps the bare hooks, whose host time matters (the wrapper's costs at every pack and unpack). Measured: see docs/run.md, "Under torch.compile".
+torch.compile, and ``fullgraph=True`` (where a graph break is an error). Either way the first call of torch.compile
+pushes the mover's saved-tensor hooks again through ``torch.compiler.disable``: between graphs a compiled module
+runs eager code under Dynamo's frame hook, and Dynamo traced the pack hook there (HF GPT-2's final layer norm, with
+a graph per block) and failed inside it. Eager code without compile keeps the bare hooks, whose host time matters
+(the wrapper's costs at every pack and unpack). Measured: see docs/run.md, "Under torch.compile".
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class CompileSplit:
         dynamo = getattr(torch, "_dynamo", None)
         self._graph_break = getattr(dynamo, "graph_break", None)
         self._compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
-        self._split = weakref.WeakSet()  # modules whose blocks break the graph
+        self._roots = weakref.WeakSet()  # the modules whose blocks break the graph
         self._handles = []
         self._compile = None             # torch.compile as it was
 
@@ -80,9 +82,9 @@ class CompileSplit:
 
     def split_blocks(self, root):
         """Breaks Dynamo's graph before each block of `root` (Note [Compile per block]); returns how many blocks."""
-        if root in self._split:
+        if root in self._roots:
             return 0
-        self._split.add(root)
+        self._roots.add(root)
         blocks = find_blocks(self.torch, root)
         for b in blocks:
             self._handles.append(b.register_forward_pre_hook(self._break))
