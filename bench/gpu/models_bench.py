@@ -32,7 +32,7 @@ Per cell: median step (CUDA-synchronised wall time per step over --steps after t
 memory in use, sampled every millisecond over the timed steps, less the process's baseline), bytes each way per
 step (tierpack's counters), the transfer bound at that budget and the predicted step (the placer's cost model,
 from tierpack's recorded iteration: placer/saved_plan.cpp), and the largest relative difference of the losses
-from the default run's. tierpack's budget is the NVML budget less the CUDA context (measured in the default run):
+from those of the same run without tierpack (loss_base; the default run's for the other modes). tierpack's budget is the NVML budget less the CUDA context (measured in the default run):
 the memory PyTorch's allocator may hold. tierpack runs --tierpack-warmup warm-up steps (one reactive, one
 recorded, one checking the plan), the others --warmup: said in the table.
 
@@ -477,7 +477,7 @@ def table(a, model, rows, commit):
     out, lines = [], []
     ck = next((r for r in rows if r["mode"] == "ckpt" and not r.get("failed")), None)
     lines.append("| mode | budget | step ms | x default | x ckpt | NVML peak GiB | held GiB | GB out / in per step | GB remade | bound ms | "
-                 "bound/step | predicted ms | pred. err | max loss rel. diff |")
+                 "bound/step | predicted ms | pred. err | max loss rel. diff (against) |")
     lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         row = {"model": model, "mode": r["mode"], "budget_pct": r.get("budget_pct"), "budget_of": r.get("budget_of"),
@@ -490,10 +490,10 @@ def table(a, model, rows, commit):
         step = r["median_step_s"] * 1e3
         tp = r.get("tierpack") or {}
         bound, pred = bound_for(r)
-        diff = None
-        if base is not None:
-            n = min(len(base["losses"]), len(r["losses"]))
-            diff = max(abs(x - y) / max(abs(y), 1e-12) for x, y in zip(r["losses"][:n], base["losses"][:n]))
+        diff, against = None, loss_base(r, rows)
+        if against is not None:
+            n = min(len(against["losses"]), len(r["losses"]))
+            diff = max(abs(x - y) / max(abs(y), 1e-12) for x, y in zip(r["losses"][:n], against["losses"][:n]))
         # What tierpack's allocator held at most over the timed steps, plus the context it measured: the NVML
         # peak's own account of the same memory (bench/results/gpu-h200-2026-12-01-2, calls 4-5).
         timed = timed_iterations(r)
@@ -503,6 +503,7 @@ def table(a, model, rows, commit):
         row.update(step_ms=step, nvml_peak_gib=r["peak_bytes"] / GiB, held_gib=held, bytes_recomputed=remade, bytes_out=tp.get("bytes_out_per_step"),
                    bytes_in=tp.get("bytes_in_per_step"), bound_ms=bound, predicted_ms=pred,
                    fits=(tp.get("plan") or {}).get("fits"), max_loss_rel_diff=diff,
+                   loss_base=against["mode"] if against is not None else None,
                    budget_gib=(r["budget"] / GiB if r.get("budget") else None),
                    late_fetches_per_step=tp.get("fetched_late_per_step"), divergences=tp.get("divergences"),
                    warmup_steps=len(r.get("warmup_step_s", [])))
@@ -515,8 +516,25 @@ def table(a, model, rows, commit):
             "-" if not remade else "%.2f" % (remade / 1e9),
             "-" if bound is None else "%.1f" % bound, "-" if bound is None else "%.2f" % (bound / step),
             "-" if pred is None else "%.1f" % pred, "-" if pred is None else "%+.1f%%" % ((pred - step) / step * 100),
-            "-" if diff is None else "%.1e" % diff))
+            "-" if diff is None else "%.1e (%s)" % (diff, against["mode"])))
     return out, lines
+
+
+def loss_base(r, rows):
+    """The row whose losses r's should equal bit for bit: for a tierpack mode the same run without tierpack
+    (tierpack+ckpt: ckpt; tierpack+compile-0.1: compile-0.1/blocks, split per block as tierpack splits it by
+    default; tierpack+compile-0.1/whole: compile-0.1), for any other mode the default run. None when that row is
+    not in rows (another split compiles other kernels, so it is no base)."""
+    ok = lambda mode: next((x for x in rows if x["mode"] == mode and not x.get("failed")), None)
+    mode = r["mode"]
+    if mode == "default":
+        return None
+    if not mode.startswith("tierpack+"):  # default's own modes, tierpack and tierpack-copy
+        return ok("default")
+    bare, _, split = mode[len("tierpack+"):].partition("/")
+    if "compile" not in bare:
+        return ok(bare)
+    return ok(bare + "/whole") or ok(bare) if split == "whole" else ok(bare + "/blocks")
 
 
 def main():
