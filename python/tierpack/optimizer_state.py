@@ -127,6 +127,10 @@ class OptimizerState:
         with self._lock:
             if (self._recording or self._timing) and self.transport is not None:
                 self._optimizer_start = self.transport.mark()
+            if self._away and not self._started:
+                # State the last streamed step sent out is taken over at the iteration's first call (_pack_states);
+                # an iteration without one (an idle plan's) brings it home here, before the step reads it.
+                self.bring_state_home(optimizer)
             chunks = None if closure else self._step_chunks(optimizer)
             for rec in self._states:
                 self._on_call("unpack", rec, False)
@@ -139,17 +143,23 @@ class OptimizerState:
                 self._stream_step(optimizer, chunks)
 
     def _step_chunks(self, optimizer):
-        """The streamed step's chunks [(group index, parameter, its state records)], or None: no streaming."""
-        if not self.stream_step or optimizer is None or not self._states or self._stepping is not None or \
+        """The streamed step's chunks [(group index, parameter, its state records)], or None: no streaming. An
+        iteration with no state records (an idle plan's: its hooks step aside before the iteration's first call
+        makes them) streams too, with nothing to fetch or send out: its plan's peak was measured with the step
+        streamed (the Llama-style decoder's idle plan at 60% of compile's peak ran out of memory in one AdamW
+        step's temporaries under limit:hard: bench/results/gpu-h200-2026-12-14-1, call 8)."""
+        if not self.stream_step or optimizer is None or not self._state_tensors or self._stepping is not None or \
                 getattr(type(optimizer).step, "__wrapped__", None) is None:
             return None
         rec_of = {id(r.tensor): r for r in self._states}
+        # (a tensor's own size: a state let go has a storage of 0 bytes)
+        size_of = {id(v): v.numel() * v.element_size() for v in self._state_tensors}
         chunks, cur, size = [], [], 0
         for gi, g in enumerate(optimizer.param_groups):
             for p in g["params"]:
-                recs = [rec_of[id(v)] for v in (optimizer.state.get(p) or {}).values() if id(v) in rec_of]
-                cur.append((gi, p, recs))
-                size += sum(r.nbytes for r in recs)
+                states = [v for v in (optimizer.state.get(p) or {}).values() if id(v) in size_of]
+                cur.append((gi, p, [rec_of[id(v)] for v in states if id(v) in rec_of]))
+                size += sum(size_of[id(v)] for v in states)
                 if size >= self.step_chunk_bytes:
                     chunks.append(cur)
                     cur, size = [], 0

@@ -515,6 +515,39 @@ class StorageMoverTest(unittest.TestCase):
         with open(os.path.join(d.name, "s.gpu0.json")) as f:
             self.assertEqual(json.load(f)["over_planned"][0][:2], [spike["call"], "pack"])
 
+    def test_an_idle_plan_still_streams_the_step(self):
+        # Note [Streamed step]: a plan that moves nothing steps its hooks aside, so no state records are made; its
+        # peak was measured with the step streamed, so the step still streams (call 8 of gpu-h200-2026-12-14-1:
+        # the Llama-style decoder's idle plan ran one AdamW step whole and ran out of memory under limit:hard).
+        peak = self.saved_peak()
+        ref = self.reference()
+        mover, dev = make_mover(int(peak / 0.95) + (1 << 20), stream_step=True, step_chunk_bytes=128 << 10)
+        self.check_same(ref, train(self.ITER, mover))
+        self.assertEqual(mover.plan["moves"], [])
+        idle = [h for h in mover.history if h["mode"] == "idle"]
+        self.assertTrue(idle, mover.history)
+        chunks = [h["step_chunks"] for h in mover.history]
+        self.assertTrue(all(h["step_chunks"] == chunks[1] > 1 for h in idle), mover.history)
+
+    def test_state_a_streamed_step_sent_out_comes_home_when_the_next_iteration_goes_idle(self):
+        # An iteration whose hooks step aside (a plan moving nothing) takes over no state a streamed step sent out:
+        # the step's pre-hook brings it home before the step reads it, and training is bit-identical.
+        ref = self.reference()
+        mover, dev = make_mover(int(self.saved_peak() * 0.4), stream_step=True, step_chunk_bytes=128 << 10,
+                                recompute=False)
+        ending, seen = mover.iteration_end, []
+
+        def end(opt=None):
+            ending(opt)
+            if mover.plan is not None and mover.iteration == self.ITER - 2:
+                seen.append(len(mover._away))
+                mover._idle = True  # as a later plan that moves nothing would
+        mover.iteration_end = end
+        self.check_same(ref, train(self.ITER, mover))
+        self.assertTrue(seen and seen[0] > 0, seen)  # state was away when the iterations went idle
+        self.assertEqual(mover._away, {})
+        self.assertEqual(mover.history[-1]["mode"], "idle")
+
     def test_a_streamed_step_updates_chunks_bit_identical_and_holds_a_window_of_state(self):
         # Note [Streamed step]: at a budget where the plan sends the optimizer state away and the step cannot hold it
         # all, the plan fetches in backward what fits to the iteration's end and the step the rest, updating chunks of
