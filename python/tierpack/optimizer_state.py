@@ -39,7 +39,10 @@ iteration's end) is found on the device and stays. The state the step sent out s
 (its copy is current: nothing changes it before the next step), so the plan's copy at its pack is already
 done. Each element's update reads only its own parameter, gradient and state, so chunks give the same
 bits as one step. ``optimizer.state_dict()`` brings the state home first (a state_dict pre-hook); other
-code that reads the optimizer's state between steps would find it empty. Off by default. Session 31's H200
+code that reads the optimizer's state between steps would find it empty. A plan that moves nothing (idle: its hooks
+step aside, so the iteration makes no state records) still streams the step, in chunks of the state tensors' own
+sizes, since its peak was measured with the step streamed; state the last streamed step sent out comes home at the
+pre-step hook when no first call of the iteration took it over. Off by default. Session 31's H200
 runs streamed nothing: the pre-hook took the optimizer, the first of the step's arguments, for a closure,
 so the state was fetched late, all at once (bench/results/gpu-h200-2026-12-05-1, call 4).
 """
