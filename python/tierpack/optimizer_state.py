@@ -152,8 +152,8 @@ class OptimizerState:
         streamed (the Llama-style decoder's idle plan at 60% of compile's peak ran out of memory in one AdamW
         step's temporaries under limit:hard: bench/results/gpu-h200-2026-12-14-1, call 8)."""
         if not self.stream_step or optimizer is None or not self._state_tensors or self._stepping is not None or \
-                getattr(type(optimizer).step, "__wrapped__", None) is None:
-            return None
+                (not self._states and not self._idle) or getattr(type(optimizer).step, "__wrapped__", None) is None:
+            return None  # (no records and no idle plan: a mover with no budget, or before its first call)
         rec_of = {id(r.tensor): r for r in self._states}
         # (a tensor's own size: a state let go has a storage of 0 bytes)
         size_of = {id(v): v.numel() * v.element_size() for v in self._state_tensors}

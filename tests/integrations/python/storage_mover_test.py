@@ -529,6 +529,13 @@ class StorageMoverTest(unittest.TestCase):
         chunks = [h["step_chunks"] for h in mover.history]
         self.assertTrue(all(h["step_chunks"] == chunks[1] > 1 for h in idle), mover.history)
 
+    def test_a_mover_with_no_budget_does_not_stream_the_step(self):
+        # nothing moves and nothing was measured streamed: the optimizer's own step, whole
+        ref = self.reference()
+        mover, dev = make_mover(None, stream_step=True, step_chunk_bytes=128 << 10)
+        self.check_same(ref, train(self.ITER, mover))
+        self.assertEqual([h["step_chunks"] for h in mover.history], [0] * len(mover.history))
+
     def test_state_a_streamed_step_sent_out_comes_home_when_the_next_iteration_goes_idle(self):
         # An iteration whose hooks step aside (a plan moving nothing) takes over no state a streamed step sent out:
         # the step's pre-hook brings it home before the step reads it, and training is bit-identical.
