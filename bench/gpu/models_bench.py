@@ -32,8 +32,8 @@ Per cell: median step (CUDA-synchronised wall time per step over --steps after t
 memory in use, sampled every millisecond over the timed steps, less the process's baseline), bytes each way per
 step (tierpack's counters), the transfer bound at that budget and the predicted step (the placer's cost model,
 from tierpack's recorded iteration: placer/saved_plan.cpp), and the largest relative difference of the losses
-from those of the same run without tierpack (loss_base; the default run's for the other modes). tierpack's budget is the NVML budget less the CUDA context (measured in the default run):
-the memory PyTorch's allocator may hold. tierpack runs --tierpack-warmup warm-up steps (one reactive, one
+from those of the same run without tierpack (loss_base; the default run's for the other modes). tierpack's budget
+is the NVML budget less the CUDA context (measured in the default run): the memory PyTorch's allocator may hold. tierpack runs --tierpack-warmup warm-up steps (one reactive, one
 recorded, one checking the plan), the others --warmup: said in the table.
 
 Usage: python3 bench/gpu/models_bench.py [--models gpt2,llama,t5,resnet50] [--modes default,ckpt,tierpack,...]
