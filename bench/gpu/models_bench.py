@@ -374,8 +374,6 @@ def child(a, model, mode, warmup, budget=None, alloc_budget=None, compile_budget
            "--steps", str(a.steps), "--warmup", str(warmup), "--lib", a.lib]
     if a.gpu_options and mode.startswith("tierpack"):
         cmd += ["--gpu-options", a.gpu_options]
-    if a.profile:
-        cmd += ["--profile", a.profile]
     if a.snapshot and mode.startswith("tierpack"):
         cmd += ["--snapshot", "%s.%s.%s.pickle" % (a.snapshot, model, "%d" % (budget or 0))]
     if budget is not None:
@@ -386,6 +384,8 @@ def child(a, model, mode, warmup, budget=None, alloc_budget=None, compile_budget
         cmd.append("--deterministic")
     label = "%s %s%s" % (model, mode, "" if budget is None else " %.2f GiB" % (budget / GiB))
     name = label.replace(" ", "_").replace("/", "_")
+    if a.profile:  # one trace per child: <path without .json>.<cell>.json
+        cmd += ["--profile", a.profile[:-5] + "." + name + ".json" if a.profile.endswith(".json") else a.profile]
     if a.logs and mode.startswith("tierpack"):  # the run's statistics and its .gpu0.saved.json (tierpack gpu-replay)
         os.makedirs(a.logs, exist_ok=True)
         cmd += ["--stats-out", os.path.join(a.logs, name + ".stats.json")]
@@ -563,7 +563,8 @@ def main():
                     "to <this>.<model>.<budget bytes>.pickle")
     ap.add_argument("--gpu-options", default="", help="more TIERPACK_GPU options for the tierpack modes (e.g. limit:hard)")
     ap.add_argument("--profile", default="", help="profile one more step per cell under torch.profiler: 'summary' "
-                    "prints its per-stream busy times, a path ending in .json also keeps the trace; 'python': under "
+                    "prints its per-stream busy times, a path ending in .json also keeps each child's trace (<path less .json>."
+                    "<cell>.json); 'python': under "
                     "cProfile instead, its top functions by own time in the cell's log")
     ap.add_argument("--json", help="write every result and the table rows here")
     ap.add_argument("--logs", help="write each child's output here, and each tierpack cell's statistics with its "
