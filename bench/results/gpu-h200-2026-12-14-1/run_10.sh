@@ -1,5 +1,5 @@
 #!/bin/bash
-# Written in session 43, NOT YET RUN (commit COMMIT10, to be written from the tree that runs it: one with d0867ed,
+# Written in session 43, run in session 44 as call 10 (commit COMMIT10: a tree with d0867ed,
 # the idle plan's streamed step). Call 8 again: deterministic losses under torch.compile with tierpack, the
 # Llama-style decoder at 60% of compile's peak (call 8's tierpack cell ran out of memory in an unstreamed AdamW step,
 # the bug d0867ed fixes); then run_9.sh's HF GPT-2 large under plain compile, where the plan copies ~12 GB each way.
