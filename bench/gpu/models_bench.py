@@ -233,7 +233,7 @@ def run_child(a):
            "median_step_s": med, "units_per_s": units / med, "unit": unit, "peak_bytes": peak, "losses": losses,
            "warmup_step_s": warm, "step_s": times, "issued_s": issued, "context_bytes": context,
            "torch_max_reserved": torch.cuda.max_memory_reserved(), "torch_stats": torch_stats,
-           "stream_profile": profile, "gpu_options": a.gpu_options}
+           "stream_profile": profile, "gpu_options": a.gpu_options, "gpu": torch.cuda.get_device_name()}
     if compiled:  # how many graphs Dynamo made, and its graph breaks (Note [Compile per block])
         from torch._dynamo.utils import counters
         res["dynamo"] = {"unique_graphs": counters["stats"]["unique_graphs"],
@@ -481,7 +481,8 @@ def table(a, model, rows, commit):
     lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         row = {"model": model, "mode": r["mode"], "budget_pct": r.get("budget_pct"), "budget_of": r.get("budget_of"),
-               "commit": commit}
+               "commit": commit, "gpu_options": (a.gpu_options or None) if r["mode"].startswith("tierpack") else None,
+               "deterministic": bool(a.deterministic), "gpu": r.get("gpu")}
         if r.get("failed"):
             lines.append("| %s | %s | FAILED (%s) | | | | | | | | | | | |" % (r["mode"], budget_label(r), r.get("error", "")[:120]))
             row.update(step_ms=None, failed=True, error=r.get("error"))
