@@ -642,17 +642,30 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
         self.counters.released += 1
 
     def _fetch_many(self, recs):
-        """Note [Batched moves]: a call's fetches of saved storages as one batch (optimizer state one by one)."""
+        """Note [Batched moves]: a call's fetches as two batches: saved storages into new device bytes, optimizer
+        state back into its own storages (resized first). A transport without to_device_many / to_device_into_many
+        gets them one by one."""
+        todo = [r for r in recs if r.released and r.fetched is None and r.host is not None]
+        saved = [r for r in todo if r.tensor is None]
         many = getattr(self.transport, "to_device_many", None)
-        batch = [r for r in recs if r.released and r.fetched is None and r.host is not None and r.tensor is None]
-        if len(batch) < 2 or many is None:
-            for r in recs:
+        if len(saved) > 1 and many is not None:
+            for r, (flat, ev) in zip(saved, many([(r.host, r.nbytes, r.d2h) for r in saved])):
+                self._fetched(r, flat, ev)
+        else:
+            for r in saved:
                 self._fetch(r)
-            return
-        for r, (flat, ev) in zip(batch, many([(r.host, r.nbytes, r.d2h) for r in batch])):
-            self._fetched(r, flat, ev)
-        for r in recs:
-            if r.tensor is not None:
+        state = [r for r in todo if r.tensor is not None]
+        into_many = getattr(self.transport, "to_device_into_many", None)
+        if len(state) > 1 and into_many is not None:
+            items = []
+            for r in state:
+                storage = self._storage_of(r.tensor)
+                storage.resize_(r.nbytes)
+                items.append((r.host, _flat_bytes(self.torch, storage, self.device), r.d2h))
+            for r, (flat, ev) in zip(state, into_many(items)):
+                self._fetched(r, flat, ev)
+        else:
+            for r in state:
                 self._fetch(r)
 
     def _fetch(self, rec):

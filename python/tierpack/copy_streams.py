@@ -232,8 +232,13 @@ class CudaTransport:
         destinations allocated on the compute stream, one wait for the compute queued so far, one event."""
         torch = self.torch
         flats = [torch.empty(nbytes, dtype=torch.uint8, device=self.device) for _, nbytes, _ in items]
-        ev = self._into_device([(host, flat, after) for (host, _, after), flat in zip(items, flats)])
-        return [(flat, ev) for flat in flats]
+        return self.to_device_into_many([(host, flat, after) for (host, _, after), flat in zip(items, flats)])
+
+    def to_device_into_many(self, items):
+        """Copies back into storages already on the device (optimizer state resized back), at one call:
+        [(host, device bytes allocated on the compute stream, after)] -> [(device bytes, event)], one event."""
+        ev = self._into_device(items)
+        return [(flat, ev) for _, flat, _ in items]
 
     def to_device(self, host, nbytes, after=None):
         return self.to_device_into(host, self.torch.empty(nbytes, dtype=self.torch.uint8, device=self.device), after)

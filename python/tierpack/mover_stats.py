@@ -35,7 +35,9 @@ class Counters:
               "pinned_new",
               # Note [Host time]: the planned actions' host time, per copy issued and per recomputation or block run
               "move_host_ms", "copies_issued", "remake_host_ms", "remakes", "block_host_ms", "block_runs",
-              "step_chunks")  # Note [Streamed step]: chunks a streamed step updated before the optimizer's own step
+              # Note [Streamed step]: chunks a streamed step updated before the optimizer's own step, and the host
+              # time of its fetches, updates and copies out (the optimizer's own step of the last chunk left out)
+              "step_chunks", "step_host_ms")
 
     def __init__(self):
         for f in self.FIELDS:
@@ -130,7 +132,8 @@ class MoverStats:
                                "peak_reserved": h["peak_reserved"], "recomputed": h["recomputed"],
                                "bytes_recomputed": h["bytes_recomputed"], "host_ms": h["host_ms"],
                                "gc_ms": h["gc_ms"], "gc_full": h["gc_full"], "pinned_new": h["pinned_new"],
-                               "step_chunks": h["step_chunks"], "step_ms": h.get("step_ms"),
+                               "step_chunks": h["step_chunks"], "step_host_ms": h["step_host_ms"],
+                               "step_ms": h.get("step_ms"),
                                **{k: h[k] for k in ("move_host_ms", "copies_issued", "remake_host_ms", "remakes",
                                                     "block_host_ms", "block_runs")}}
                               for h in self.history]}

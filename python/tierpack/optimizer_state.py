@@ -50,6 +50,7 @@ so the state was fetched late, all at once (bench/results/gpu-h200-2026-12-05-1,
 from __future__ import annotations
 
 import weakref
+from time import perf_counter as _clock
 
 from tierpack._storage import flat_bytes as _flat_bytes
 from tierpack._storage import untyped as _untyped
@@ -143,7 +144,11 @@ class OptimizerState:
                         self._fetch(rec)
                     self._wait(rec.h2d, self._events is not None)
             if chunks is not None:
-                self._stream_step(optimizer, chunks)
+                t0 = _clock()
+                try:
+                    self._stream_step(optimizer, chunks)
+                finally:
+                    self.counters.step_host_ms += (_clock() - t0) * 1e3
 
     def _step_chunks(self, optimizer):
         """The streamed step's chunks [(group index, parameter, its state records)], or None: no streaming. An
@@ -181,11 +186,8 @@ class OptimizerState:
         timed = self._events is not None
         pending = []  # (records, event) copied out, not let go yet
 
-        def fetch(chunk):
-            for _, _, rs in chunk:
-                for r in rs:
-                    if r.released and r.fetched is None:
-                        self._fetch(r)
+        def fetch(chunk):  # one batch a chunk (Note [Batched moves])
+            self._fetch_many([r for _, _, rs in chunk for r in rs])
 
         self._stepping = (opt, saved, pending, away, chunks[-1])
         try:
@@ -193,9 +195,11 @@ class OptimizerState:
             for k, chunk in enumerate(chunks):
                 if k + 1 < len(chunks):
                     fetch(chunks[k + 1])
+                waited = set()  # a batch's copies share one event: wait for it once
                 for _, _, rs in chunk:
                     for r in rs:
-                        if r.released and r.fetched is not None:
+                        if r.released and r.fetched is not None and id(r.h2d) not in waited:
+                            waited.add(id(r.h2d))
                             self._wait(r.h2d, timed)
                 for gi, g in enumerate(groups):
                     g["params"] = [p for j, p, _ in chunk if j == gi]
@@ -239,6 +243,7 @@ class OptimizerState:
     def _finish_step(self):
         """Note [Streamed step]: after the optimizer's own step (the last chunk): the groups as they were, the last
         chunks sent out."""
+        t0 = _clock()
         opt, saved, pending, away, last = self._stepping
         self._stepping = None
         for g, ps in zip(opt.param_groups, saved):
@@ -246,6 +251,7 @@ class OptimizerState:
         self._send_out(last, away, pending)
         while pending:
             self._let_out(*pending.pop(0))
+        self.counters.step_host_ms += (_clock() - t0) * 1e3
 
     def bring_state_home(self, optimizer=None):
         """The optimizer state a streamed step sent out, back into its tensors (``optimizer.state_dict()``'s pre-hook:

@@ -149,6 +149,11 @@ class RawTransportTest(unittest.TestCase):
         settle(ev2)
         self.assertTrue(all(torch.equal(f, s) for (f, _), s in zip(back, src)))
         self.assertTrue(flat is into and torch.equal(into, src[0]))
+        intos = [torch.zeros(o.numel(), dtype=torch.uint8) for o in outs[1:]]  # optimizer state's batch
+        got = tr.to_device_into_many([(o, i, ev) for o, i in zip(outs[1:], intos)])
+        self.assertEqual(len({id(e) for _, e in got}), 1, "one event for the batch")
+        settle(got[0][1])
+        self.assertTrue(all(f is i and torch.equal(i, s) for (f, _), i, s in zip(got, intos, src[1:])))
         tr.compute_wait(ev2)
         _, last = tr.to_host(src[2])  # a later batch lets go of the finished ones
         self.assertEqual(len(tr._in_flight), 1)

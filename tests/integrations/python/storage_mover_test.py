@@ -103,9 +103,21 @@ class SlowTransport:
     def to_device_into(self, host, flat, after=None):
         assert isinstance(after, _Event), "a copy back is ordered after its copy out"
         assert host.numel() == flat.numel()
+        self.calls += 1
         self.back += 1
         flat.copy_(host)
         return flat, _Event(self.lag)
+
+    def to_device_into_many(self, items):
+        self.calls += 1
+        self.batches_in += 1
+        for host, flat, after in items:
+            assert isinstance(after, _Event), "a copy back is ordered after its copy out"
+            assert host.numel() == flat.numel()
+            self.back += 1
+            flat.copy_(host)
+        ev = _Event(self.lag)
+        return [(flat, ev) for _, flat, _ in items]
 
     def compute_wait(self, ev):
         self.waits += 1
@@ -566,8 +578,10 @@ class StorageMoverTest(unittest.TestCase):
         import tempfile
         d = tempfile.TemporaryDirectory()
         self.addCleanup(d.cleanup)
-        mover, dev = make_mover(int(self.saved_peak() * 0.4), stream_step=True, step_chunk_bytes=128 << 10,
-                                recompute=False, stats_out=os.path.join(d.name, "s.json"), stats_every_s=0)
+        tr = SlowTransport()
+        mover, dev = make_mover(int(self.saved_peak() * 0.4), transport=tr, stream_step=True,
+                                step_chunk_bytes=128 << 10, recompute=False, stats_out=os.path.join(d.name, "s.json"),
+                                stats_every_s=0)
         seen = []  # state bytes on the device at each chunk's update
         real_step = torch.optim.AdamW.step.__wrapped__
 
@@ -576,10 +590,25 @@ class StorageMoverTest(unittest.TestCase):
             seen.append((on, sum(len(g["params"]) for g in opt.param_groups)))
             return real_step(opt, *a, **k)
         counting.__wrapped__ = counting
+        # Note [Batched moves]: the step fetches each chunk's state in one batch, never one copy a state
+        stepping = {"batches": 0, "single": 0}
+        into_many, into_one = tr.to_device_into_many, tr.to_device_into
+
+        def batch(items):
+            stepping["batches"] += mover._stepping is not None
+            return into_many(items)
+
+        def single(*a):
+            stepping["single"] += mover._stepping is not None
+            return into_one(*a)
+        tr.to_device_into_many, tr.to_device_into = batch, single
         with unittest.mock.patch.object(torch.optim.AdamW.step, "__wrapped__", counting):
             got = train(self.ITER, mover)
         self.check_same(ref, got)
         planned = [h for h in mover.history if h["mode"] == "planned"]
+        self.assertGreater(stepping["batches"], 0, stepping)
+        self.assertLessEqual(stepping["batches"], sum(h["step_chunks"] + 1 for h in planned), stepping)
+        self.assertEqual(stepping["single"], 0, stepping)
         self.assertTrue(planned and all(h["step_chunks"] > 0 for h in planned), mover.history)
         storages = mover.trace()["storages"]
         moved = {m["storage"]: m for m in mover.plan["moves"] if storages[m["storage"]].get("optimizer_state")}
@@ -686,6 +715,7 @@ class StorageMoverTest(unittest.TestCase):
         class OneByOne(SlowTransport):
             to_host_many = None
             to_device_many = None
+            to_device_into_many = None
 
         peak = self.saved_peak()
         ref = self.reference()
