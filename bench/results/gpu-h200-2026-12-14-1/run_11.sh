@@ -11,13 +11,13 @@ N=11
 rm -rf /tmp/prof; mkdir -p /tmp/prof
 cell hf-gpt2 hf-gpt2 ckpt,tierpack+ckpt 60 230 step:stream,limit:hard --ckpt-budgets 60 --profile /tmp/prof/p.json
 cell t5 t5 ckpt,tierpack+ckpt 60 260 step:stream,limit:hard --ckpt-budgets 60 --profile /tmp/prof/p.json
-# run_10.sh's first cell (deterministic losses under compile with tierpack, the Llama-style decoder), with the time left, in
-# case no second machine comes this session
-cell llama llama compile,compile-0.1/blocks,tierpack+compile-0.1 60 260 step:stream,limit:hard --compile-budgets 60 --deterministic
 for f in /tmp/prof/*.json; do python3 bench/gpu/trace_phases.py $f --json ${f%.json}.phases.json; gzip -1 $f; done \
   | tee $O/call${N}_phases.txt
 cp /tmp/prof/*.phases.json $O/ 2>/dev/null
 tar czf $OUT/call${N}.tgz -C /tmp call$N logs 2>/dev/null
 for f in /tmp/prof/*.json.gz; do cp $f $OUT/$(basename $f | tr "+" "-"); done  # $OUT names: no "+"
+# run_10.sh's first cell (deterministic losses under compile with tierpack, the Llama-style decoder), with the time left, in
+# case no second machine comes this session
+cell llama llama compile,compile-0.1/blocks,tierpack+compile-0.1 60 260 step:stream,limit:hard --compile-budgets 60 --deterministic
 ls -la $OUT
 plan_lines
