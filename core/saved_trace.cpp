@@ -203,7 +203,7 @@ SavedPlanOptions saved_plan_options_from_json(const std::string& text) {
   SavedPlanOptions o;
   reading(what, [&] {
     detail::check_keys(j, {"limit_bytes", "d2h_bytes_per_s", "h2d_bytes_per_s", "min_bytes", "recompute",
-                           "host_ms_per_copy", "host_ms_per_remake", "stream_window_bytes"});
+                           "host_ms_per_copy", "host_ms_per_remake", "stream_window_bytes", "both_ways_bytes_per_s"});
     detail::get(j, "limit_bytes", o.limit_bytes, std::uint64_t{0}, detail::kMaxTotalBytes, detail::kMaxTotalBytesText);
     detail::get(j, "d2h_bytes_per_s", o.d2h_bytes_per_s, 1.0, 1e13, "1e13 bytes/s");
     detail::get(j, "h2d_bytes_per_s", o.h2d_bytes_per_s, 1.0, 1e13, "1e13 bytes/s");
@@ -214,6 +214,7 @@ SavedPlanOptions saved_plan_options_from_json(const std::string& text) {
     // optional (before Note [Streamed step]: 0, the step needs all its state)
     detail::get_or(j, "stream_window_bytes", o.stream_window_bytes, std::uint64_t{0}, detail::kMaxBytes,
                    detail::kMaxBytesText);
+    detail::get_or(j, "both_ways_bytes_per_s", o.both_ways_bytes_per_s, 0.0, 1e13, "1e13 bytes/s");  // 0: not known
   });
   return o;
 }

@@ -105,6 +105,9 @@ struct SavedPlanOptions {
   /// storages are fetched by the step itself, a chunk at a time, and the step holds at most this many bytes of
   /// them at once; 0: the step needs every state back on the device before it starts.
   std::uint64_t stream_window_bytes = 0;
+  /// Pinned copy bandwidth with both directions at once, the two together (bytes/s; 0: not known, each direction
+  /// keeps its own). The streamed step copies both ways at once (placer/saved_plan.cpp, Note [Streamed step]).
+  double both_ways_bytes_per_s = 0;
 };
 
 /// What happens to one storage that leaves the device. Event indexes refer to SavedTrace::events.

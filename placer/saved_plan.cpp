@@ -60,6 +60,11 @@
 // their pack, they may be let go at it (they start the iteration away), and the cost model lets the step take as
 // long as they need to cross each way, less the step's own GPU time. Sending all the state through the step cost
 // the Llama-style decoder ~117 ms a step each way at 60% of checkpointing's peak, with the link idle in backward.
+// Both ways cross at once there, and then the link carries less than the two directions alone: a profiled step of
+// HF GPT-2 large at 60% of checkpointing's peak streamed 2.43 GB each way with the host-to-device stream busy
+// back to back, at 45.2 GB/s in and 50.9 GB/s out (52.6 and 54.7 each alone), the step 69.7 ms against 22.7 ms
+// (bench/results/gpu-h200-2026-12-14-1, call 11). With options.both_ways_bytes_per_s known, the step takes at
+// least both directions' bytes at that rate.
 //
 // Note [Recompute]
 // ~~~~~~~~~~~~~~~~
@@ -698,8 +703,10 @@ void predict_saved_plan(const SavedTrace& trace, const SavedPlanOptions& options
     }
   }
   if (streamed_bytes > 0) {  // each way through the link while the step updates what has arrived (Note [Streamed step])
-    const double link_ms = std::max(copy_ms(streamed_bytes, options.h2d_bytes_per_s),
-                                    copy_ms(streamed_bytes, options.d2h_bytes_per_s));
+    double link_ms = std::max(copy_ms(streamed_bytes, options.h2d_bytes_per_s),
+                              copy_ms(streamed_bytes, options.d2h_bytes_per_s));
+    if (options.both_ways_bytes_per_s > 0)  // both directions at once share the link
+      link_ms = std::max(link_ms, copy_ms(2 * streamed_bytes, options.both_ways_bytes_per_s));
     delay += std::max(0.0, link_ms - trace.optimizer_ms);
   }
   plan.stall_ms = delay;

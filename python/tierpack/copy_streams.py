@@ -318,3 +318,30 @@ class CudaTransport:
             out.append(nbytes / (best / 1e3))
         self.give_back(host, None)
         return out[0], out[1]
+
+    def both_ways_bandwidth(self, nbytes=256 << 20, repeats=3):
+        """Pinned copy bandwidth with a copy each way at once (bytes/s, both directions' bytes together over the
+        time until both are done), measured now on the copy streams: what the streamed optimizer step gets
+        (placer/saved_plan.cpp, Note [Streamed step])."""
+        torch = self.torch
+        out_host, in_host = self.host_buffer(nbytes), self.host_buffer(nbytes)
+        src, dst = (torch.empty(nbytes, dtype=torch.uint8, device=self.device) for _ in range(2))
+        best = None
+        for _ in range(repeats):
+            start = torch.cuda.Event(enable_timing=True)
+            start.record(self.compute())
+            ends = []
+            for stream, to, frm in ((self.d2h, out_host, src), (self.h2d, dst, in_host)):
+                stream.wait_event(start)
+                with torch.cuda.stream(stream):
+                    to.copy_(frm, non_blocking=True)
+                e = torch.cuda.Event(enable_timing=True)
+                e.record(stream)
+                ends.append(e)
+            for e in ends:
+                e.synchronize()
+            ms = max(start.elapsed_time(e) for e in ends)
+            best = ms if best is None else min(best, ms)
+        self.give_back(out_host, None)
+        self.give_back(in_host, None)
+        return 2 * nbytes / (best / 1e3)

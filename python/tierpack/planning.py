@@ -25,6 +25,7 @@ class Planning:
         self.plan = None              # the placer's plan (dict) in force
         self.plan_summary = None
         self._bandwidth = None
+        self._both_ways = None  # both directions at once (Note [Streamed step] in placer/saved_plan.cpp)
         self._idle = False            # a plan with no moves: the hooks step aside
         self._remade = frozenset()     # storages the plan in force makes again (Note [Recipes])
         self._by_block = frozenset()   # ... of them, by running their block again (Note [Block recompute])
@@ -57,6 +58,11 @@ class Planning:
                        "h2d_bytes_per_s": self._bandwidth[1], "min_bytes": self.min_bytes, "recompute": self.recompute}
             if self.stream_step:  # Note [Streamed step]: a chunk arriving, one updated, one leaving, its temporaries
                 options["stream_window_bytes"] = 4 * self.step_chunk_bytes
+                both = getattr(self.transport, "both_ways_bandwidth", None)
+                if both is not None and self._both_ways is None:
+                    self._both_ways = both()  # (its copies share the link both ways at once)
+                if self._both_ways:
+                    options["both_ways_bytes_per_s"] = self._both_ways
             if self._host_costs is not None:  # Note [Host time]
                 options["host_ms_per_copy"], options["host_ms_per_remake"] = self._host_costs
             try:

@@ -245,11 +245,20 @@ TEST(SavedPlan, AStreamedStepFetchesTheOptimizerStateItselfAndHoldsOnlyItsWindow
   // Each way 512 MiB at 50 GB/s (10.7 ms) while the step computes for 2 ms: the step waits for the rest.
   const double link_ms = static_cast<double>(2 * state) / 50e9 * 1e3;
   EXPECT_GE(p.predicted_ms, t.step_ms + link_ms - t.optimizer_ms - 1e-6);
+  // Both ways at once at 80 GB/s together (not 100): the step waits for 1 GiB at that rate.
+  o.both_ways_bytes_per_s = 80e9;
+  const SavedPlan shared = plan_saved_tensors(t, o);
+  const double both_ms = static_cast<double>(4 * state) / 80e9 * 1e3;
+  EXPECT_NEAR(shared.predicted_ms - p.predicted_ms, both_ms - link_ms, 1e-6);
+  EXPECT_EQ(shared.bytes_in, p.bytes_in);  // the same moves
   // The option and the field travel through JSON.
   EXPECT_EQ(saved_trace_from_json(saved_trace_to_json(t)), t);
   EXPECT_EQ(saved_plan_options_from_json("{\"limit_bytes\":1,\"d2h_bytes_per_s\":1,\"h2d_bytes_per_s\":1,"
                                          "\"stream_window_bytes\":134217728}").stream_window_bytes,
             128 * MiB);
+  EXPECT_EQ(saved_plan_options_from_json("{\"limit_bytes\":1,\"d2h_bytes_per_s\":1,\"h2d_bytes_per_s\":1,"
+                                         "\"both_ways_bytes_per_s\":9.6e10}").both_ways_bytes_per_s,
+            9.6e10);
 }
 
 TEST(SavedPlan, AStreamedStepFindsBackBeforeTheStepWhatFitsThereAndStreamsTheRest) {

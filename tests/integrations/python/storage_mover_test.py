@@ -144,6 +144,9 @@ class SlowTransport:
     def bandwidth(self):
         return self.link, self.link
 
+    def both_ways_bandwidth(self):  # both directions at once share the link (Note [Streamed step])
+        return 1.5 * self.link
+
 
 class AsyncBack(SlowTransport):
     """Copies back land only once the compute stream waits for them (or a poll finds them done), as on a GPU: a
@@ -616,6 +619,7 @@ class StorageMoverTest(unittest.TestCase):
         self.assertTrue(streamed and len(streamed) < len(moved), moved)
         self.assertTrue(all(m["use_at"] > m["fetch_at"] for m in moved.values() if m["fetch_at"] >= 0), moved)
         self.assertEqual(mover._saved_options["stream_window_bytes"], 4 * (128 << 10))
+        self.assertEqual(mover._saved_options["both_ways_bytes_per_s"], 1.5 * tr.link)
         # each streamed state goes out into the pinned buffer it came in from (no new buffer a step)
         self.assertEqual(mover.transport.reused, len(streamed) * len(planned))
         with open(os.path.join(d.name, "s.gpu0.json")) as f:  # what `tierpack run --stats` reads
