@@ -60,7 +60,12 @@ class Planning:
                 options["stream_window_bytes"] = 4 * self.step_chunk_bytes
                 both = getattr(self.transport, "both_ways_bandwidth", None)
                 if both is not None and self._both_ways is None:
-                    self._both_ways = both()  # (its copies share the link both ways at once)
+                    try:  # (its copies share the link both ways at once)
+                        self._both_ways = both()
+                    except Exception as e:  # noqa: BLE001 - an input of the cost model: planned without it
+                        self._both_ways = 0
+                        self.log("storage mover: both-ways bandwidth not measured (%s): the streamed step is "
+                                 "costed at each direction's own" % e)
                 if self._both_ways:
                     options["both_ways_bytes_per_s"] = self._both_ways
             if self._host_costs is not None:  # Note [Host time]
