@@ -285,6 +285,7 @@ def stream_profile(torch, one_step, path):
     each way. The trace goes to `path` (Chrome format) when it ends in .json."""
     import tempfile
     from torch.profiler import ProfilerActivity, profile
+    from trace_phases import union  # (bench/gpu, beside this script)
 
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -321,14 +322,9 @@ def stream_profile(torch, one_step, path):
         hi = e["ts"] + e["dur"] if hi is None else max(hi, e["ts"] + e["dur"])
     summary = {"wall_ms": wall, "gpu_span_ms": ((hi or 0) - (lo or 0)) / 1e3, "streams": {}}
     for st, s in streams.items():
-        busy, end = 0.0, None
-        for a0, b0 in sorted(s["spans"]):
-            if end is None or a0 > end:
-                busy += b0 - a0; end = b0
-            elif b0 > end:
-                busy += b0 - end; end = b0
-        summary["streams"][str(st)] = {"busy_ms": busy / 1e3, "kernels": s["kernels"], "copies": s["copies"],
-                                       "d2h_gb": s["d2h_bytes"] / 1e9, "h2d_gb": s["h2d_bytes"] / 1e9}
+        summary["streams"][str(st)] = {"busy_ms": union(s["spans"]) / 1e3, "kernels": s["kernels"],
+                                       "copies": s["copies"], "d2h_gb": s["d2h_bytes"] / 1e9,
+                                       "h2d_gb": s["h2d_bytes"] / 1e9}
     if streams:
         comp = max(streams, key=lambda k: streams[k]["kernels"])
         c = summary["streams"][str(comp)]

@@ -657,11 +657,7 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
         state = [r for r in todo if r.tensor is not None]
         into_many = getattr(self.transport, "to_device_into_many", None)
         if len(state) > 1 and into_many is not None:
-            items = []
-            for r in state:
-                storage = self._storage_of(r.tensor)
-                storage.resize_(r.nbytes)
-                items.append((r.host, _flat_bytes(self.torch, storage, self.device), r.d2h))
+            items = [(r.host, self._state_destination(r), r.d2h) for r in state]
             for r, (flat, ev) in zip(state, into_many(items)):
                 self._fetched(r, flat, ev)
         else:
@@ -672,12 +668,15 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
         if not rec.released or rec.fetched is not None or rec.host is None:
             return
         if rec.tensor is not None:  # back into the state tensor's own storage
-            storage = self._storage_of(rec.tensor)
-            storage.resize_(rec.nbytes)
-            self._fetched(rec, *self.transport.to_device_into(rec.host, _flat_bytes(self.torch, storage, self.device),
-                                                              rec.d2h))
+            self._fetched(rec, *self.transport.to_device_into(rec.host, self._state_destination(rec), rec.d2h))
         else:
             self._fetched(rec, *self.transport.to_device(rec.host, rec.nbytes, rec.d2h))
+
+    def _state_destination(self, rec):
+        """An optimizer state's own storage, resized back for its copy back: its device bytes."""
+        storage = self._storage_of(rec.tensor)
+        storage.resize_(rec.nbytes)
+        return _flat_bytes(self.torch, storage, self.device)
 
     def _fetched(self, rec, flat, ev):
         """A copy back was issued: `flat` is the storage's device bytes once `ev` has passed."""
