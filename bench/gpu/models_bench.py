@@ -199,6 +199,7 @@ def run_child(a):
         warm.append(time.perf_counter() - t0)
     torch.cuda.synchronize()
     sampler.reset()
+    before = torch.cuda.memory_stats()
     for i in range(a.steps):
         t0 = time.perf_counter()
         loss = step(a.warmup + i)
@@ -213,6 +214,8 @@ def run_child(a):
             "reserved_bytes.all.peak", "inactive_split_bytes.all.current", "inactive_split_bytes.all.peak",
             "num_alloc_retries", "num_device_alloc", "num_device_free", "num_sync_all_streams")
     torch_stats = {k: mem.get(k) for k in keys}
+    # the allocator's retries (it gave its cache back, synchronising the device, and tried again) in the timed steps
+    timed_stats = {k: (mem.get(k) or 0) - (before.get(k) or 0) for k in ("num_alloc_retries", "num_sync_all_streams")}
     profile = None
     if a.profile == "python":
         python_profile(torch, lambda: step(a.warmup + a.steps))
@@ -233,6 +236,7 @@ def run_child(a):
            "median_step_s": med, "units_per_s": units / med, "unit": unit, "peak_bytes": peak, "losses": losses,
            "warmup_step_s": warm, "step_s": times, "issued_s": issued, "context_bytes": context,
            "torch_max_reserved": torch.cuda.max_memory_reserved(), "torch_stats": torch_stats,
+           "timed_torch_stats": timed_stats,
            "stream_profile": profile, "gpu_options": a.gpu_options, "gpu": torch.cuda.get_device_name()}
     if compiled:  # how many graphs Dynamo made, and its graph breaks (Note [Compile per block])
         from torch._dynamo.utils import counters
@@ -413,6 +417,14 @@ def bound_for(r):
     return plan.get("bound_ms"), plan.get("predicted_ms")
 
 
+def retries_per_step(r):
+    """The allocator's retries per timed step (None for results from before they were counted): under limit:hard an
+    allocation that finds no room gives the cache back, which synchronises the device (Note [Allocator retries] in
+    python/tierpack/reserved_memory.py)."""
+    t = r.get("timed_torch_stats")
+    return t["num_alloc_retries"] / len(r["step_s"]) if t and r.get("step_s") else None
+
+
 def budget_label(r):
     """'75% (22.4 GiB)' of the default peak, '100% of ckpt (21.1 GiB)' of another mode's; '-' for no budget."""
     if r.get("budget_pct") is None:
@@ -445,6 +457,12 @@ def step_notes(rows):
         lines.append("- %s %s: steps %s ms, queued by the host in %s ms" % (
             r["mode"], budget_label(r), [round(t * 1e3) for t in r["step_s"]],
             [round(t * 1e3) for t in r["issued_s"]]))
+    for r in rows:
+        t = r.get("timed_torch_stats")
+        if not r.get("failed") and t and t["num_alloc_retries"]:
+            lines.append("- %s %s: the allocator retried %d times in the %d timed steps (%d synchronisations of all "
+                         "streams)" % (r["mode"], budget_label(r), t["num_alloc_retries"], len(r["step_s"]),
+                                       t["num_sync_all_streams"]))
     for r in rows:
         timed = timed_iterations(r)
         if r.get("failed") or not timed or len(timed) != len(r.get("step_s", [])):
@@ -503,7 +521,8 @@ def table(a, model, rows, commit):
                    loss_base=against["mode"] if against is not None else None,
                    budget_gib=(r["budget"] / GiB if r.get("budget") else None),
                    late_fetches_per_step=tp.get("fetched_late_per_step"), divergences=tp.get("divergences"),
-                   warmup_steps=len(r.get("warmup_step_s", [])))
+                   warmup_steps=len(r.get("warmup_step_s", [])),
+                   alloc_retries_per_step=retries_per_step(r))
         out.append(row)
         lines.append("| %s | %s | %.1f | %s | %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["mode"], budget_label(r), step, "%.2f" % (step / (base["median_step_s"] * 1e3)) if base else "-",

@@ -151,7 +151,7 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
     bytes, its peak since the last reset, reset; set_limit(dev, bytes or None): make the budget a hard
     limit (or lift it; limit:hard only); empty_cache(): give the allocator's unused memory back;
     memory_state(dev): the allocator's reserved and live bytes and its free gaps, read at an out-of-memory
-    error; record_iteration: the iteration (1-based) that is recorded (>= 3 by default: the first learns the
+    error; alloc_retries(dev): the allocator's retries so far (Note [Allocator retries]); record_iteration: the iteration (1-based) that is recorded (>= 3 by default: the first learns the
     live peak, the second moves reactively and so fills the pinned pool with what the budget needs away, Note
     [Reactive moves]; the next timed_iterations are timed, Note [Recording]); capacity(dev): the device's
     memory (the timed iterations move nothing under it);
@@ -167,7 +167,8 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
                  empty_cache=None, optimizer_state=False, capacity=None, log=None, max_reserved=None,
                  reserved_replans=4, room_replans=2, recompute=True, recompute_bytes_per_s=2e12, memory_state=None,
                  gc_freeze=False, recompute_blocks=True, host_time=True, timed_iterations=2,
-                 stream_step=False, step_chunk_bytes=128 << 20, stats_every_s=1.0):
+                 stream_step=False, step_chunk_bytes=128 << 20, stats_every_s=1.0, alloc_retries=None,
+                 retry_replans=2):
         self.torch = torch
         self.recompute_blocks = bool(recompute_blocks)  # Note [Block recompute] in module_recompute.py
         self._pinned_before = 0   # the transport's pinned bytes at the iteration's start
@@ -197,7 +198,7 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
         self._init_planning(planner)
         self._init_budget(budget_bytes, budget_fraction, fill, fits_fraction, hard_limit, set_limit, replans,
                           memory_state)
-        self._init_reserved_memory(max_reserved, reserved_replans, room_replans)
+        self._init_reserved_memory(max_reserved, reserved_replans, room_replans, alloc_retries, retry_replans)
         self._init_measured_plans(host_time)
         self._init_optimizer_state(optimizer_state, stream_step, step_chunk_bytes)
         self._init_collector(gc_freeze)
@@ -267,6 +268,7 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
                 self.counters.peak_live = int(self._max_allocated(self.device))
                 if self._max_reserved is not None:
                     self.counters.peak_reserved = int(self._max_reserved(self.device))
+                self._count_retries()
             # Note [Host time]: a planned iteration's hooks measure the host time of a copy and of a recomputation
             # (once per trace); the plan is made again with them unless a replan below does so anyway
             plan_before = self.plan
@@ -293,6 +295,7 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
                     self._check_reserved()  # (a plan's first iteration that went as planned holds what it will)
             elif self.plan is not None and not self._diverged:
                 self._check_reserved()
+                self._check_retries(measured)
             if self.plan is not None and self._diverged:
                 self._diverged_in_a_row += 1
                 if self._diverged_in_a_row >= self.max_divergences:

@@ -227,9 +227,11 @@ def _install_storage_mover(torch, lib, options):
         max_allocated = lambda d: stats(index(d))["allocated_bytes"]["all"]["peak"]  # noqa: E731
         reset_peak = lambda d: reset(index(d))  # noqa: E731
         max_reserved = lambda d: stats(index(d))["reserved_bytes"]["all"]["peak"]  # noqa: E731
+        alloc_retries = lambda d: stats(index(d))["num_alloc_retries"]  # noqa: E731
     else:
         allocated, max_allocated = torch.cuda.memory_allocated, torch.cuda.max_memory_allocated
         max_reserved = torch.cuda.max_memory_reserved
+        alloc_retries = lambda d: torch.cuda.memory_stats(d).get("num_alloc_retries", 0)  # noqa: E731
         reset_peak = torch.cuda.reset_peak_memory_stats
 
     def memory_state(device):
@@ -256,7 +258,7 @@ def _install_storage_mover(torch, lib, options):
         plan_with_library(lib),
         budget_bytes=budget.get("bytes"), budget_fraction=budget.get("fraction"),
         allocated=allocated, max_allocated=max_allocated, reset_peak=reset_peak, set_limit=set_limit,
-        max_reserved=max_reserved,
+        max_reserved=max_reserved, alloc_retries=alloc_retries,
         capacity=lambda d: torch.cuda.get_device_properties(d).total_memory, fill=options["gpu_fill"],
         fits_fraction=options["gpu_fits_fraction"],
         record_iteration=max(3, int(options["warmup_iterations"]) + 2), divergences=options["gpu_divergences"],

@@ -37,7 +37,10 @@ class Counters:
               "move_host_ms", "copies_issued", "remake_host_ms", "remakes", "block_host_ms", "block_runs",
               # Note [Streamed step]: chunks a streamed step updated before the optimizer's own step, and the host
               # time of its fetches, updates and copies out (the optimizer's own step of the last chunk left out)
-              "step_chunks", "step_host_ms")
+              "step_chunks", "step_host_ms",
+              # Note [Allocator retries]: allocations that found no room under the allocator's limit, which gave its
+              # cache back (synchronising the device) and tried again
+              "alloc_retries")
 
     def __init__(self):
         for f in self.FIELDS:
@@ -133,6 +136,7 @@ class MoverStats:
                                "bytes_recomputed": h["bytes_recomputed"], "host_ms": h["host_ms"],
                                "gc_ms": h["gc_ms"], "gc_full": h["gc_full"], "pinned_new": h["pinned_new"],
                                "step_chunks": h["step_chunks"], "step_host_ms": h["step_host_ms"],
+                               "alloc_retries": h["alloc_retries"],
                                "step_ms": h.get("step_ms"),
                                **{k: h[k] for k in ("move_host_ms", "copies_issued", "remake_host_ms", "remakes",
                                                     "block_host_ms", "block_runs")}}

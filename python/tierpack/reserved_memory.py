@@ -2,9 +2,11 @@
 
 The ReservedMemory mixin of StorageMover (activations.py): under the soft limit a planned iteration whose reserved
 peak passes the budget plans again lower, and a limit lowered too far rises again (Note [Reserved memory]); under
-limit:hard the allocator keeps under the budget itself (budget.py, Note [Budget]). Owns: _max_reserved (the
-allocator's reserved peak), reserved_replans_left, room_replans_left, _reserved_warned. Reads plan, plan_summary,
-budget, limit and counters; plans again through _make_plan (planning.py).
+limit:hard the allocator keeps under the budget itself (budget.py, Note [Budget]), and where it has to give its cache
+back to do so a lower limit is tried (Note [Allocator retries]). Owns: _max_reserved (the allocator's reserved peak),
+reserved_replans_left, room_replans_left, _reserved_warned, _alloc_retries and _retries_seen (the allocator's retry
+count), retry_replans_left, _retry_plan. Reads plan, plan_summary, budget, limit and counters; plans again through
+_make_plan (planning.py), or puts a plan on trial (measured_plans.py).
 
 Note [Reserved memory]
 ~~~~~~~~~~~~~~~~~~~~~~
@@ -49,6 +51,24 @@ bench/results/gpu-h200-2026-12-01-2, calls 1-2). Two ways keep what the allocato
   one page), and the request was 0.98 GiB. So the gaps, not live bytes over the plan, used the room; how
   many there are depends on the order storages are let go and made, which the plan does not model yet. The
   soft limit stays the default and ``limit:hard`` is the faster choice for runs that leave it room.
+
+Note [Allocator retries]
+~~~~~~~~~~~~~~~~~~~~~~~~
+Under ``limit:hard`` an allocation that finds no free block it fits and no room under the limit to map more
+makes PyTorch's allocator give back its cached blocks and try again (its ``num_alloc_retries``). Giving pages back
+waits for the device: the host stops until the GPU has run what was queued, and the GPU then waits for the host
+to queue work again. On HF GPT-2 large under checkpointing at 60% of its peak (an H100) the 1.6 GB of fp32
+log-probabilities at the loss did so in every step: 27.4 ms of host time in ``aten::_log_softmax``, 11.8 ms of it
+in ``cudaStreamSynchronize``, then the compute stream idle 15.4 + 8.4 + 3.2 ms; PyTorch counted 15 retries and 19
+synchronisations of all streams in the run, none under checkpointing alone (bench/results/gpu-h200-2026-12-14-1,
+call 11). The cost model does not see it: the step ran 421 ms where the plan predicted 352. So each iteration
+counts the allocator's retries (the statistics' ``alloc_retries``), and under ``limit:hard`` a planned iteration
+that counts for its plan (after the plan's first, matching the recorded one, no new pinned memory: Note [Measured
+plans]) and had any puts a plan under a limit on live bytes lower by ``RETRY_CUT`` of the budget on trial against
+the plan in force: the lower plan moves more bytes, and leaves the allocator more room. Measured longer (by more
+than the trial's margin), the plan in force comes back and no retry is tried again; kept, and still retrying, a
+further cut is tried, at most ``retry_replans`` (2) in all. The log says ``storage mover: iteration N: PyTorch's
+allocator gave its cache back and retried K time(s) under the budget's limit ...``.
 """
 
 from __future__ import annotations
@@ -61,7 +81,16 @@ class ReservedMemory:
     # memory]): less is the allocator's rounding from one iteration to the next
     ROOM_FRACTION = 0.05
 
-    def _init_reserved_memory(self, max_reserved, reserved_replans, room_replans):
+    # Note [Allocator retries]: how much lower (a fraction of the budget) the limit on live bytes of a plan tried for
+    # the allocator's retries is
+    RETRY_CUT = 0.05
+    RETRY_WHY = "the allocator's retries"
+
+    def _init_reserved_memory(self, max_reserved, reserved_replans, room_replans, alloc_retries=None, retry_replans=2):
+        self._alloc_retries = alloc_retries
+        self._retries_seen = None  # the allocator's retries at the last iteration's end
+        self.retry_replans_left = int(retry_replans)
+        self._retry_plan = None  # the plan summary whose retries were last tried for (one trial per plan)
         self._max_reserved = max_reserved
         self.reserved_replans_left = int(reserved_replans)
         self.room_replans_left = int(room_replans)
@@ -141,3 +170,35 @@ class ReservedMemory:
         if self.plan is None or not self.plan["fits"]:  # (cannot be: a higher limit fits what a lower one did)
             self.plan, self._actions, self._idle, self.plan_summary = kept
             self._set_remade(self.plan)
+
+    def _count_retries(self):
+        """Note [Allocator retries]: the allocator's retries in this iteration, into its counters."""
+        if self._alloc_retries is None:
+            return
+        now = int(self._alloc_retries(self.device))
+        self.counters.alloc_retries = now - self._retries_seen if self._retries_seen is not None else 0
+        self._retries_seen = now
+
+    def _check_retries(self, counted):
+        """Note [Allocator retries]: a counted planned iteration under limit:hard whose allocator retried puts a plan
+        under a limit lower by RETRY_CUT of the budget on trial (measured_plans.py), once per plan."""
+        n = self.counters.alloc_retries
+        if not n or counted is None or counted is not self.plan_summary or not self.hard_limit or \
+                self._limit_in_force is None or not self.plan["fits"] or self.retry_replans_left <= 0 or \
+                self._retry_plan is self.plan_summary or self._incumbent is not None:
+            return
+        cut = int(self.budget * self.RETRY_CUT)
+        if self.plan["limit_bytes"] - cut <= 0:
+            return
+        self._retry_plan = self.plan_summary
+        self.retry_replans_left -= 1
+        self._trials_due.append((self.RETRY_WHY, lambda: cut, self._stop_retry_replans))
+        gib = float(1 << 30)
+        self.log("storage mover: iteration %d: PyTorch's allocator gave its cache back and retried %d time(s) under "
+                 "the budget's limit (limit:hard: each waits for the device): a plan under %.2f GiB of live bytes "
+                 "(was %.2f) goes on trial (Note [Allocator retries])"
+                 % (self.iteration, n, (self.plan["limit_bytes"] - cut) / gib, self.plan["limit_bytes"] / gib))
+
+    def _stop_retry_replans(self):
+        """Note [Allocator retries]: a lower limit that ran longer is not tried again."""
+        self.retry_replans_left = 0

@@ -850,6 +850,60 @@ class StorageMoverTest(unittest.TestCase):
                     self.assertEqual(mover.plan_summary["iteration"], t["plan_from"])
                 self.assertEqual(mover.stats()["trials"], mover.trials)
 
+    def test_allocator_retries_under_a_hard_limit_put_a_lower_limit_on_trial(self):
+        # Note [Allocator retries]: the pretend allocator retries twice an iteration while the plan's limit on live
+        # bytes is the budget's fill. A counted planned iteration puts a plan under a limit lower by RETRY_CUT of the
+        # budget on trial: where the lower plan runs as fast it stays (and the retries stop), where the pretend GPU
+        # takes 1 ms more per call under it, the plan before comes back, and no retry is tried again.
+        class Costed(SlowTransport):
+            mover, first, slow_ms = None, 0, 0.0
+
+            def mark(self):
+                low = self.mover is not None and self.mover.plan is not None and \
+                    self.mover.plan["limit_bytes"] < self.first
+                self.clock += 0.25 + (self.slow_ms if low else 0.0)
+                return _Mark(self.clock)
+        peak = self.saved_peak()
+        ref = train(20)
+        budget = int(peak * 0.6)
+        first = int(budget * 0.88)
+        for slow_ms, kept in ((0.0, True), (1.0, False)):
+            with self.subTest(slow_ms=slow_ms):
+                logs, retries, box = [], [0], []
+
+                def count(device):
+                    mover = box[0]
+                    if mover.plan is not None and mover.plan["limit_bytes"] >= first:
+                        retries[0] += 2
+                    return retries[0]
+                costed = Costed()
+                costed.first, costed.slow_ms = first, slow_ms
+                mover, dev = make_mover(budget, recompute=False, log=logs.append, hard_limit=True, fill=0.88,
+                                        transport=costed, alloc_retries=count)
+                box.append(mover)
+                costed.mover = mover
+                self.check_same(ref, train(20, mover))
+                self.assertEqual(len(mover.trials), 1, logs)
+                t = mover.trials[0]
+                self.assertEqual((t["why"], t["kept"]), (mover.RETRY_WHY, kept), t)
+                said = [m for m in logs if "Note [Allocator retries]" in m]
+                self.assertEqual(len(said), 1, logs)
+                self.assertIn("retried 2 time(s) under the budget's limit", said[0])
+                self.assertLess(t["before_from"], t["plan_from"])
+                planned = [h for h in mover.history if h["mode"] == "planned" and h["iteration"] > t["plan_from"]]
+                if kept:
+                    self.assertEqual(mover.plan["limit_bytes"], first - int(budget * mover.RETRY_CUT))
+                    self.assertEqual(mover.retry_replans_left, 1)
+                    self.assertTrue(planned and all(h["alloc_retries"] == 0 for h in planned), planned)
+                else:
+                    self.assertGreater(t["step_ms"], t["before_ms"] * 1.03, t)
+                    self.assertEqual(mover.plan["limit_bytes"], first)
+                    self.assertEqual(mover.retry_replans_left, 0)
+                    after = [h for h in mover.history if h["iteration"] > t["iteration"]]
+                    self.assertTrue(after and all(h["alloc_retries"] == 2 for h in after), after)
+                retried = [h for h in mover.history if h["alloc_retries"]]
+                self.assertTrue(retried and all(h["iteration"] > 3 for h in retried), mover.history)
+
     def test_warm_up_moves_reactively_under_the_budget(self):
         peak = self.saved_peak()
         transport = SlowTransport()
