@@ -58,7 +58,7 @@ Under ``limit:hard`` an allocation that finds no free block it fits and no room 
 makes PyTorch's allocator give back its cached blocks and try again (its ``num_alloc_retries``). Giving pages back
 waits for the device: the host stops until the GPU has run what was queued, and the GPU then waits for the host
 to queue work again. On HF GPT-2 large under checkpointing at 60% of its peak (an H100) the 1.6 GB of fp32
-log-probabilities at the loss did so in every step: 27.4 ms of host time in ``aten::_log_softmax``, 11.8 ms of it
+log-probabilities at the loss did so in the profiled step: 27.4 ms of host time in ``aten::_log_softmax``, 11.8 ms of it
 in ``cudaStreamSynchronize``, then the compute stream idle 15.4 + 8.4 + 3.2 ms; PyTorch counted 15 retries and 19
 synchronisations of all streams in the run, none under checkpointing alone (bench/results/gpu-h200-2026-12-14-1,
 call 11). The cost model does not see it: the step ran 421 ms where the plan predicted 352. So each iteration
