@@ -153,8 +153,9 @@ class StorageMover(Recording, Planning, Budget, ReservedMemory, MeasuredPlans, O
     memory_state(dev): the allocator's reserved and live bytes and its free gaps, read at an out-of-memory
     error; alloc_retries(dev): the allocator's retries so far (Note [Allocator retries]); record_iteration: the
     iteration (1-based) that is recorded (>= 3 by default: the first learns the live peak, the second moves
-    reactively and so fills the pinned pool with what the budget needs away, Note [Reactive moves]; the next timed_iterations are timed, Note [Recording]); capacity(dev): the device's
-    memory (the timed iterations move nothing under it);
+    reactively and so fills the pinned pool with what the budget needs away, Note [Reactive moves]; the next
+    timed_iterations are timed, Note [Recording]); capacity(dev): the device's memory (the timed iterations move
+    nothing under it);
     optimizer_state: move the
     optimizer's state tensors too (Note [Optimizer state]): only where optimizer_begins(opt) runs before
     every step (tierpack.cuda registers it as a global optimizer pre-step hook).
