@@ -58,9 +58,9 @@ Under ``limit:hard`` an allocation that finds no free block it fits and no room 
 makes PyTorch's allocator give back its cached blocks and try again (its ``num_alloc_retries``). Giving pages back
 waits for the device: the host stops until the GPU has run what was queued, and the GPU then waits for the host
 to queue work again. On HF GPT-2 large under checkpointing at 60% of its peak (an H100) the 1.6 GB of fp32
-log-probabilities at the loss did so in the profiled step: 27.4 ms of host time in ``aten::_log_softmax``, 11.8 ms of it
-in ``cudaStreamSynchronize``, then the compute stream idle 15.4 + 8.4 + 3.2 ms; PyTorch counted 15 retries and 19
-synchronisations of all streams in the run, none under checkpointing alone (bench/results/gpu-h200-2026-12-14-1,
+log-probabilities at the loss did so in the profiled step: 27.4 ms of host time in ``aten::_log_softmax``, 11.8 ms
+of it in ``cudaStreamSynchronize``, then the compute stream idle 15.4 + 8.4 + 3.2 ms; PyTorch counted 15 retries
+and 19 synchronisations of all streams in the run, none under checkpointing alone (bench/results/gpu-h200-2026-12-14-1,
 call 11). The cost model does not see it: the step ran 421 ms where the plan predicted 352. So each iteration
 counts the allocator's retries (the statistics' ``alloc_retries``), and under ``limit:hard`` a planned iteration
 that counts for its plan (after the plan's first, matching the recorded one, no new pinned memory: Note [Measured
@@ -183,7 +183,7 @@ class ReservedMemory:
         """Note [Allocator retries]: a counted planned iteration under limit:hard whose allocator retried puts a plan
         under a limit lower by RETRY_CUT of the budget on trial (measured_plans.py), once per plan."""
         n = self.counters.alloc_retries
-        if not n or counted is None or counted is not self.plan_summary or not self.hard_limit or \
+        if not n or counted is not self.plan_summary or not self.hard_limit or \
                 self._limit_in_force is None or not self.plan["fits"] or self.retry_replans_left <= 0 or \
                 self._retry_plan is self.plan_summary or self._incumbent is not None:
             return
