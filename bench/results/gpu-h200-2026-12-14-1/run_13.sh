@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 45, device call 13 (commit COMMIT13): the allocator's retries under limit:hard (Note [Allocator retries] in
+# Session 45, device call 13, run in session 46 (COMMIT13: a62b64d): the allocator's retries under limit:hard (Note [Allocator retries] in
 # python/tierpack/reserved_memory.py). Call 11 found GPT-2 large's checkpointed step under tierpack at 60% retrying
 # an allocation at the loss in every step (~27 ms of host and GPU time, not in the cost model). Now each iteration
 # counts the retries and a planned iteration with any puts a plan under a lower limit on trial against the plan in
